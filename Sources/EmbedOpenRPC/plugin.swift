@@ -1,0 +1,25 @@
+import Foundation
+import PackagePlugin
+
+/// Embeds `Protocol/openrpc.json` into the library as `openRPCDocument`, so `rpc.discover`
+/// serves the one source of truth without reading files at run time.
+@main
+struct EmbedOpenRPC: BuildToolPlugin {
+  func createBuildCommands(context: PluginContext, target: any Target) throws -> [Command] {
+    let input = context.package.directoryURL.appending(path: "Protocol/openrpc.json")
+    let output = context.pluginWorkDirectoryURL.appending(path: "OpenRPCDocument.swift")
+    // \042 is a double quote: the file becomes a raw multi-line string literal.
+    let script =
+      "{ printf '/// Protocol/openrpc.json, embedded at build time.\\npackage let openRPCDocument = #####\\042\\042\\042\\n'; "
+      + "cat \"$1\"; printf '\\n\\042\\042\\042#####\\n'; } > \"$2\""
+    return [
+      .buildCommand(
+        displayName: "Embedding Protocol/openrpc.json",
+        executable: URL(fileURLWithPath: "/bin/sh"),
+        arguments: ["-c", script, "embed", input.path, output.path],
+        inputFiles: [input],
+        outputFiles: [output]
+      )
+    ]
+  }
+}

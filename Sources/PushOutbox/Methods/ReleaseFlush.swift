@@ -1,0 +1,12 @@
+/// `releaseFlush {flushId}` → `{released}`: ends a live lease early; its items are pending again,
+/// with `deliveryCount` raised by one. Transcript: `Protocol/transcripts/lease.txt`.
+package enum ReleaseFlush: RPCMethod {
+  package static let name = "releaseFlush"
+
+  package static func handle(_ params: inout Params, _ service: Service) throws -> ObjectResult {
+    let flushId = params.string("flushId", required: true)
+    _ = try params.finish()
+    let released = try service.releaseLease(flushId!)
+    return ObjectResult([JSONMember("released", .int(Int64(released)))])
+  }
+}

@@ -1,0 +1,31 @@
+/// `saveUserAttribute {field, value, user?, id?}` → `{id, seq, pending}`.
+///
+/// `field` is one of Braze's default user fields (`UserField`); `value` is a string or null (unset).
+/// A later save of the same field for the same user supersedes an earlier one at flush time.
+/// Transcript: `Protocol/transcripts/basic.txt`.
+package enum SaveUserAttribute: RPCMethod {
+  package static let name = "saveUserAttribute"
+
+  package static func handle(_ params: inout Params, _ service: Service) throws -> SaveResult {
+    let fieldName = params.string("field", required: true)
+    let raw = params.value("value")
+    if raw == nil { params.issues.error("value", "missing", "value is required (null unsets the field)") }
+    let user = params.user()
+    let clientID = params.clientID()
+    var checked: (field: UserField, value: JSONValue)? = nil
+    if let fieldName, let raw {
+      checked = UserFieldRules.check(field: fieldName, value: raw, limits: service.config.domain, issues: &params.issues)
+    }
+    let warnings = try params.finish()
+    guard let checked else { throw RPCError.internalError("user field check returned nothing without an error") }
+    var body: [UInt8] = []
+    body.appendUser(user)
+    body.appendMember("field")
+    body.appendJSONString(checked.field.rawValue)
+    body.appendMember("value")
+    checked.value.encodeJSON(into: &body)
+    return try service.save(
+      kind: .userAttribute, clientID: clientID, user: user, attribute: checked.field.rawValue, body: body,
+      warnings: warnings)
+  }
+}

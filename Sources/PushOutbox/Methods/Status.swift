@@ -1,0 +1,35 @@
+/// `status {}` → the version, the store, pending counts and bytes, snapshot and journal facts,
+/// the live lease and any recovery warnings. Transcript: `Protocol/transcripts/basic.txt`.
+package enum Status: RPCMethod {
+  package static let name = "status"
+
+  package static func handle(_ params: inout Params, _ service: Service) throws -> ObjectResult {
+    _ = try params.finish()
+    service.expireLease()
+    let store = service.store
+    var pending = [JSONMember("total", .int(Int64(store.count)))]
+    for kind in ItemKind.allCases {
+      pending.append(JSONMember(kind.wireName, .int(Int64(store.counts[Int(kind.rawValue)]))))
+    }
+    let facts = service.persistence
+    return ObjectResult([
+      JSONMember("version", .string(HelpText.version)),
+      JSONMember("store", service.config.effectiveStorePath.map(JSONValue.string) ?? .null),
+      JSONMember("pending", .object(pending)),
+      JSONMember("bytes", .int(Int64(store.bytes))),
+      JSONMember("lastSnapshotAt", facts.lastSnapshotAt.map { .string(UTCTime.format(ms: $0)) } ?? .null),
+      JSONMember("snapshotSeq", .int(Int64(facts.snapshotSeq))),
+      JSONMember("journalBytes", .int(facts.journalBytes)),
+      JSONMember("fsync", .string(service.config.fsync.rawValue)),
+      JSONMember("lease", service.lease.map { leaseJSON($0) } ?? .null),
+      JSONMember("recovery", .array(facts.recovery)),
+    ])
+  }
+
+  private static func leaseJSON(_ lease: Lease) -> JSONValue {
+    .object([
+      JSONMember("flushId", .string(lease.flushId)), JSONMember("count", .int(Int64(lease.seqs.count))),
+      JSONMember("expiresAt", .string(UTCTime.format(ms: lease.expiresAt))),
+    ])
+  }
+}

@@ -1,0 +1,17 @@
+/// One wire method: its name, and a handler that reads params and returns a result.
+///
+/// Method types are caseless enums named after the wire name (`enum SaveCustomEvent`), one per file
+/// in `Methods/`. The wire name appears here once, as `name`, and once in `Protocol/openrpc.json`.
+package protocol RPCMethod {
+  static var name: String { get }
+  associatedtype Result: JSONEncodable
+  /// Handles one call. Throw `RPCError` for protocol-level failures and `StoreError` for store refusals.
+  static func handle(_ params: inout Params, _ service: Service) throws -> Result
+}
+
+/// A result with no members worth a type of its own.
+package struct ObjectResult: JSONEncodable {
+  package var members: [JSONMember]
+  package init(_ members: [JSONMember]) { self.members = members }
+  package func encodeJSON(into out: inout [UInt8]) { members.encodeJSONObject(into: &out) }
+}

@@ -1,0 +1,126 @@
+/// Turns request lines into response lines, strictly in order, into one output buffer.
+///
+/// The transport feeds it complete lines and writes `output` when the input burst is done.
+/// Every request with an id gets exactly one response; notifications get none, ever.
+package final class Server {
+  package let service: Service
+  package let table: MethodTable
+  /// Response bytes not yet written: whole lines, each ending in `\n`.
+  package var output: [UInt8] = []
+
+  package init(service: Service, table: MethodTable = .standard) {
+    self.service = service
+    self.table = table
+    output.reserveCapacity(1 << 16)
+  }
+
+  /// Handles one line (without its `\n`, `\r` or BOM): a request, a notification or a batch.
+  package func handle(line: UnsafeBufferPointer<UInt8>) {
+    var reader = JSONReader(line, maxDepth: service.config.maxDepth)
+    let value: JSONValue
+    do {
+      value = try reader.parseDocument()
+    } catch {
+      writeError(.parseError(error.reason, offset: error.offset), id: .null)
+      return
+    }
+    if case .array(let members) = value {
+      handleBatch(members, duplicateKeys: reader.sawDuplicateKey)
+    } else {
+      let mark = output.count
+      if handle(value, duplicateKeys: reader.sawDuplicateKey) { output.append(UInt8(ascii: "\n")) } else {
+        output.removeSubrange(mark...)
+      }
+    }
+  }
+
+  /// Answers a line longer than `--max-line-bytes`; its bytes were discarded unread.
+  package func handleOversizedLine(length: Int) {
+    let limit = Int64(service.config.maxLineBytes)
+    let data: JSONValue = .object([
+      JSONMember("reason", .string("line_too_long")), JSONMember("limit", .int(limit)),
+      JSONMember("length", .int(Int64(length))),
+    ])
+    writeError(RPCError(.parseError, "Parse error", data: data), id: .null)
+  }
+
+  // MARK: - Requests
+
+  private func handleBatch(_ members: [JSONValue], duplicateKeys: Bool) {
+    if members.isEmpty {
+      return writeError(.invalidRequest("an empty batch is not a request"), id: .null)
+    }
+    if members.count > service.config.maxBatch {
+      return writeError(.invalidRequest("batch of \(members.count) exceeds --max-batch \(service.config.maxBatch)"), id: .null)
+    }
+    let start = output.count
+    output.append(UInt8(ascii: "["))
+    var answered = 0
+    for member in members {
+      let mark = output.count
+      if answered > 0 { output.append(UInt8(ascii: ",")) }
+      if handle(member, duplicateKeys: duplicateKeys) { answered += 1 } else { output.removeSubrange(mark...) }
+    }
+    if answered == 0 {
+      output.removeSubrange(start...)
+    } else {
+      output.append(contentsOf: [UInt8(ascii: "]"), UInt8(ascii: "\n")])
+    }
+  }
+
+  /// Handles one request object and appends its response (no newline). Returns false when there is none.
+  private func handle(_ value: JSONValue, duplicateKeys: Bool) -> Bool {
+    switch Envelope.classify(value, duplicateKeys: duplicateKeys) {
+    case .response:
+      service.log.warn("ignored a response object: this server sends no requests")
+      return false
+    case .invalid(let id, let error):
+      appendError(error, id: id ?? .null)
+      return true
+    case .request(let request):
+      return call(request)
+    }
+  }
+
+  private func call(_ request: Request) -> Bool {
+    let mark = output.count
+    appendPrefix(id: request.id ?? .null)
+    do {
+      try table.call(request, service, into: &output)
+      output.append(UInt8(ascii: "}"))
+    } catch {
+      output.removeSubrange(mark...)
+      if request.isNotification {
+        service.log.debug("notification \(request.method) failed: \(error.message)")
+      } else {
+        appendError(error, id: request.id ?? .null)
+      }
+    }
+    guard request.id != nil else {
+      output.removeSubrange(mark...)
+      return false
+    }
+    return true
+  }
+
+  // MARK: - Writing
+
+  private func appendPrefix(id: RequestID) {
+    output.appendASCII("{\"jsonrpc\":\"2.0\",\"id\":")
+    id.encodeJSON(into: &output)
+    output.appendASCII(",\"result\":")
+  }
+
+  private func appendError(_ error: RPCError, id: RequestID) {
+    output.appendASCII("{\"jsonrpc\":\"2.0\",\"id\":")
+    id.encodeJSON(into: &output)
+    output.appendASCII(",\"error\":")
+    error.encodeJSON(into: &output)
+    output.append(UInt8(ascii: "}"))
+  }
+
+  private func writeError(_ error: RPCError, id: RequestID) {
+    appendError(error, id: id)
+    output.append(UInt8(ascii: "\n"))
+  }
+}

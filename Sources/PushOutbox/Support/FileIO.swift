@@ -1,0 +1,115 @@
+/// A failed file operation: what was tried, on which path, and the errno.
+package struct FileError: Error, Sendable, Equatable, CustomStringConvertible {
+  package var operation: String
+  package var path: String
+  package var code: Int32
+
+  package var description: String { "\(operation) \(path): \(errnoText(code))" }
+}
+
+/// Thin POSIX file helpers. Every function retries EINTR and reports errno.
+package enum FileIO {
+  /// Reads a whole file, or returns nil if it does not exist.
+  package static func read(_ path: String) throws(FileError) -> [UInt8]? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    if fd < 0 {
+      if errno == ENOENT { return nil }
+      throw FileError(operation: "open", path: path, code: errno)
+    }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 1 << 20)
+    while true {
+      let n = chunk.withUnsafeMutableBytes { posixRead(fd, $0.baseAddress!, $0.count) }
+      if n > 0 {
+        bytes.append(contentsOf: chunk[0..<n])
+      } else if n == 0 {
+        return bytes
+      } else if errno != EINTR {
+        throw FileError(operation: "read", path: path, code: errno)
+      }
+    }
+  }
+
+  /// Writes all bytes to `fd`.
+  package static func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String) throws(FileError) {
+    let failure: Int32? = bytes.withUnsafeBytes { raw in
+      var offset = 0
+      while offset < raw.count {
+        let n = posixWrite(fd, raw.baseAddress! + offset, raw.count - offset)
+        if n > 0 {
+          offset += n
+        } else if n < 0 && errno == EINTR {
+          continue
+        } else {
+          return n < 0 ? errno : EIO
+        }
+      }
+      return nil
+    }
+    if let failure { throw FileError(operation: "write", path: path, code: failure) }
+  }
+
+  /// Flushes a file to stable storage (`F_FULLFSYNC` on macOS).
+  package static func sync(_ fd: Int32, path: String) throws(FileError) {
+    #if canImport(Darwin)
+      if fcntl(fd, F_FULLFSYNC) == 0 { return }
+    #endif
+    if fsync(fd) != 0 { throw FileError(operation: "fsync", path: path, code: errno) }
+  }
+
+  /// Flushes a directory, making renames and creations inside it durable.
+  package static func syncDirectory(_ path: String) throws(FileError) {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    if fd < 0 { throw FileError(operation: "open", path: path, code: errno) }
+    defer { close(fd) }
+    try sync(fd, path: path)
+  }
+
+  /// Writes a file atomically: temp file (mode 0600), fsync, rename, fsync of the directory.
+  package static func writeAtomically(_ bytes: [UInt8], to path: String, directory: String) throws(FileError) {
+    let temp = path + ".tmp." + String(getpid())
+    let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    if fd < 0 { throw FileError(operation: "create", path: temp, code: errno) }
+    do throws(FileError) {
+      try writeAll(fd, bytes, path: temp)
+      try sync(fd, path: temp)
+    } catch {
+      close(fd)
+      unlink(temp)
+      throw error
+    }
+    close(fd)
+    if rename(temp, path) != 0 {
+      let code = errno
+      unlink(temp)
+      throw FileError(operation: "rename", path: temp, code: code)
+    }
+    try syncDirectory(directory)
+  }
+
+  /// Creates a directory and its parents (mode 0700 for new ones).
+  package static func makeDirectories(_ path: String) throws(FileError) {
+    var prefix = path.hasPrefix("/") ? "" : "."
+    for part in path.split(separator: "/") {
+      prefix += "/" + part
+      if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+        throw FileError(operation: "mkdir", path: prefix, code: errno)
+      }
+    }
+  }
+
+  /// Names in a directory (without `.` and `..`).
+  package static func list(_ path: String) throws(FileError) -> [String] {
+    guard let dir = opendir(path) else { throw FileError(operation: "opendir", path: path, code: errno) }
+    defer { closedir(dir) }
+    var names: [String] = []
+    while let entry = readdir(dir) {
+      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+        String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+      }
+      if name != "." && name != ".." { names.append(name) }
+    }
+    return names
+  }
+}

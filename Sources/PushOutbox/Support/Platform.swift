@@ -1,0 +1,24 @@
+#if canImport(Glibc)
+  @_exported import Glibc
+#elseif canImport(Musl)
+  @_exported import Musl
+#elseif canImport(Darwin)
+  @_exported import Darwin
+#endif
+
+/// `write(2)`, under a name that methods called `write` do not shadow.
+@inline(__always)
+package func posixWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+  write(fd, buffer, count)
+}
+
+/// The text of an errno value, e.g. "No space left on device".
+package func errnoText(_ code: Int32) -> String {
+  String(cString: strerror(code))
+}
+
+/// `read(2)`, under a name that methods called `read` do not shadow.
+@inline(__always)
+package func posixRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
+  read(fd, buffer, count)
+}

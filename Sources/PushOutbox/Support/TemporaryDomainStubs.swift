@@ -1,0 +1,44 @@
+// TEMPORARY: lets the lead compile while the domain rules are written. Deleted before commit.
+package enum StringPolicy: String, Sendable { case reject, truncate }
+package struct DomainLimits: Sendable {
+  package var strings: StringPolicy = .reject
+  package var arrayLimit = 25
+  package var maxPropertiesBytes = 51_200
+  package var maxNestedAttributeBytes = 102_400
+  package init() {}
+}
+package enum ISO8601 {
+  package static func parseDateTime(_ s: String) -> Int64? {
+    let b = Array(s.utf8)
+    guard b.count == 24, b[23] == UInt8(ascii: "Z") else { return nil }
+    func n(_ r: Range<Int>) -> Int { r.reduce(0) { $0 * 10 + Int(b[$1]) - 48 } }
+    let days = UTCTime.days(year: n(0..<4), month: n(5..<7), day: n(8..<10))
+    return Int64(days) * 86_400_000 + Int64(n(11..<13) * 3_600_000 + n(14..<16) * 60_000 + n(17..<19) * 1000 + n(20..<23))
+  }
+}
+package enum UserIdentifier: Sendable, Hashable {
+  case externalId(String)
+  package static func parse(_ value: JSONValue, path: String, issues: inout Issues) -> UserIdentifier? {
+    value["externalId"]?.stringValue.map { .externalId($0) }
+  }
+  package var json: JSONValue { if case .externalId(let s) = self { return .object([JSONMember("externalId", .string(s))]) }; return .null }
+  package var trackMembers: [JSONMember] { if case .externalId(let s) = self { return [JSONMember("external_id", .string(s))] }; return [] }
+  package var key: String { "\(self)" }
+}
+package enum CustomEventRules {
+  package static func check(name: String, properties: [JSONMember], limits: DomainLimits, issues: inout Issues) -> [JSONMember] { properties }
+  package static func checkTime(_ time: String, issues: inout Issues) -> Int64? { ISO8601.parseDateTime(time) }
+}
+package enum AttributeOp: String, Sendable, CaseIterable { case set, inc, add, remove, unset }
+package enum CustomAttributeRules {
+  package static func check(key: String, op: AttributeOp, value: JSONValue, limits: DomainLimits, issues: inout Issues) -> JSONValue { value }
+}
+package enum UserField: String, Sendable, CaseIterable { case email, first_name, last_name, phone, gender, dob, country, home_city, language, time_zone, email_subscribe, push_subscribe }
+package enum UserFieldRules {
+  package static func check(field: String, value: JSONValue, limits: DomainLimits, issues: inout Issues) -> (field: UserField, value: JSONValue)? {
+    UserField(rawValue: field).map { ($0, value) }
+  }
+}
+package enum PushPayload {
+  package static func parse(payload: JSONValue, require: JSONValue?, categories: JSONValue?, issues: inout Issues) -> JSONValue { .object([]) }
+}

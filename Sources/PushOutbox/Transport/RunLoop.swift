@@ -1,0 +1,61 @@
+/// The process's one loop: read a chunk, handle its lines in order, write all responses once,
+/// and keep snapshots going. Stops on end of input, SIGTERM/SIGINT or a closed stdout.
+package struct RunLoop {
+  private let server: Server
+  private let persistence: Persistence?
+  private var transport: StdioTransport
+  private var framer: LineFramer
+
+  package init(server: Server, persistence: Persistence?, transport: StdioTransport) {
+    self.server = server
+    self.persistence = persistence
+    self.transport = transport
+    self.framer = LineFramer(maxLineBytes: server.service.config.maxLineBytes)
+  }
+
+  /// Serves until input ends or a signal arrives, then takes the final snapshot.
+  package mutating func run() -> StopReason {
+    let reason = serve()
+    persistence?.finish(server.service)
+    server.service.log.info("stopped: \(reason)")
+    return reason
+  }
+
+  private mutating func serve() -> StopReason {
+    while true {
+      persistence?.tick(server.service)
+      let timeout = persistence?.pollTimeoutMs(server.service) ?? -1
+      let server = self.server
+      let event = transport.next(timeoutMs: timeout) { chunk in
+        framer.feed(chunk) { Self.dispatch($0, server) }
+      }
+      switch event {
+      case .data:
+        // Keep answering while more input is already waiting; write before we would block.
+        if server.output.count < 1 << 16 && transport.inputIsWaiting() { continue }
+        if !flush() { return .outputClosed }
+      case .timeout:
+        continue
+      case .signal:
+        return flush() ? .signal : .outputClosed
+      case .endOfInput:
+        framer.finish { Self.dispatch($0, server) }
+        return flush() ? .endOfInput : .outputClosed
+      }
+    }
+  }
+
+  private static func dispatch(_ framed: FramedLine, _ server: Server) {
+    switch framed {
+    case .line(let bytes): server.handle(line: bytes)
+    case .tooLong(let length): server.handleOversizedLine(length: length)
+    }
+  }
+
+  /// Writes pending responses. False when stdout is gone.
+  private func flush() -> Bool {
+    guard !server.output.isEmpty else { return true }
+    defer { server.output.removeAll(keepingCapacity: server.output.capacity <= 1 << 22) }
+    return transport.write(server.output)
+  }
+}

@@ -1,0 +1,36 @@
+import PushOutbox
+
+// The executable: parse the command line, open the store, serve stdin until it ends.
+let environment: (String) -> String? = { name in getenv(name).map { String(cString: $0) } }
+
+let command: Command
+do {
+  command = try Configuration.parse(Array(CommandLine.arguments.dropFirst()), env: environment)
+} catch {
+  Log.stderr("push-outbox: \(error.message) (see --help)")
+  exit(2)
+}
+
+switch command {
+case .help:
+  print(HelpText.usage)
+  exit(0)
+case .version:
+  print("push-outbox \(HelpText.version)")
+  exit(0)
+case .run(let config):
+  let service = Service(config: config)
+  let wakeup = Signals.install()
+  let persistence: Persistence?
+  do {
+    persistence = try config.effectiveStorePath.map { path throws(StartupError) in
+      try Persistence(directory: path, service: service)
+    }
+  } catch {
+    Log.stderr("push-outbox: \(error.message)")
+    exit(error.exitCode)
+  }
+  var loop = RunLoop(server: Server(service: service), persistence: persistence, transport: StdioTransport(wakeup: wakeup))
+  _ = loop.run()
+  exit(0)
+}
