@@ -1,21 +1,4 @@
 // TEMPORARY: lets the lead compile while the domain rules are written. Deleted before commit.
-package enum StringPolicy: String, Sendable { case reject, truncate }
-package struct DomainLimits: Sendable {
-  package var strings: StringPolicy = .reject
-  package var arrayLimit = 25
-  package var maxPropertiesBytes = 51_200
-  package var maxNestedAttributeBytes = 102_400
-  package init() {}
-}
-package enum ISO8601 {
-  package static func parseDateTime(_ s: String) -> Int64? {
-    let b = Array(s.utf8)
-    guard b.count == 24, b[23] == UInt8(ascii: "Z") else { return nil }
-    func n(_ r: Range<Int>) -> Int { r.reduce(0) { $0 * 10 + Int(b[$1]) - 48 } }
-    let days = UTCTime.days(year: n(0..<4), month: n(5..<7), day: n(8..<10))
-    return Int64(days) * 86_400_000 + Int64(n(11..<13) * 3_600_000 + n(14..<16) * 60_000 + n(17..<19) * 1000 + n(20..<23))
-  }
-}
 package enum UserIdentifier: Sendable, Hashable {
   case externalId(String)
   package static func parse(_ value: JSONValue, path: String, issues: inout Issues) -> UserIdentifier? {

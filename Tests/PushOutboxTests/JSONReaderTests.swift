@@ -1,0 +1,117 @@
+import Foundation
+import Testing
+
+@testable import PushOutbox
+
+@Suite struct JSONReaderTests {
+  static func parse(_ text: String, maxDepth: Int = 128) throws -> JSONValue {
+    try JSONReader.parse(Array(text.utf8), maxDepth: maxDepth)
+  }
+
+  @Test(arguments: [
+    ("1", JSONValue.int(1)),
+    ("-0", .number("-0")),
+    ("1.0", .number("1.0")),
+    ("1e2", .number("1e2")),
+    ("9223372036854775807", .int(.max)),
+    ("-9223372036854775808", .int(.min)),
+    ("9223372036854775808", .number("9223372036854775808")),
+    ("18446744073709551616", .number("18446744073709551616")),
+    ("true", .bool(true)),
+    ("null", .null),
+    (#""a\u00e9\ud834\udd1e""#, .string("aé𝄞")),
+    (#""\"\\\/\b\f\n\r\t""#, .string("\"\\/\u{8}\u{c}\n\r\t")),
+    (#"{"b":1,"a":[true,null]}"#, .object([JSONMember("b", .int(1)), JSONMember("a", .array([.bool(true), .null]))])),
+  ])
+  func readsValuesExactly(text: String, expected: JSONValue) throws {
+    #expect(try Self.parse(text) == expected)
+  }
+
+  @Test(arguments: [
+    "", " ", "01", "-", "1.", ".5", "1e", "+1", "NaN", "[1,]", "{\"a\":1,}", "[1] x", "{}{}", "\"\t\"",
+    "\"\\ud800\"", "\"\\udc00\"", "\"\\ud800\\u0041\"", "\"\\x\"", "tru", "nul", "[", "{\"a\"}", "{1:2}",
+  ])
+  func rejectsInvalidText(text: String) {
+    #expect(throws: JSONParseError.self) { try Self.parse(text) }
+  }
+
+  @Test(arguments: [
+    [0x22, 0xC0, 0xAF, 0x22],  // overlong '/'
+    [0x22, 0xED, 0xA0, 0x80, 0x22],  // raw UTF-16 surrogate
+    [0x22, 0xF4, 0x90, 0x80, 0x80, 0x22],  // above U+10FFFF
+    [0x22, 0xFF, 0x22],
+    [0x22, 0xE2, 0x82, 0x22],  // truncated sequence
+  ] as [[UInt8]])
+  func rejectsInvalidUTF8(bytes: [UInt8]) {
+    #expect(throws: JSONParseError.self) { try JSONReader.parse(bytes) }
+  }
+
+  @Test func keepsDuplicateKeysAndReportsThem() throws {
+    let bytes = Array(#"{"a":1,"a":2}"#.utf8)
+    try bytes.withUnsafeBufferPointer { buffer in
+      var reader = JSONReader(buffer)
+      let value = try reader.parseDocument()
+      #expect(value == .object([JSONMember("a", .int(1)), JSONMember("a", .int(2))]))
+      let sawDuplicate = reader.sawDuplicateKey
+      #expect(sawDuplicate)
+    }
+  }
+
+  @Test func findsDuplicatesInLargeObjects() throws {
+    let members = (0..<40).map { "\"k\($0)\":\($0)" } + ["\"k7\":0"]
+    let bytes = Array(("{" + members.joined(separator: ",") + "}").utf8)
+    try bytes.withUnsafeBufferPointer { buffer in
+      var reader = JSONReader(buffer)
+      _ = try reader.parseDocument()
+      let sawDuplicate = reader.sawDuplicateKey
+      #expect(sawDuplicate)
+    }
+  }
+
+  @Test func depthLimitStopsDeepInputWithoutCrashing() throws {
+    #expect(throws: JSONParseError.self) { try Self.parse(String(repeating: "[", count: 100_000)) }
+    let ok = String(repeating: "[", count: 128) + String(repeating: "]", count: 128)
+    #expect(throws: Never.self) { try Self.parse(ok) }
+    let tooDeep = String(repeating: "[", count: 129) + String(repeating: "]", count: 129)
+    #expect(throws: JSONParseError.self) { try Self.parse(tooDeep) }
+  }
+
+  // MARK: - JSONTestSuite
+
+  static let suite = Paths.shared.appendingPathComponent("testdata/JSONTestSuite/test_parsing")
+
+  static func files(_ prefix: String) -> [String] {
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: suite.path)) ?? []
+    return names.filter { $0.hasPrefix(prefix) && $0.hasSuffix(".json") }.sorted()
+  }
+
+  @Test func suiteIsPresent() {
+    #expect(Self.files("y_").count == 95)
+    #expect(Self.files("n_").count == 188)
+    #expect(Self.files("i_").count == 35)
+  }
+
+  @Test(arguments: files("y_"))
+  func acceptsEveryYFile(name: String) throws {
+    let bytes = try [UInt8](Data(contentsOf: Self.suite.appendingPathComponent(name)))
+    #expect(throws: Never.self) { try JSONReader.parse(bytes) }
+  }
+
+  @Test(arguments: files("n_"))
+  func rejectsEveryNFile(name: String) throws {
+    let bytes = try [UInt8](Data(contentsOf: Self.suite.appendingPathComponent(name)))
+    #expect(throws: JSONParseError.self) { try JSONReader.parse(bytes) }
+  }
+
+  @Test(arguments: files("i_"))
+  func survivesEveryIFile(name: String) throws {
+    let bytes = try [UInt8](Data(contentsOf: Self.suite.appendingPathComponent(name)))
+    // Either answer is allowed; an accepted value must round-trip, a rejection must point inside the input.
+    do {
+      let value = try JSONReader.parse(bytes)
+      #expect(try JSONReader.parse(value.jsonBytes) == value)
+    } catch {
+      #expect(error.offset >= 0 && error.offset <= bytes.count)
+    }
+  }
+}

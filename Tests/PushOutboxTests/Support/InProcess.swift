@@ -1,0 +1,64 @@
+@testable import PushOutbox
+
+/// Runs lines through a `Server` in this process and returns the output lines.
+final class InProcessServer {
+  let server: Server
+
+  init(_ configure: (inout Configuration) -> Void = { _ in }) {
+    var config = Configuration()
+    config.memory = true
+    config.fixedClock = ISO8601.parseDateTime("2026-01-01T00:00:00.000Z")
+    config.idSeed = 1
+    configure(&config)
+    server = Server(service: Service(config: config, log: Log(level: .error)))
+  }
+
+  var service: Service { server.service }
+
+  /// Sends raw lines (each framed as the transport would) and returns the reply lines.
+  func send(_ lines: String...) -> [String] {
+    var framer = LineFramer(maxLineBytes: server.service.config.maxLineBytes)
+    for line in lines {
+      framer.feed(Array((line + "\n").utf8)) { framed in
+        switch framed {
+        case .line(let bytes): server.handle(line: bytes)
+        case .tooLong(let n): server.handleOversizedLine(length: n)
+        }
+      }
+    }
+    let text = String(decoding: server.output, as: UTF8.self)
+    server.output.removeAll()
+    return text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+  }
+
+  /// Sends one line and parses the single reply.
+  func call(_ line: String) throws -> JSONValue {
+    let replies = send(line)
+    guard replies.count == 1 else { throw TestFailure("expected one reply, got \(replies.count): \(replies)") }
+    return try JSONReader.parse(replies[0])
+  }
+
+  func request(_ method: String, _ params: String = "{}", id: Int = 1) throws -> JSONValue {
+    try call(#"{"jsonrpc":"2.0","id":\#(id),"method":"\#(method)","params":\#(params)}"#)
+  }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+  var description: String
+  init(_ description: String) { self.description = description }
+}
+
+extension JSONValue {
+  /// `value["a"]?["b"]` style access through a dotted path: `value.at("error.code")`.
+  func at(_ path: String) -> JSONValue? {
+    var current: JSONValue? = self
+    for part in path.split(separator: ".") {
+      if let index = Int(part), case .array(let items)? = current {
+        current = index < items.count ? items[index] : nil
+      } else {
+        current = current?[String(part)]
+      }
+    }
+    return current
+  }
+}

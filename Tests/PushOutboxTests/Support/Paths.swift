@@ -1,0 +1,35 @@
+import Foundation
+
+/// Locations the tests need: the repository, the shared test data, and the built binary.
+enum Paths {
+  /// The repository root, found from this file's path.
+  static let root: URL = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+  /// `../shared` beside the repository (CI puts it there too).
+  static let shared = root.deletingLastPathComponent().appendingPathComponent("shared")
+
+  static let transcripts = root.appendingPathComponent("Protocol/transcripts")
+
+  /// The `push-outbox` binary built next to the test bundle (`swift build` builds it first).
+  static let binary: String = {
+    if let explicit = ProcessInfo.processInfo.environment["PUSH_OUTBOX_BIN"] { return explicit }
+    var candidates: [String] = []
+    if let exe = Bundle.main.executablePath {
+      candidates.append(URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("push-outbox").path)
+    }
+    let selfExe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+    if !selfExe.isEmpty {
+      candidates.append(URL(fileURLWithPath: selfExe).deletingLastPathComponent().appendingPathComponent("push-outbox").path)
+    }
+    candidates.append(root.appendingPathComponent(".build/debug/push-outbox").path)
+    return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates.last!
+  }()
+
+  /// A new empty directory under the system temp directory.
+  static func temporaryDirectory() -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("push-outbox-tests-\(UUID().uuidString)")
+    try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+  }
+}
