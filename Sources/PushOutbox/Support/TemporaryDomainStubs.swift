@@ -1,17 +1,4 @@
-// TEMPORARY: lets the lead compile while the domain rules are written. Deleted before commit.
-package enum UserIdentifier: Sendable, Hashable {
-  case externalId(String)
-  package static func parse(_ value: JSONValue, path: String, issues: inout Issues) -> UserIdentifier? {
-    value["externalId"]?.stringValue.map { .externalId($0) }
-  }
-  package var json: JSONValue { if case .externalId(let s) = self { return .object([JSONMember("externalId", .string(s))]) }; return .null }
-  package var trackMembers: [JSONMember] { if case .externalId(let s) = self { return [JSONMember("external_id", .string(s))] }; return [] }
-  package var key: String { "\(self)" }
-}
-package enum CustomEventRules {
-  package static func check(name: String, properties: [JSONMember], limits: DomainLimits, issues: inout Issues) -> [JSONMember] { properties }
-  package static func checkTime(_ time: String, issues: inout Issues) -> Int64? { ISO8601.parseDateTime(time) }
-}
+// TEMPORARY: lets the lead compile while the domain rules are written. Deleted before the final commit.
 package enum AttributeOp: String, Sendable, CaseIterable { case set, inc, add, remove, unset }
 package enum CustomAttributeRules {
   package static func check(key: String, op: AttributeOp, value: JSONValue, limits: DomainLimits, issues: inout Issues) -> JSONValue { value }
@@ -23,5 +10,7 @@ package enum UserFieldRules {
   }
 }
 package enum PushPayload {
-  package static func parse(payload: JSONValue, require: JSONValue?, categories: JSONValue?, issues: inout Issues) -> JSONValue { .object([]) }
+  package static func parse(payload: JSONValue, require: JSONValue?, categories: JSONValue?, issues: inout Issues) -> JSONValue {
+    .object([JSONMember("extras", payload)])
+  }
 }

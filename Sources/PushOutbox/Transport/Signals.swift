@@ -25,6 +25,12 @@ package enum Signals {
       action.sa_flags = 0
       sigaction(sig, &action, nil)
     }
+    // A parent may spawn us with these blocked (posix_spawn passes its thread's mask on).
+    var unblock = sigset_t()
+    sigemptyset(&unblock)
+    sigaddset(&unblock, SIGTERM)
+    sigaddset(&unblock, SIGINT)
+    pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
     return fds[0]
   }
 }
