@@ -28,6 +28,7 @@ case .run(let config):
     }
   } catch {
     Log.stderr("push-outbox: \(error.message)")
+    if let rpcError = error.rpcError { print(Server.startupFailureLine(rpcError)) }
     exit(error.exitCode)
   }
   var loop = RunLoop(server: Server(service: service), persistence: persistence, transport: StdioTransport(wakeup: wakeup))

@@ -4,6 +4,7 @@
 /// `acked: 0`; an unknown or expired lease is `-32004`. Transcript: `Protocol/transcripts/lease.txt`.
 package enum AckFlush: RPCMethod {
   package static let name = "ackFlush"
+  package static let commitsFirst = true
 
   package static func handle(_ params: inout Params, _ service: Service) throws -> ObjectResult {
     let flushId = params.string("flushId", required: true)

@@ -9,6 +9,7 @@
 /// Transcript: `Protocol/transcripts/flush.txt`.
 package enum FlushPending: RPCMethod {
   package static let name = "flushPending"
+  package static let commitsFirst = true
 
   package static func handle(_ params: inout Params, _ service: Service) throws -> FlushResult {
     let max = params.int("max", min: 1).map { Int(clamping: $0) } ?? Int.max
@@ -37,6 +38,7 @@ package enum FlushPending: RPCMethod {
       flushId = service.newID(at: now)
       items = service.store.firstAvailable(max: max, skipped: &skipped) { !needsUser || $0.user != nil }
       service.store.remove(seqs: items.map(\.seq))
+      service.recordRemoval(items.map(\.seq))
       service.rememberFinished(flushId)
     }
     var result = FlushResult(flushId: flushId, items: items, superseded: items.supersededSeqs)

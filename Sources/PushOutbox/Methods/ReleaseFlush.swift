@@ -2,6 +2,7 @@
 /// with `deliveryCount` raised by one. Transcript: `Protocol/transcripts/lease.txt`.
 package enum ReleaseFlush: RPCMethod {
   package static let name = "releaseFlush"
+  package static let commitsFirst = true
 
   package static func handle(_ params: inout Params, _ service: Service) throws -> ObjectResult {
     let flushId = params.string("flushId", required: true)

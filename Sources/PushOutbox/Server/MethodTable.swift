@@ -4,6 +4,7 @@ package struct MethodTable: Sendable {
   package typealias Handler = @Sendable (inout Params, Service, inout [UInt8]) throws -> Void
 
   private var handlers: [String: Handler] = [:]
+  private var committingFirst: Set<String> = []
   package private(set) var names: [String] = []
 
   package init(_ methods: [any RPCMethod.Type]) {
@@ -19,10 +20,14 @@ package struct MethodTable: Sendable {
   private mutating func register<M: RPCMethod>(_ method: M.Type) {
     precondition(handlers[M.name] == nil, "method \(M.name) registered twice")
     names.append(M.name)
+    if M.commitsFirst { committingFirst.insert(M.name) }
     handlers[M.name] = { params, service, out in
       try M.handle(&params, service).encodeJSON(into: &out)
     }
   }
+
+  /// True when `method` must see earlier saves committed to the journal first.
+  package func commitsFirst(_ method: String) -> Bool { committingFirst.contains(method) }
 
   /// Runs `request` and appends its result JSON to `out`, or throws the error to answer with.
   package func call(_ request: Request, _ service: Service, into out: inout [UInt8]) throws(RPCError) {

@@ -4,9 +4,16 @@
 /// in `Methods/`. The wire name appears here once, as `name`, and once in `Protocol/openrpc.json`.
 package protocol RPCMethod {
   static var name: String { get }
+  /// True for methods that hand items out: earlier saves are made durable before they run,
+  /// so nothing handed out can later be rolled back.
+  static var commitsFirst: Bool { get }
   associatedtype Result: JSONEncodable
   /// Handles one call. Throw `RPCError` for protocol-level failures and `StoreError` for store refusals.
   static func handle(_ params: inout Params, _ service: Service) throws -> Result
+}
+
+extension RPCMethod {
+  package static var commitsFirst: Bool { false }
 }
 
 /// A result with no members worth a type of its own.

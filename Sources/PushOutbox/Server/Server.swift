@@ -83,11 +83,17 @@ package final class Server {
   }
 
   private func call(_ request: Request) -> Bool {
+    if table.commitsFirst(request.method) { commit() }
     let mark = output.count
+    let saves = service.uncommitted.count
     appendPrefix(id: request.id ?? .null)
     do {
       try table.call(request, service, into: &output)
       output.append(UInt8(ascii: "}"))
+      if service.uncommitted.count > saves, let id = request.id {
+        service.uncommitted[saves].response = mark..<output.count
+        service.uncommitted[saves].id = id
+      }
     } catch {
       output.removeSubrange(mark...)
       if request.isNotification {
@@ -112,11 +118,15 @@ package final class Server {
   }
 
   private func appendError(_ error: RPCError, id: RequestID) {
-    output.appendASCII("{\"jsonrpc\":\"2.0\",\"id\":")
-    id.encodeJSON(into: &output)
-    output.appendASCII(",\"error\":")
-    error.encodeJSON(into: &output)
-    output.append(UInt8(ascii: "}"))
+    Server.appendError(error, id: id, to: &output)
+  }
+
+  package static func appendError(_ error: RPCError, id: RequestID, to out: inout [UInt8]) {
+    out.appendASCII("{\"jsonrpc\":\"2.0\",\"id\":")
+    id.encodeJSON(into: &out)
+    out.appendASCII(",\"error\":")
+    error.encodeJSON(into: &out)
+    out.append(UInt8(ascii: "}"))
   }
 
   private func writeError(_ error: RPCError, id: RequestID) {

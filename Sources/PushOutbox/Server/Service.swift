@@ -12,8 +12,12 @@ package final class Service {
   package var ids: IDGenerator
   /// Facts about persistence that `status` reports; kept up to date by the persistence layer.
   package var persistence = PersistenceStatus()
-  /// Set while a burst of saves is being made durable; see `Server.commit`.
-  package var uncommittedSaves = 0
+  /// The journal, when the store is on disk.
+  package var journal: Journal?
+  /// Saves made since the last journal commit; rolled back if the commit fails (see `Server.commit`).
+  package var uncommitted: [UncommittedSave] = []
+  /// The last journal failure, until a commit succeeds again.
+  package var storageError: FileError?
 
   package init(config: Configuration, log: Log? = nil) {
     self.config = config
@@ -24,6 +28,21 @@ package final class Service {
   }
 
   package func newID(at ms: Int64) -> String { ids.make(ms: ms) }
+}
+
+/// A save whose journal record is not written yet, and where its response sits in the output.
+package struct UncommittedSave: Sendable {
+  package var seq: UInt64
+  package var response: Range<Int>? = nil
+  package var id: RequestID? = nil
+}
+
+extension Service {
+  /// Journals that items left the store (a drain or an ack).
+  package func recordRemoval(_ seqs: [UInt64]) {
+    guard let journal, !seqs.isEmpty else { return }
+    journal.remove(seqs, recordSeq: store.takeSeq())
+  }
 }
 
 /// What `status` reports about files.
@@ -78,7 +97,10 @@ extension Service {
     try store.admit(itemBytes: item.byteCount)
     item.seq = store.takeSeq()
     store.append(item, clientID: clientID != nil)
-    uncommittedSaves += 1
+    if let journal {
+      journal.add(item)
+      uncommitted.append(UncommittedSave(seq: item.seq))
+    }
     return SaveResult(id: item.id, seq: item.seq, pending: store.count, warnings: warnings)
   }
 }

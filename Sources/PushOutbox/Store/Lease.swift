@@ -19,6 +19,7 @@ extension Service {
     expireLease()
     if let lease, lease.flushId == flushId {
       let acked = store.remove(seqs: lease.seqs)
+      recordRemoval(lease.seqs)
       self.lease = nil
       rememberFinished(flushId)
       return acked

@@ -34,6 +34,8 @@ package struct PendingStore: Sendable {
   package init() {}
 
   package var count: Int { items.count - head }
+  /// Index of the first held item in `items`.
+  var firstHeld: Int { head }
   package var held: ArraySlice<PendingItem> { items[head...] }
 
   // MARK: - Saving
@@ -173,5 +175,18 @@ extension PendingStore {
   /// Never hand out a seq below `next` (after loading a snapshot whose newest items were flushed).
   package mutating func advanceSeq(to next: UInt64) {
     if next > nextSeq { nextSeq = next }
+  }
+}
+
+extension PendingStore {
+  /// True when an item with this seq is held.
+  package func contains(seq: UInt64) -> Bool {
+    var low = 0
+    var high = items.count
+    while low < high {
+      let mid = (low + high) / 2
+      if items[mid].seq < seq { low = mid + 1 } else { high = mid }
+    }
+    return low < items.count && items[low].seq == seq && low >= firstHeld
   }
 }

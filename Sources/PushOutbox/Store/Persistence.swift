@@ -1,128 +1,142 @@
 import Dispatch
 import Synchronization
 
-/// A failure before serving: a message for stderr and the process exit code.
+/// A failure before serving: a message for stderr, the process exit code, and for store-level
+/// refusals the JSON-RPC error also written to stdout (with `id: null`) so a client can show it.
 package struct StartupError: Error, Sendable {
   package var message: String
   package var exitCode: Int32
+  package var rpcError: RPCError? = nil
 }
 
-/// Keeps the store's files: loads the snapshot at start, writes a new one every interval while
-/// the store is dirty (on a background queue, so requests keep being answered), and a final one at exit.
+/// Keeps the store's files: the lock, recovery at start, the journal, and a snapshot every interval
+/// while the store is dirty (written on a background queue, so requests keep being answered) plus a
+/// final one at exit. After a snapshot is durable, journal segments the previous snapshot covers are deleted.
 package final class Persistence {
   package let directory: String
-  private var snapshotPath: String { directory + "/" + SnapshotFile.fileName }
+  private let lock: StoreLock
+  package let journal: Journal
   private let interval: Double
   private var savedVersion: UInt64 = 0
   private var nextDue: Double
   private let queue = DispatchQueue(label: "push-outbox.snapshot")
   private let finished = OutcomeSlot()
-  private var inFlight = false
+  private var inFlight: SnapshotState? = nil
   private var inFlightVersion: UInt64 = 0
+  /// `coversSeq` of the newest durable snapshot; segments from before the one it needs may go.
+  private var latestCovers: UInt64
 
-
-  /// Opens the store directory and loads its snapshot into `service`.
+  /// Locks the store directory, recovers it into `service`, and opens a new journal segment.
   package init(directory: String, service: Service) throws(StartupError) {
     self.directory = directory
     self.interval = service.config.snapshotInterval
     self.nextDue = Clock.monotonicSeconds() + interval
+    do { try FileIO.makeDirectories(directory) } catch {
+      throw StartupError(message: "cannot create the store: \(error)", exitCode: 1)
+    }
+    lock = try StoreLock(directory: directory)
+    Persistence.removeLeftoverTempFiles(directory)
+    let outcome = try Recovery.run(directory: directory, service: service)
+    latestCovers = outcome.snapshotCovers
+    service.persistence.recovery = outcome.warnings
     do {
-      try FileIO.makeDirectories(directory)
-      try removeLeftoverTempFiles()
-      guard let bytes = try FileIO.read(snapshotPath) else { return }
-      let state = try SnapshotFile.decode(bytes, path: snapshotPath)
-      for item in state.items { service.store.append(item, clientID: false) }
-      service.store.advanceSeq(to: state.nextSeq)
-      service.persistence.snapshotSeq = state.coversSeq
-      savedVersion = service.store.version
-      service.log.info("loaded \(state.items.count) items from \(snapshotPath)")
-    } catch let error as FileError {
-      throw StartupError(message: "cannot open the store: \(error)", exitCode: 1)
-    } catch let error as SnapshotError {
-      throw Persistence.startupError(error)
+      journal = try Journal(
+        directory: directory, policy: service.config.fsync, existing: outcome.segments, first: outcome.nextSeq)
     } catch {
-      throw StartupError(message: "cannot open the store: \(error)", exitCode: 1)
+      throw StartupError(message: "cannot open the journal: \(error)", exitCode: 1)
     }
+    journal.deleteSegments(before: Persistence.oldestNeeded(journal.segments, covers: outcome.previousCovers))
+    service.journal = journal
+    savedVersion = outcome.warnings.isEmpty && outcome.segments.values.allSatisfy({ $0 <= 16 }) ? service.store.version : 0
+    service.log.info("opened \(directory): \(service.store.count) items held")
   }
 
-  private static func startupError(_ error: SnapshotError) -> StartupError {
-    switch error {
-    case .unreadable(let file): StartupError(message: "cannot read the snapshot: \(file)", exitCode: 1)
-    case .corrupt(let path, let reason):
-      StartupError(message: "the snapshot \(path) is corrupt (\(reason)); it was left untouched", exitCode: 1)
-    case .newerVersion(let path, let version):
-      StartupError(message: "\(path) has format version \(version), newer than this build reads; nothing was touched", exitCode: 2)
-    }
-  }
-
-  private func removeLeftoverTempFiles() throws(FileError) {
-    for name in try FileIO.list(directory) where name.hasPrefix(SnapshotFile.fileName + ".tmp.") {
+  private static func removeLeftoverTempFiles(_ directory: String) {
+    for name in (try? FileIO.list(directory)) ?? [] where name.contains(".tmp.") {
       unlink(directory + "/" + name)
     }
   }
 
-  /// How long the loop may sleep before a snapshot is due (-1: nothing to do).
+  /// The first seq of the oldest segment still needed by a snapshot covering `covers`.
+  private static func oldestNeeded(_ segments: [UInt64], covers: UInt64) -> UInt64 {
+    segments.last { $0 <= covers + 1 } ?? 0
+  }
+
+  // MARK: - The loop's hooks
+
+  /// How long the loop may sleep before there is work (-1: none).
   package func pollTimeoutMs(_ service: Service) -> Int32 {
-    if inFlight { return Int32(max(10, interval * 250)) }  // come back to collect the result
-    if service.store.version == savedVersion { return -1 }
-    let wait = max(0, nextDue - Clock.monotonicSeconds())
-    return Int32(min(wait * 1000 + 1, 60_000))
+    let sync = journal.msUntilSync
+    if inFlight != nil { return Int32(max(10, interval * 250)) }  // come back to collect the result
+    guard service.store.version != savedVersion else { return sync }
+    let wait = Int32(min(max(0, nextDue - Clock.monotonicSeconds()) * 1000 + 1, 60_000))
+    return sync < 0 ? wait : min(wait, sync)
   }
 
-  /// Collects a finished background snapshot and starts a new one when due and dirty.
+  /// Background fsyncs, collecting a finished snapshot, and starting a new one when due and dirty.
   package func tick(_ service: Service) {
-    collect(service)
-    guard !inFlight, service.store.version != savedVersion, Clock.monotonicSeconds() >= nextDue else { return }
-    nextDue = Clock.monotonicSeconds() + interval
-    let state = capture(service)
-    let version = service.store.version
-    let now = service.clock.now()
-    let path = snapshotPath
-    let directory = directory
-    inFlight = true
-    inFlightVersion = version
-    queue.async { [finished] in
-      let outcome = Persistence.write(state, createdAt: now, path: path, directory: directory)
-      finished.value.withLock { $0 = outcome }
+    if let failure = journal.tick(nextSeq: service.store.nextSeq) {
+      service.log.error("journal fsync failed (\(failure)); moved to a new segment, snapshotting now")
+      savedVersion = 0
+      nextDue = 0
     }
+    service.persistence.journalBytes = journal.totalBytes
+    collect(service)
+    guard inFlight == nil, service.store.version != savedVersion, Clock.monotonicSeconds() >= nextDue else { return }
+    nextDue = Clock.monotonicSeconds() + interval
+    do { try journal.rotate(first: service.store.nextSeq) } catch {
+      service.log.warn("could not start a new journal segment (\(error)); the snapshot goes ahead")
+    }
+    let state = capture(service)
+    let now = service.clock.now()
+    let (path, directory, slot) = (directory + "/" + SnapshotFile.fileName, directory, finished)
+    inFlight = state
+    inFlightVersion = service.store.version
+    queue.async { slot.set(Persistence.write(state, createdAt: now, path: path, directory: directory)) }
   }
 
-  /// Waits for a background snapshot, then writes a final one if anything changed.
+  /// Waits for a background snapshot, writes a final one if anything changed, and closes the journal.
   package func finish(_ service: Service) {
-    if inFlight { queue.sync {} }
+    if inFlight != nil { queue.sync {} }
     collect(service)
-    guard service.store.version != savedVersion else { return }
-    let outcome = Persistence.write(capture(service), createdAt: service.clock.now(), path: snapshotPath, directory: directory)
-    record(outcome, service)
-    if outcome.error == nil { savedVersion = service.store.version }
+    if service.store.version != savedVersion {
+      try? journal.rotate(first: service.store.nextSeq)
+      let state = capture(service)
+      let path = directory + "/" + SnapshotFile.fileName
+      record(Persistence.write(state, createdAt: service.clock.now(), path: path, directory: directory), service)
+    }
+    journal.close()
   }
 
   private func collect(_ service: Service) {
-    guard inFlight, let outcome = finished.take() else {
-      return
-    }
-    inFlight = false
-    record(outcome, service)
-    if outcome.error == nil { savedVersion = inFlightVersion }  // on failure: still dirty, retried next interval
+    guard inFlight != nil, let outcome = finished.take() else { return }
+    inFlight = nil
+    if record(outcome, service) { savedVersion = inFlightVersion }  // on failure: still dirty, retried next interval
   }
 
-  private func record(_ outcome: SnapshotOutcome, _ service: Service) {
+  @discardableResult
+  private func record(_ outcome: SnapshotOutcome, _ service: Service) -> Bool {
     if let error = outcome.error {
       service.log.error("snapshot failed: \(error)")
-      return
+      return false
     }
     service.persistence.lastSnapshotAt = outcome.createdAt
     service.persistence.snapshotSeq = outcome.coversSeq
+    // The previous snapshot is kept as a fallback, so keep the journal it needs.
+    journal.deleteSegments(before: Persistence.oldestNeeded(journal.segments, covers: latestCovers))
+    latestCovers = outcome.coversSeq
+    return true
   }
 
   private func capture(_ service: Service) -> SnapshotState {
     SnapshotState(items: service.store.held, nextSeq: service.store.nextSeq, coversSeq: service.store.nextSeq - 1)
   }
 
+  /// Writes the snapshot to a temp file, keeps the current one as `snapshot.prev.json`, and renames.
   private static func write(_ state: SnapshotState, createdAt: Int64, path: String, directory: String) -> SnapshotOutcome {
     let bytes = SnapshotFile.encode(state, createdAt: createdAt)
     do {
-      try FileIO.writeAtomically(bytes, to: path, directory: directory)
+      try FileIO.writeAtomically(bytes, to: path, directory: directory, keepingPrevious: directory + "/" + Recovery.previousSnapshot)
       return SnapshotOutcome(error: nil, createdAt: createdAt, coversSeq: state.coversSeq)
     } catch {
       return SnapshotOutcome(error: error, createdAt: createdAt, coversSeq: state.coversSeq)
@@ -139,7 +153,9 @@ private struct SnapshotOutcome: Sendable {
 
 /// Where the snapshot queue leaves its outcome for the request loop to collect.
 private final class OutcomeSlot: Sendable {
-  let value = Mutex<SnapshotOutcome?>(nil)
+  private let value = Mutex<SnapshotOutcome?>(nil)
+
+  func set(_ outcome: SnapshotOutcome) { value.withLock { $0 = outcome } }
 
   func take() -> SnapshotOutcome? {
     value.withLock { slot in

@@ -67,7 +67,10 @@ package enum FileIO {
   }
 
   /// Writes a file atomically: temp file (mode 0600), fsync, rename, fsync of the directory.
-  package static func writeAtomically(_ bytes: [UInt8], to path: String, directory: String) throws(FileError) {
+  /// With `keepingPrevious`, the file being replaced is first renamed there.
+  package static func writeAtomically(
+    _ bytes: [UInt8], to path: String, directory: String, keepingPrevious previous: String? = nil
+  ) throws(FileError) {
     let temp = path + ".tmp." + String(getpid())
     let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
     if fd < 0 { throw FileError(operation: "create", path: temp, code: errno) }
@@ -80,6 +83,11 @@ package enum FileIO {
       throw error
     }
     close(fd)
+    if let previous, rename(path, previous) != 0 && errno != ENOENT {
+      let code = errno
+      unlink(temp)
+      throw FileError(operation: "rename", path: path, code: code)
+    }
     if rename(temp, path) != 0 {
       let code = errno
       unlink(temp)

@@ -22,3 +22,8 @@ package func errnoText(_ code: Int32) -> String {
 package func posixRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
   read(fd, buffer, count)
 }
+
+/// `close(2)`, under a name that methods called `close` do not shadow.
+package func closeFD(_ fd: Int32) {
+  if fd >= 0 { close(fd) }
+}

@@ -52,8 +52,9 @@ package struct RunLoop {
     }
   }
 
-  /// Writes pending responses. False when stdout is gone.
+  /// Commits the burst's journal records, then writes its responses. False when stdout is gone.
   private func flush() -> Bool {
+    server.commit()
     guard !server.output.isEmpty else { return true }
     defer { server.output.removeAll(keepingCapacity: server.output.capacity <= 1 << 22) }
     return transport.write(server.output)

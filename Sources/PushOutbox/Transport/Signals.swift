@@ -14,6 +14,7 @@ package enum Signals {
     _ = fcntl(fds[1], F_SETFL, fcntl(fds[1], F_GETFL) | O_NONBLOCK)  // our own pipe, never inherited
     signalPipeWriteEnd.store(fds[1], ordering: .sequentiallyConsistent)
     signal(SIGPIPE, SIG_IGN)
+    signal(SIGXFSZ, SIG_IGN)  // past a file-size limit, writes fail with EFBIG instead of killing us
     for sig in [SIGTERM, SIGINT] {
       var action = sigaction()
       #if canImport(Darwin)

@@ -1,0 +1,206 @@
+/// What recovery found and did, for `status` and stderr.
+package struct RecoveryOutcome {
+  package var snapshotCovers: UInt64 = 0
+  /// `coversSeq` of the snapshot before it (`snapshot.prev.json`), which decides what compaction may delete.
+  package var previousCovers: UInt64 = 0
+  package var segments: [UInt64: Int] = [:]
+  package var nextSeq: UInt64 = 1
+  package var warnings: [JSONValue] = []
+}
+
+/// Rebuilds the store at start: the newest snapshot that checks out, then the journal after it.
+///
+/// Never deletes or empties a store to "recover". A torn tail on the last segment (a write cut short)
+/// is copied to `quarantine/` and cut off. Damage anywhere else is copied to `quarantine/`, replay
+/// stops there, and a `recoveredWithLoss` warning names the seq range. A newer format is refused.
+package struct Recovery {
+  let directory: String
+  let service: Service
+  var outcome = RecoveryOutcome()
+
+  package static let previousSnapshot = "snapshot.prev.json"
+
+  package static func run(directory: String, service: Service) throws(StartupError) -> RecoveryOutcome {
+    var recovery = Recovery(directory: directory, service: service)
+    try recovery.loadSnapshot()
+    try recovery.replayJournal()
+    return recovery.outcome
+  }
+
+  // MARK: - Snapshot
+
+  private mutating func loadSnapshot() throws(StartupError) {
+    let names = [SnapshotFile.fileName, Self.previousSnapshot]
+    var failures: [String] = []
+    for (n, name) in names.enumerated() {
+      let path = directory + "/" + name
+      let bytes: [UInt8]?
+      do { bytes = try FileIO.read(path) } catch { throw StartupError(message: "cannot read \(error)", exitCode: 1) }
+      guard let bytes else { continue }
+      do {
+        let state = try SnapshotFile.decode(bytes, path: path)
+        apply(state)
+        if n == 0, let previous = try? FileIO.read(directory + "/" + Self.previousSnapshot),
+          let prev = try? SnapshotFile.decode(previous, path: Self.previousSnapshot)
+        {
+          outcome.previousCovers = prev.coversSeq
+        } else if n == 1 {
+          outcome.previousCovers = state.coversSeq
+        }
+        if !failures.isEmpty { warn("snapshotCorrupt", "fell back to \(name): " + failures.joined(separator: "; ")) }
+        return
+      } catch .newerVersion(_, let version) {
+        throw StartupError(
+          message: "\(path) has format version \(version), newer than this build reads; nothing was touched",
+          exitCode: 2, rpcError: .app(.unsupportedStoreVersion, "unsupported_store_version", "Unsupported store version",
+            [JSONMember("file", .string(path)), JSONMember("version", .int(version))]))
+      } catch {
+        failures.append("\(name) is corrupt (\(Self.reason(error)))")
+        quarantine(name)
+      }
+    }
+    if !failures.isEmpty && !journalStartsAtOne() {
+      throw StartupError(
+        message: failures.joined(separator: "; ") + "; no older snapshot and journal can rebuild it, so the store was left untouched",
+        exitCode: 1)
+    }
+    if !failures.isEmpty { warn("snapshotCorrupt", failures.joined(separator: "; ") + "; rebuilt from the journal") }
+  }
+
+  private static func reason(_ error: SnapshotError) -> String {
+    switch error {
+    case .corrupt(_, let reason): reason
+    case .unreadable(let file): "\(file)"
+    case .newerVersion(_, let version): "version \(version)"
+    }
+  }
+
+  private mutating func apply(_ state: SnapshotState) {
+    for item in state.items { service.store.append(item, clientID: true) }
+    service.store.advanceSeq(to: state.nextSeq)
+    outcome.snapshotCovers = state.coversSeq
+    service.persistence.snapshotSeq = state.coversSeq
+  }
+
+  private func journalStartsAtOne() -> Bool {
+    segmentFirsts().first == 1
+  }
+
+  private func segmentFirsts() -> [UInt64] {
+    ((try? FileIO.list(directory)) ?? []).compactMap(JournalFormat.segmentFirst).sorted()
+  }
+
+  // MARK: - Journal
+
+  private mutating func replayJournal() throws(StartupError) {
+    let firsts = segmentFirsts()
+    var maxSeq = service.store.nextSeq - 1
+    for (n, first) in firsts.enumerated() {
+      let name = JournalFormat.segmentName(first: first)
+      let path = directory + "/" + name
+      let bytes: [UInt8]
+      do { bytes = try FileIO.read(path) ?? [] } catch { throw StartupError(message: "cannot read \(error)", exitCode: 1) }
+      outcome.segments[first] = bytes.count
+      maxSeq = max(maxSeq, first)
+      let isLast = n == firsts.count - 1
+      let stopped = try replaySegment(bytes, name: name, isLast: isLast, maxSeq: &maxSeq)
+      if stopped {
+        for later in firsts[(n + 1)...] { outcome.segments[later] = 0; maxSeq = max(maxSeq, later) }
+        lossWarning(name: name, from: maxSeq, laterSegments: Array(firsts[(n + 1)...]))
+        break
+      }
+    }
+    outcome.nextSeq = max(service.store.nextSeq, maxSeq + 1, (firsts.last ?? 0) + 1)
+    service.store.advanceSeq(to: outcome.nextSeq)
+  }
+
+  /// Replays one segment. Returns true when damage stopped the replay.
+  private mutating func replaySegment(_ bytes: [UInt8], name: String, isLast: Bool, maxSeq: inout UInt64) throws(StartupError) -> Bool {
+    guard let version = JournalFormat.headerVersion(bytes) else {
+      if isLast && bytes.count < JournalFormat.headerSize {  // cut short while being created
+        cutTail(name: name, at: 0, reason: "incomplete segment header")
+        return false
+      }
+      quarantine(name)
+      return true
+    }
+    if version > JournalFormat.version {
+      throw StartupError(
+        message: "\(directory)/\(name) has journal format version \(version), newer than this build reads; nothing was touched",
+        exitCode: 2, rpcError: .app(.unsupportedStoreVersion, "unsupported_store_version", "Unsupported store version",
+          [JSONMember("file", .string(name)), JSONMember("version", .int(Int64(version)))]))
+    }
+    var offset = JournalFormat.headerSize
+    while true {
+      switch JournalFormat.readRecord(bytes, at: offset) {
+      case .end:
+        return false
+      case .record(let record):
+        guard apply(record) else {
+          quarantine(name)
+          return true
+        }
+        maxSeq = max(maxSeq, record.seq)
+        offset = record.end
+      case .torn where isLast:
+        cutTail(name: name, at: offset, reason: "torn write at the end of the journal")
+        return false
+      case .torn, .damaged:
+        quarantine(name)
+        return true
+      }
+    }
+  }
+
+  /// Applies one record; false if its payload does not decode.
+  private mutating func apply(_ record: JournalFormat.Record) -> Bool {
+    guard let value = try? JSONReader.parse(Array(record.payload), maxDepth: 1000) else { return false }
+    switch record.type {
+    case .add:
+      guard let item = try? PendingItem(decoding: value) else { return false }
+      if item.seq > outcome.snapshotCovers && !service.store.contains(seq: item.seq) {
+        service.store.append(item, clientID: true)
+      }
+    case .remove:
+      guard case .array(let values) = value else { return false }
+      let seqs = values.compactMap { $0.intValue.map(UInt64.init) }.sorted()
+      if record.seq > outcome.snapshotCovers { service.store.remove(seqs: seqs.filter { service.store.contains(seq: $0) }) }
+    }
+    return true
+  }
+
+  // MARK: - Damage
+
+  private mutating func cutTail(name: String, at offset: Int, reason: String) {
+    quarantine(name)
+    let path = directory + "/" + name
+    _ = truncate(path, off_t(offset))
+    outcome.segments[JournalFormat.segmentFirst(name) ?? 0] = offset
+    warn("tornTail", "\(reason): \(name) was cut at byte \(offset) (a copy is in quarantine/)")
+  }
+
+  private mutating func lossWarning(name: String, from seq: UInt64, laterSegments: [UInt64]) {
+    let message = "journal \(name) is damaged after seq \(seq); replay stopped there and later records"
+      + " (\(laterSegments.count) more segments) were not applied; copies are in quarantine/"
+    service.log.error(message)
+    outcome.warnings.append(.object([
+      JSONMember("code", .string("recoveredWithLoss")), JSONMember("message", .string(message)),
+      JSONMember("file", .string(name)), JSONMember("fromSeq", .int(Int64(seq + 1))),
+      JSONMember("toSeq", laterSegments.last.map { .int(Int64($0)) } ?? .null),
+    ]))
+  }
+
+  private mutating func warn(_ code: String, _ message: String) {
+    service.log.warn(message)
+    outcome.warnings.append(.object([JSONMember("code", .string(code)), JSONMember("message", .string(message))]))
+  }
+
+  /// Copies a file into `quarantine/` before anything touches it.
+  private func quarantine(_ name: String) {
+    let dir = directory + "/quarantine"
+    try? FileIO.makeDirectories(dir)
+    guard let bytes = try? FileIO.read(directory + "/" + name) else { return }
+    let target = dir + "/" + name + "." + String(Clock.system.now())
+    try? FileIO.writeAtomically(bytes, to: target, directory: dir)
+  }
+}
