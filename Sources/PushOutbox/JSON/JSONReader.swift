@@ -70,6 +70,7 @@ package struct JSONReader: ~Copyable {
     try enter()
     i += 1
     var members: [JSONMember] = []
+    members.reserveCapacity(8)  // growing from empty reallocates three times for a typical object
     var seen: Set<String>? = nil  // built only for large objects, to keep the duplicate check linear
     skipWhitespace()
     if i < count, base[i] == UInt8(ascii: "}") {
@@ -115,6 +116,7 @@ package struct JSONReader: ~Copyable {
     try enter()
     i += 1
     var items: [JSONValue] = []
+    items.reserveCapacity(4)
     skipWhitespace()
     if i < count, base[i] == UInt8(ascii: "]") {
       i += 1
