@@ -103,7 +103,7 @@ package enum CustomAttributeRules {
     var result = items
     for i in items.indices {
       guard case .string(let s) = items[i] else {
-        issues.error(joinPath("value", index: i), "invalid_array_element", "array elements must be strings, not \(items[i].typeName)")
+        issues.error(joinPath("value", index: i), "invalid_array_element", "array elements must all be strings (or all objects), not \(items[i].typeName)")
         continue
       }
       if let cut = TextLimit.checkValue(s, path: { joinPath("value", index: i) }, policy: limits.strings, issues: &issues) {

@@ -14,7 +14,7 @@ package enum SaveCustomAttribute: RPCMethod {
     let user = params.user()
     let clientID = params.clientID()
     var value = raw ?? .null
-    if let key {
+    if let key, raw != nil || op == .unset {
       value = CustomAttributeRules.check(
         key: key, op: op, value: value, limits: service.config.domain, issues: &params.issues)
     }

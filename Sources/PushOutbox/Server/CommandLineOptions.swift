@@ -53,6 +53,10 @@ extension Configuration {
     .init(name: "--max-properties-bytes", valueName: "N", help: "largest event properties (default 51200)") { c, v in
       c.domain.maxPropertiesBytes = try int(v, "--max-properties-bytes", min: 2)
     },
+    .init(name: "--max-nested-attribute-bytes", valueName: "N", help: "largest nested custom attribute (default 102400)") {
+      c, v in
+      c.domain.maxNestedAttributeBytes = try int(v, "--max-nested-attribute-bytes", min: 2)
+    },
     .init(name: "--track-batch-limit", valueName: "N", help: "objects per /users/track array (default 75)") { c, v in
       c.trackBatchLimit = try int(v, "--track-batch-limit", min: 1)
     },

@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 
 /// The append-only journal: every change is written here before its response goes out.
 ///
@@ -20,7 +19,7 @@ package final class Journal {
   private var lastSync = Clock.monotonicSeconds()
   private var unsynced = false
   private let syncQueue = DispatchQueue(label: "push-outbox.fsync")
-  private let syncFailure = FailureSlot()
+  private let syncFailure = Mailbox<FileError>()
 
   /// Opens a new segment starting at `first`, after recovery found `existing` segments.
   package init(directory: String, policy: FsyncPolicy, existing: [UInt64: Int], first: UInt64) throws(FileError) {
@@ -119,7 +118,7 @@ package final class Journal {
     let path = path(currentFirst)
     let slot = syncFailure
     syncQueue.async {
-      do throws(FileError) { try FileIO.sync(copy, path: path) } catch { slot.set(error) }
+      do throws(FileError) { try FileIO.sync(copy, path: path) } catch { slot.put(error) }
       closeFD(copy)
     }
     return nil
@@ -155,17 +154,5 @@ package final class Journal {
     if policy != .never { try? FileIO.sync(fd, path: path(currentFirst)) }
     closeFD(fd)
     fd = -1
-  }
-}
-
-/// Where a background fsync failure waits for the request loop.
-private final class FailureSlot: Sendable {
-  private let value = Mutex<FileError?>(nil)
-  func set(_ error: FileError) { value.withLock { $0 = error } }
-  func take() -> FileError? {
-    value.withLock { slot in
-      defer { slot = nil }
-      return slot
-    }
   }
 }

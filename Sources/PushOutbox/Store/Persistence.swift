@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 
 /// A failure before serving: a message for stderr, the process exit code, and for store-level
 /// refusals the JSON-RPC error also written to stdout (with `id: null`) so a client can show it.
@@ -20,7 +19,7 @@ package final class Persistence {
   private var savedVersion: UInt64 = 0
   private var nextDue: Double
   private let queue = DispatchQueue(label: "push-outbox.snapshot")
-  private let finished = OutcomeSlot()
+  private let finished = Mailbox<SnapshotOutcome>()
   private var inFlight: SnapshotState? = nil
   private var inFlightVersion: UInt64 = 0
   /// `coversSeq` of the newest durable snapshot; segments from before the one it needs may go.
@@ -92,7 +91,7 @@ package final class Persistence {
     let (path, directory, slot) = (directory + "/" + SnapshotFile.fileName, directory, finished)
     inFlight = state
     inFlightVersion = service.store.version
-    queue.async { slot.set(Persistence.write(state, createdAt: now, path: path, directory: directory)) }
+    queue.async { slot.put(Persistence.write(state, createdAt: now, path: path, directory: directory)) }
   }
 
   /// Waits for a background snapshot, writes a final one if anything changed, and closes the journal.
@@ -149,18 +148,4 @@ private struct SnapshotOutcome: Sendable {
   var error: FileError?
   var createdAt: Int64
   var coversSeq: UInt64
-}
-
-/// Where the snapshot queue leaves its outcome for the request loop to collect.
-private final class OutcomeSlot: Sendable {
-  private let value = Mutex<SnapshotOutcome?>(nil)
-
-  func set(_ outcome: SnapshotOutcome) { value.withLock { $0 = outcome } }
-
-  func take() -> SnapshotOutcome? {
-    value.withLock { slot in
-      defer { slot = nil }
-      return slot
-    }
-  }
 }

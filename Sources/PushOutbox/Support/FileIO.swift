@@ -31,7 +31,7 @@ package enum FileIO {
     }
   }
 
-  /// Writes all bytes to `fd`.
+  /// Writes all bytes to `fd`, waiting with `poll` if the descriptor is non-blocking.
   package static func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String) throws(FileError) {
     let failure: Int32? = bytes.withUnsafeBytes { raw in
       var offset = 0
@@ -41,6 +41,9 @@ package enum FileIO {
           offset += n
         } else if n < 0 && errno == EINTR {
           continue
+        } else if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+          var fds = [pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)]  // a non-blocking fd we did not open
+          _ = poll(&fds, 1, -1)
         } else {
           return n < 0 ? errno : EIO
         }

@@ -53,22 +53,6 @@ package struct StdioTransport {
 
   /// Writes all of `bytes`. Returns false if stdout is closed (EPIPE) or broken.
   package func write(_ bytes: [UInt8]) -> Bool {
-    bytes.withUnsafeBytes { raw in
-      var offset = 0
-      while offset < raw.count {
-        let n = posixWrite(output, raw.baseAddress! + offset, raw.count - offset)
-        if n > 0 {
-          offset += n
-        } else if n < 0 && errno == EINTR {
-          continue
-        } else if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
-          var fds = [pollfd(fd: output, events: Int16(POLLOUT), revents: 0)]
-          _ = poll(&fds, 1, -1)
-        } else {
-          return false
-        }
-      }
-      return true
-    }
+    (try? FileIO.writeAll(output, bytes, path: "stdout")) != nil
   }
 }
