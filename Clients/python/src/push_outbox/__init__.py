@@ -1,0 +1,79 @@
+"""Python client for push-outbox, a JSON-RPC 2.0 service over line-delimited stdio.
+
+Sync::
+
+    from push_outbox import Outbox
+
+    with Outbox.spawn(store="/tmp/outbox") as ob:
+        ob.save_custom_event("push_opened", properties={"step": 1})
+        batch = ob.flush_pending()
+
+asyncio::
+
+    from push_outbox import AsyncOutbox
+
+    async with AsyncOutbox.spawn(memory=True) as ob:
+        await ob.save_custom_event("push_opened")
+"""
+
+from ._discovery import BINARY_NAME, ENV_BINARY, find_binary
+from ._protocol import DEFAULT_TIMEOUT, MISSING, WIRE_METHODS, WIRE_PARAMS
+from .aio import AsyncOutbox
+from .client import Outbox
+from .errors import (
+    ERROR_CLASSES,
+    BinaryNotFound,
+    CallTimeout,
+    InternalError,
+    InvalidParams,
+    InvalidRequest,
+    ItemTooLarge,
+    LeaseNotFound,
+    MethodNotFound,
+    OutboxError,
+    ParseError,
+    RpcError,
+    ServerError,
+    ServerExited,
+    StorageUnavailable,
+    StoreFull,
+    StoreLocked,
+    TransportError,
+    UnsupportedStoreVersion,
+    error_from_response,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Outbox",
+    "AsyncOutbox",
+    "find_binary",
+    "BINARY_NAME",
+    "ENV_BINARY",
+    "DEFAULT_TIMEOUT",
+    "MISSING",
+    "WIRE_METHODS",
+    "WIRE_PARAMS",
+    "ERROR_CLASSES",
+    "error_from_response",
+    "OutboxError",
+    "RpcError",
+    "ParseError",
+    "InvalidRequest",
+    "MethodNotFound",
+    "InvalidParams",
+    "InternalError",
+    "ServerError",
+    "StoreFull",
+    "ItemTooLarge",
+    "StorageUnavailable",
+    "LeaseNotFound",
+    "StoreLocked",
+    "UnsupportedStoreVersion",
+    "TransportError",
+    "ServerExited",
+    "CallTimeout",
+    "BinaryNotFound",
+    "__version__",
+]

@@ -1,0 +1,93 @@
+"""Finding the push-outbox executable."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Iterable, List, Optional, Union
+
+from .errors import BinaryNotFound
+
+__all__ = ["BINARY_NAME", "ENV_BINARY", "find_binary", "candidate_build_binaries"]
+
+BINARY_NAME = "push-outbox"
+ENV_BINARY = "PUSH_OUTBOX_BIN"
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _is_executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def _walk_up(start: Path) -> Iterable[Path]:
+    start = start.resolve()
+    yield start
+    yield from start.parents
+
+
+def candidate_build_binaries(start: PathLike) -> List[Path]:
+    """SwiftPM build products found by walking up from *start*.
+
+    At each directory level, ``.build/release/push-outbox`` and
+    ``.build/debug/push-outbox`` are considered; when both exist the more
+    recently modified one comes first (so a stale release build does not
+    shadow a fresh debug build). Nearer directories come first.
+    """
+    found: List[Path] = []
+    for directory in _walk_up(Path(start)):
+        level = [
+            directory / ".build" / config / BINARY_NAME
+            for config in ("release", "debug")
+        ]
+        level = [p for p in level if _is_executable(p)]
+        level.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+        found.extend(level)
+    return found
+
+
+def find_binary(binary: Optional[PathLike] = None) -> str:
+    """Return the path of the push-outbox executable.
+
+    Order: the *binary* argument; ``$PUSH_OUTBOX_BIN``; ``push-outbox`` on
+    ``PATH``; then a SwiftPM build (``.build/release`` or ``.build/debug``)
+    found by walking up from the current directory, then from this package's
+    location (which finds the build of the source checkout the package lives in).
+
+    Raises :class:`BinaryNotFound` if nothing usable is found. An explicit
+    *binary* or ``$PUSH_OUTBOX_BIN`` that does not exist is an error, not a
+    reason to keep looking.
+    """
+    if binary is not None:
+        path = os.fspath(binary)
+        if os.sep not in path and (os.altsep is None or os.altsep not in path):
+            resolved = shutil.which(path)
+            if resolved:
+                return resolved
+        if _is_executable(Path(path)):
+            return path
+        raise BinaryNotFound(f"binary={path!r} is not an executable file")
+
+    env = os.environ.get(ENV_BINARY)
+    if env:
+        if _is_executable(Path(env)):
+            return env
+        raise BinaryNotFound(f"${ENV_BINARY}={env!r} is not an executable file")
+
+    on_path = shutil.which(BINARY_NAME)
+    if on_path:
+        return on_path
+
+    searched: List[str] = []
+    for start in (Path.cwd(), Path(__file__).resolve().parent):
+        candidates = candidate_build_binaries(start)
+        if candidates:
+            return str(candidates[0])
+        searched.append(str(start))
+
+    raise BinaryNotFound(
+        f"{BINARY_NAME} executable not found: pass binary=..., set ${ENV_BINARY}, put "
+        f"{BINARY_NAME} on PATH, or build it with `swift build` (looked for "
+        f".build/{{release,debug}}/{BINARY_NAME} above: {', '.join(searched)})"
+    )

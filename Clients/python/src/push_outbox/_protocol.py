@@ -1,0 +1,342 @@
+"""Sans-I/O core shared by the sync and asyncio clients.
+
+Encoding, id allocation, line decoding, response matching rules, param
+building for the typed methods, and the bounded stderr tail.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import signal
+import subprocess
+import threading
+from collections import deque
+from typing import Any, Deque, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from .errors import TransportError
+
+__all__ = [
+    "WIRE_METHODS",
+    "WIRE_PARAMS",
+    "DEFAULT_TIMEOUT",
+    "DEFAULT_CLOSE_TIMEOUT",
+    "STDERR_TAIL_BYTES",
+    "MISSING",
+]
+
+#: Wire method name -> Python method name on :class:`Outbox` / :class:`AsyncOutbox`.
+WIRE_METHODS: Dict[str, str] = {
+    "parsePayload": "parse_payload",
+    "saveCustomEvent": "save_custom_event",
+    "saveCustomAttribute": "save_custom_attribute",
+    "saveUserAttribute": "save_user_attribute",
+    "flushPending": "flush_pending",
+    "ackFlush": "ack_flush",
+    "releaseFlush": "release_flush",
+    "status": "status",
+    "rpc.discover": "discover",
+}
+
+#: Wire method name -> every param name the typed Python method can send.
+WIRE_PARAMS: Dict[str, Tuple[str, ...]] = {
+    "parsePayload": ("payload", "require", "categories"),
+    "saveCustomEvent": ("name", "properties", "time", "user", "id"),
+    "saveCustomAttribute": ("key", "value", "op", "user", "id"),
+    "saveUserAttribute": ("field", "value", "user", "id"),
+    "flushPending": ("max", "format", "leaseMs", "defaultUser"),
+    "ackFlush": ("flushId",),
+    "releaseFlush": ("flushId",),
+    "status": (),
+    "rpc.discover": (),
+}
+
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_CLOSE_TIMEOUT = 5.0
+TERM_TIMEOUT = 2.0
+STDERR_TAIL_BYTES = 64 * 1024
+READ_CHUNK = 1 << 16
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+#: Sentinel for "param not given" where ``None`` is a meaningful value (JSON null).
+MISSING: Any = _Missing()
+
+Params = Union[Mapping[str, Any], Sequence[Any], None]
+
+
+# --- encoding / decoding ---------------------------------------------------------------------
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+def encode(message: Mapping[str, Any]) -> bytes:
+    """One compact JSON line (``\\n``-terminated, UTF-8). NaN/Infinity and lone surrogates raise ValueError."""
+    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return text.encode("utf-8", "strict") + b"\n"
+
+
+def _check_params(params: Params) -> Any:
+    if params is None:
+        return None
+    if isinstance(params, Mapping):
+        return dict(params)
+    if isinstance(params, (list, tuple)):
+        return list(params)
+    raise TypeError(f"params must be a mapping, a list/tuple or None, not {type(params).__name__}")
+
+
+def encode_request(request_id: int, method: str, params: Params) -> bytes:
+    message: Dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    checked = _check_params(params)
+    if checked is not None:
+        message["params"] = checked
+    return encode(message)
+
+
+def encode_notification(method: str, params: Params) -> bytes:
+    message: Dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    checked = _check_params(params)
+    if checked is not None:
+        message["params"] = checked
+    return encode(message)
+
+
+def decode_line(line: bytes) -> List[Dict[str, Any]]:
+    """Decode one stdout line (without its ``\\n``) into response objects.
+
+    A batch reply (JSON array) yields each member. Empty lines yield nothing.
+    Raises :class:`TransportError` for anything that is not JSON-RPC output.
+    """
+    if line.endswith(b"\r"):
+        line = line[:-1]
+    if not line.strip():
+        return []
+    try:
+        value = json.loads(line.decode("utf-8", "strict"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise TransportError(f"server wrote a non-JSON line to stdout: {line[:200]!r} ({exc})") from None
+    members = value if isinstance(value, list) else [value]
+    for member in members:
+        if not isinstance(member, dict) or ("result" not in member and "error" not in member):
+            raise TransportError(f"server wrote a non-response message: {line[:200]!r}")
+    return members
+
+
+class IdAllocator:
+    """The client's own small integer ids: 1, 2, 3, ... (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._next = 1
+        self._lock = threading.Lock()
+
+    def next(self) -> int:
+        with self._lock:
+            value = self._next
+            self._next += 1
+            return value
+
+
+def match_id(response: Mapping[str, Any], pending_ids: Sequence[int]) -> Optional[int]:
+    """Which pending request a response answers.
+
+    A response with our integer id answers that request. A ``-32700`` /
+    ``-32600`` error with ``id: null`` (the server could not read the id of a
+    line, e.g. one longer than --max-line-bytes) is attributed to the oldest
+    pending request: the server handles lines in order, so that is the request
+    whose line it rejected. Any other ``id: null`` error is not about a request
+    (e.g. a startup failure such as -32005 store locked, written just before
+    the server exits); it matches nothing (see :func:`is_server_notice`).
+    """
+    rid = response.get("id")
+    if isinstance(rid, int) and not isinstance(rid, bool):
+        return rid if rid in pending_ids else None
+    if rid is None and pending_ids and _null_id_code(response) in REQUEST_LEVEL_CODES:
+        return min(pending_ids)
+    return None
+
+
+#: Errors the server answers with ``id: null`` when it cannot read a request's id.
+REQUEST_LEVEL_CODES = (-32700, -32600)
+
+
+def _null_id_code(response: Mapping[str, Any]) -> Any:
+    error = response.get("error")
+    return error.get("code") if isinstance(error, Mapping) else None
+
+
+def is_server_notice(response: Mapping[str, Any]) -> bool:
+    """An ``id: null`` error that is about the server itself, not about one request line."""
+    return (
+        response.get("id") is None
+        and "error" in response
+        and _null_id_code(response) not in REQUEST_LEVEL_CODES
+    )
+
+
+# --- param builders for the typed methods ----------------------------------------------------
+
+
+def format_time(value: Union[str, _dt.datetime]) -> str:
+    """ISO 8601 string for the ``time`` param. Aware datetimes become UTC ``...sssZ``."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError("time must be timezone-aware (or an ISO 8601 string)")
+        utc = value.astimezone(_dt.timezone.utc)
+        return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    raise TypeError(f"time must be a str or datetime, not {type(value).__name__}")
+
+
+def _put(params: Dict[str, Any], key: str, value: Any) -> None:
+    if value is not None and value is not MISSING:
+        params[key] = value
+
+
+def params_parse_payload(payload: Any, require: Any, categories: Any) -> Dict[str, Any]:
+    params: Dict[str, Any] = {"payload": payload}
+    _put(params, "require", require)
+    _put(params, "categories", list(categories) if categories is not None else None)
+    return params
+
+
+def params_save_custom_event(name: str, properties: Any, time: Any, user: Any, id: Any) -> Dict[str, Any]:
+    params: Dict[str, Any] = {"name": name}
+    _put(params, "properties", properties)
+    _put(params, "time", format_time(time) if time is not None else None)
+    _put(params, "user", user)
+    _put(params, "id", id)
+    return params
+
+
+def params_save_custom_attribute(key: str, value: Any, op: Any, user: Any, id: Any) -> Dict[str, Any]:
+    params: Dict[str, Any] = {"key": key}
+    if value is not MISSING:
+        params["value"] = value  # None is sent as JSON null
+    _put(params, "op", op)
+    _put(params, "user", user)
+    _put(params, "id", id)
+    return params
+
+
+def params_save_user_attribute(field: str, value: Any, user: Any, id: Any) -> Dict[str, Any]:
+    params: Dict[str, Any] = {"field": field, "value": value}
+    _put(params, "user", user)
+    _put(params, "id", id)
+    return params
+
+
+def params_flush_pending(max: Any, format: Any, lease_ms: Any, default_user: Any) -> Dict[str, Any]:
+    params: Dict[str, Any] = {}
+    _put(params, "max", max)
+    _put(params, "format", format)
+    _put(params, "leaseMs", lease_ms)
+    _put(params, "defaultUser", default_user)
+    return params
+
+
+# --- process helpers -------------------------------------------------------------------------
+
+
+def build_argv(
+    binary: str,
+    *,
+    store: Optional[Union[str, "os.PathLike[str]"]],
+    memory: bool,
+    args: Sequence[Union[str, "os.PathLike[str]"]],
+) -> List[str]:
+    argv = [binary]
+    if store is not None and memory:
+        raise ValueError("store= and memory=True are mutually exclusive")
+    if store is not None:
+        argv += ["--store", os.fspath(store)]
+    if memory:
+        argv.append("--memory")
+    argv += [os.fspath(a) for a in args]
+    return argv
+
+
+def send_signal(proc: "subprocess.Popen[bytes]", sig: int, new_session: bool) -> None:
+    """Signal the server (its whole process group when it leads its own session)."""
+    if proc.poll() is not None:
+        return
+    try:
+        if new_session and hasattr(os, "killpg"):
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+SIGTERM = signal.SIGTERM
+SIGKILL = getattr(signal, "SIGKILL", signal.SIGTERM)
+
+
+class StderrTail:
+    """Keeps the last *limit* bytes written to the server's stderr (thread-safe)."""
+
+    def __init__(self, limit: int = STDERR_TAIL_BYTES) -> None:
+        self._limit = limit
+        self._chunks: Deque[bytes] = deque()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def feed(self, data: bytes) -> None:
+        if not data:
+            return
+        with self._lock:
+            if len(data) >= self._limit:
+                self._chunks.clear()
+                self._chunks.append(data[-self._limit:])
+                self._size = self._limit
+                return
+            self._chunks.append(data)
+            self._size += len(data)
+            while self._size > self._limit:
+                head = self._chunks[0]
+                excess = self._size - self._limit
+                if len(head) <= excess:
+                    self._chunks.popleft()
+                    self._size -= len(head)
+                else:
+                    self._chunks[0] = head[excess:]
+                    self._size -= excess
+
+    def bytes(self) -> bytes:
+        with self._lock:
+            return b"".join(self._chunks)
+
+    def text(self) -> str:
+        return self.bytes().decode("utf-8", "replace")
+
+
+def split_lines(buffer: bytearray) -> List[bytes]:
+    """Remove and return every complete ``\\n``-terminated line in *buffer* (without the ``\\n``).
+
+    Splits on ``b"\\n"`` only (never ``str.splitlines``: U+2028 is legal inside JSON strings).
+    """
+    lines: List[bytes] = []
+    start = 0
+    while True:
+        end = buffer.find(b"\n", start)
+        if end < 0:
+            break
+        lines.append(bytes(buffer[start:end]))
+        start = end + 1
+    if start:
+        del buffer[:start]
+    return lines

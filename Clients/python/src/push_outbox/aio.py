@@ -1,0 +1,486 @@
+"""asyncio push-outbox client: pipelined requests, replies matched by id."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import logging
+import os
+from types import TracebackType
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Generator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Type,
+    Union,
+    cast,
+)
+
+from . import _protocol as P
+from ._discovery import find_binary
+from .errors import CallTimeout, RpcError, ServerExited, TransportError, error_from_response
+from .types import (
+    AckResult,
+    AttributeOp,
+    FieldType,
+    FlushFormat,
+    FlushResult,
+    ParsePayloadResult,
+    ReleaseResult,
+    SaveResult,
+    StatusResult,
+    User,
+    UsersTrackFlushResult,
+)
+
+__all__ = ["AsyncOutbox"]
+
+log = logging.getLogger("push_outbox")
+
+PathLike = Union[str, "os.PathLike[str]"]
+StderrHandler = Callable[[str], None]
+
+#: StreamReader limit. The client reads stdout in chunks and splits lines
+#: itself, so this only bounds asyncio's internal buffering; it is set far
+#: above asyncio's 64 KiB default anyway so no readline-based path can trip it.
+STREAM_LIMIT = 64 * 1024 * 1024
+
+
+class AsyncOutbox:
+    """A running push-outbox server driven from asyncio.
+
+    ::
+
+        async with AsyncOutbox.spawn(store="/tmp/outbox") as ob:
+            results = await asyncio.gather(*(ob.save_custom_event("e") for _ in range(100)))
+
+    ``AsyncOutbox.spawn(...)`` returns an unstarted client: ``async with``
+    starts it, as does ``await AsyncOutbox.spawn(...)`` (then call
+    :meth:`close` yourself). Any number of calls may be in flight at once:
+    a reader task owns stdout and resolves a future per request id.
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: Optional[float] = P.DEFAULT_TIMEOUT,
+        env: Optional[Mapping[str, str]] = None,
+        cwd: Optional[PathLike] = None,
+        close_timeout: float = P.DEFAULT_CLOSE_TIMEOUT,
+        stderr_handler: Optional[StderrHandler] = None,
+    ) -> None:
+        self.argv: List[str] = list(argv)
+        self.timeout = timeout
+        self.close_timeout = close_timeout
+        self._env = dict(env) if env is not None else None
+        self._cwd = os.fspath(cwd) if cwd is not None else None
+        self._stderr_handler = stderr_handler
+        self._new_session = os.name == "posix"
+        self._proc: Optional[asyncio.subprocess.Process] = None
+        self._ids = P.IdAllocator()
+        self._pending: Dict[int, "asyncio.Future[Dict[str, Any]]"] = {}
+        self._write_lock: Optional[asyncio.Lock] = None
+        self._closed = False
+        self._close_task: Optional["asyncio.Task[Optional[int]]"] = None
+        self._exit: Optional[ServerExited] = None
+        self._server_error: Optional[RpcError] = None  # last id-null error not about a request
+        self._stderr = P.StderrTail()
+        self._reader_task: Optional["asyncio.Task[None]"] = None
+        self._stderr_task: Optional["asyncio.Task[None]"] = None
+
+    # --- construction ------------------------------------------------------------------------
+
+    @classmethod
+    def spawn(
+        cls,
+        store: Optional[PathLike] = None,
+        *,
+        binary: Optional[PathLike] = None,
+        args: Sequence[PathLike] = (),
+        timeout: Optional[float] = P.DEFAULT_TIMEOUT,
+        memory: bool = False,
+        env: Optional[Mapping[str, str]] = None,
+        cwd: Optional[PathLike] = None,
+        close_timeout: float = P.DEFAULT_CLOSE_TIMEOUT,
+        stderr_handler: Optional[StderrHandler] = None,
+    ) -> "AsyncOutbox":
+        """Describe a push-outbox server to start (same options as :meth:`Outbox.spawn`).
+
+        The process starts on ``async with`` or ``await``.
+        """
+        argv = P.build_argv(find_binary(binary), store=store, memory=memory, args=args)
+        return cls(
+            argv,
+            timeout=timeout,
+            env=env,
+            cwd=cwd,
+            close_timeout=close_timeout,
+            stderr_handler=stderr_handler,
+        )
+
+    async def start(self) -> "AsyncOutbox":
+        """Start the server process (idempotent)."""
+        if self._proc is not None:
+            return self
+        if self._closed:
+            raise TransportError("AsyncOutbox is closed")
+        self._write_lock = asyncio.Lock()
+        self._proc = await asyncio.create_subprocess_exec(
+            *self.argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=self._env,
+            cwd=self._cwd,
+            start_new_session=self._new_session,
+            limit=STREAM_LIMIT,
+        )
+        loop = asyncio.get_running_loop()
+        self._stderr_task = loop.create_task(self._drain_stderr())
+        self._reader_task = loop.create_task(self._read_stdout())
+        return self
+
+    def __await__(self) -> Generator[Any, None, "AsyncOutbox"]:
+        return self.start().__await__()
+
+    # --- process info ------------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int:
+        return self._process().pid
+
+    @property
+    def returncode(self) -> Optional[int]:
+        return self._proc.returncode if self._proc is not None else None
+
+    @property
+    def stderr_tail(self) -> str:
+        return self._stderr.text()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _process(self) -> asyncio.subprocess.Process:
+        if self._proc is None:
+            raise TransportError("AsyncOutbox not started: use `async with` or `await` it")
+        return self._proc
+
+    # --- background tasks --------------------------------------------------------------------
+
+    async def _drain_stderr(self) -> None:
+        stream = self._process().stderr
+        assert stream is not None
+        pending = bytearray()
+        try:
+            while True:
+                chunk = await stream.read(P.READ_CHUNK)
+                if not chunk:
+                    break
+                self._stderr.feed(chunk)
+                if self._stderr_handler is not None:
+                    pending += chunk
+                    for line in P.split_lines(pending):
+                        self._emit_stderr(line)
+                    if len(pending) > P.STDERR_TAIL_BYTES:
+                        self._emit_stderr(bytes(pending))
+                        pending.clear()
+        except (OSError, ValueError):
+            pass
+        if pending and self._stderr_handler is not None:
+            self._emit_stderr(bytes(pending))
+
+    def _emit_stderr(self, line: bytes) -> None:
+        try:
+            self._stderr_handler(line.decode("utf-8", "replace"))  # type: ignore[misc]
+        except Exception:
+            log.exception("push-outbox stderr_handler raised")
+
+    async def _read_stdout(self) -> None:
+        proc = self._process()
+        stream = proc.stdout
+        assert stream is not None
+        buffer = bytearray()
+        try:
+            while True:
+                chunk = await stream.read(P.READ_CHUNK)
+                if not chunk:
+                    break
+                buffer += chunk
+                for line in P.split_lines(buffer):
+                    self._dispatch_line(line)
+        except (OSError, ValueError):
+            pass
+        if buffer:
+            self._dispatch_line(bytes(buffer))
+        await self._on_eof()
+
+    def _dispatch_line(self, line: bytes) -> None:
+        try:
+            responses = P.decode_line(line)
+        except TransportError as exc:
+            log.error("%s", exc)
+            futures = list(self._pending.values())
+            self._pending.clear()
+            for fut in futures:
+                if not fut.done():
+                    fut.set_exception(TransportError(str(exc)))
+            return
+        for response in responses:
+            rid = P.match_id(response, list(self._pending))
+            target: "Optional[asyncio.Future[Dict[str, Any]]]" = None
+            if rid is not None:
+                target = self._pending.pop(rid)
+            if target is None:
+                if P.is_server_notice(response):
+                    self._server_error = error_from_response(response["error"])
+                    log.warning("push-outbox server error: %s", self._server_error)
+                else:
+                    log.debug("push-outbox: dropping unmatched response %r", response)
+                continue
+            if not target.done():
+                target.set_result(response)
+
+    async def _on_eof(self) -> None:
+        proc = self._process()
+        returncode: Optional[int]
+        try:
+            returncode = await asyncio.wait_for(proc.wait(), timeout=max(self.close_timeout, 1.0))
+        except asyncio.TimeoutError:
+            returncode = None
+        if self._stderr_task is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._stderr_task), timeout=2.0)
+            except (asyncio.TimeoutError, Exception):
+                pass
+        reason = "server closed its stdout" if returncode is None else "server exited"
+        self._exit = ServerExited(returncode, self._stderr.text(), reason=reason, server_error=self._server_error)
+        futures = list(self._pending.values())
+        self._pending.clear()
+        for fut in futures:
+            if not fut.done():
+                fut.set_exception(self._fresh_exit())
+
+    def _fresh_exit(self) -> ServerExited:
+        exited = self._exit
+        assert exited is not None
+        return exited.copy()
+
+    async def _exited_error(self) -> ServerExited:
+        if self._reader_task is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._reader_task), timeout=self.close_timeout + 3.0)
+            except (asyncio.TimeoutError, Exception):
+                pass
+        if self._exit is None:
+            return ServerExited(self.returncode, self._stderr.text(), reason="server pipe broken",
+                                server_error=self._server_error)
+        return self._fresh_exit()
+
+    # --- generic calls -----------------------------------------------------------------------
+
+    def _check_open(self) -> asyncio.subprocess.Process:
+        proc = self._process()
+        if self._exit is not None:
+            raise self._fresh_exit()
+        if self._closed:
+            raise TransportError("AsyncOutbox is closed")
+        return proc
+
+    async def _write(self, data: bytes) -> None:
+        proc = self._check_open()
+        stdin = proc.stdin
+        assert stdin is not None and self._write_lock is not None
+        try:
+            async with self._write_lock:
+                stdin.write(data)
+                await stdin.drain()
+        except (BrokenPipeError, ConnectionResetError, RuntimeError, OSError) as exc:
+            raise (await self._exited_error()) from exc
+
+    async def _roundtrip(self, request_id: int, data: bytes, fut: "asyncio.Future[Dict[str, Any]]") -> Dict[str, Any]:
+        await self._write(data)
+        return await fut
+
+    async def call(self, method: str, params: P.Params = None, *, timeout: Optional[float] = P.MISSING) -> Any:
+        """Call *method* and return its result (see :meth:`Outbox.call`)."""
+        if timeout is P.MISSING:
+            timeout = self.timeout
+        request_id = self._ids.next()
+        data = P.encode_request(request_id, method, params)
+        self._check_open()
+        fut: "asyncio.Future[Dict[str, Any]]" = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = fut
+        try:
+            response = await asyncio.wait_for(self._roundtrip(request_id, data, fut), timeout)
+        except asyncio.TimeoutError:
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                response = fut.result()
+            else:
+                raise CallTimeout(method, cast(float, timeout), request_id) from None
+        finally:
+            self._pending.pop(request_id, None)
+        if "error" in response:
+            raise error_from_response(response["error"], method=method, request_id=request_id)
+        return response.get("result")
+
+    async def notify(self, method: str, params: P.Params = None) -> None:
+        """Send a notification (never answered)."""
+        await self._write(P.encode_notification(method, params))
+
+    # --- typed methods -----------------------------------------------------------------------
+
+    async def parse_payload(
+        self,
+        payload: Union[Mapping[str, Any], str],
+        *,
+        require: Optional[Mapping[str, FieldType]] = None,
+        categories: Optional[Sequence[str]] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> ParsePayloadResult:
+        params = P.params_parse_payload(payload, require, categories)
+        return cast(ParsePayloadResult, await self.call("parsePayload", params, timeout=timeout))
+
+    async def save_custom_event(
+        self,
+        name: str,
+        properties: Optional[Mapping[str, Any]] = None,
+        *,
+        time: Union[str, _dt.datetime, None] = None,
+        user: Optional[User] = None,
+        id: Optional[str] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> SaveResult:
+        params = P.params_save_custom_event(name, properties, time, user, id)
+        return cast(SaveResult, await self.call("saveCustomEvent", params, timeout=timeout))
+
+    async def save_custom_attribute(
+        self,
+        key: str,
+        value: Any = P.MISSING,
+        *,
+        op: Optional[AttributeOp] = None,
+        user: Optional[User] = None,
+        id: Optional[str] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> SaveResult:
+        params = P.params_save_custom_attribute(key, value, op, user, id)
+        return cast(SaveResult, await self.call("saveCustomAttribute", params, timeout=timeout))
+
+    async def save_user_attribute(
+        self,
+        field: str,
+        value: Optional[str],
+        *,
+        user: Optional[User] = None,
+        id: Optional[str] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> SaveResult:
+        params = P.params_save_user_attribute(field, value, user, id)
+        return cast(SaveResult, await self.call("saveUserAttribute", params, timeout=timeout))
+
+    async def flush_pending(
+        self,
+        *,
+        max: Optional[int] = None,
+        format: Optional[FlushFormat] = None,
+        lease_ms: Optional[int] = None,
+        default_user: Optional[User] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> Union[FlushResult, UsersTrackFlushResult]:
+        params = P.params_flush_pending(max, format, lease_ms, default_user)
+        return cast(FlushResult, await self.call("flushPending", params, timeout=timeout))
+
+    async def ack_flush(self, flush_id: str, *, timeout: Optional[float] = P.MISSING) -> AckResult:
+        return cast(AckResult, await self.call("ackFlush", {"flushId": flush_id}, timeout=timeout))
+
+    async def release_flush(self, flush_id: str, *, timeout: Optional[float] = P.MISSING) -> ReleaseResult:
+        return cast(ReleaseResult, await self.call("releaseFlush", {"flushId": flush_id}, timeout=timeout))
+
+    async def status(self, *, timeout: Optional[float] = P.MISSING) -> StatusResult:
+        return cast(StatusResult, await self.call("status", {}, timeout=timeout))
+
+    async def discover(self, *, timeout: Optional[float] = P.MISSING) -> Dict[str, Any]:
+        return cast(Dict[str, Any], await self.call("rpc.discover", {}, timeout=timeout))
+
+    # --- shutdown ----------------------------------------------------------------------------
+
+    async def close(self, timeout: Optional[float] = None) -> Optional[int]:
+        """Close stdin, wait for a graceful exit, then SIGTERM, then SIGKILL. Idempotent."""
+        if self._proc is None:
+            self._closed = True
+            return None
+        if self._close_task is None:
+            self._closed = True
+            self._close_task = asyncio.get_running_loop().create_task(self._do_close(timeout))
+        return await asyncio.shield(self._close_task)
+
+    async def _do_close(self, timeout: Optional[float]) -> Optional[int]:
+        proc = self._process()
+        grace = self.close_timeout if timeout is None else timeout
+        stdin = proc.stdin
+        assert stdin is not None and self._write_lock is not None
+        try:
+            await asyncio.wait_for(self._write_lock.acquire(), timeout=grace)
+            try:
+                stdin.close()
+            finally:
+                self._write_lock.release()
+        except asyncio.TimeoutError:
+            pass  # a writer is stuck on a full pipe: the signals below unblock it
+        except (OSError, RuntimeError):
+            pass
+        try:
+            await asyncio.wait_for(proc.wait(), timeout=grace)
+        except asyncio.TimeoutError:
+            log.warning("push-outbox pid %d did not exit %.1fs after stdin closed; sending SIGTERM", proc.pid, grace)
+            self._signal(P.SIGTERM)
+            try:
+                await asyncio.wait_for(proc.wait(), timeout=P.TERM_TIMEOUT)
+            except asyncio.TimeoutError:
+                log.warning("push-outbox pid %d ignored SIGTERM; sending SIGKILL", proc.pid)
+                self._signal(P.SIGKILL)
+                await proc.wait()
+        if not stdin.is_closing():
+            stdin.close()
+        for task in (self._reader_task, self._stderr_task):
+            if task is not None:
+                try:
+                    await asyncio.wait_for(asyncio.shield(task), timeout=grace + 5.0)
+                except (asyncio.TimeoutError, Exception):
+                    task.cancel()
+        return proc.returncode
+
+    def _signal(self, sig: int) -> None:
+        proc = self._process()
+        if proc.returncode is not None:
+            return
+        try:
+            if self._new_session and hasattr(os, "killpg"):
+                os.killpg(proc.pid, sig)
+            else:
+                proc.send_signal(sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    async def __aenter__(self) -> "AsyncOutbox":
+        return await self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("open" if self._proc is not None else "not started")
+        pid = self._proc.pid if self._proc is not None else None
+        return f"<AsyncOutbox pid={pid} {state} returncode={self.returncode}>"

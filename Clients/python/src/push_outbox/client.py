@@ -1,0 +1,503 @@
+"""Synchronous push-outbox client (thread-based reader; safe to share between threads)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import os
+import subprocess
+import threading
+from types import TracebackType
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Type,
+    Union,
+    cast,
+)
+
+from . import _protocol as P
+from ._discovery import find_binary
+from .errors import (
+    CallTimeout,
+    RpcError,
+    ServerExited,
+    TransportError,
+    error_from_response,
+)
+from .types import (
+    AckResult,
+    AttributeOp,
+    FieldType,
+    FlushFormat,
+    FlushResult,
+    ParsePayloadResult,
+    ReleaseResult,
+    SaveResult,
+    StatusResult,
+    User,
+    UsersTrackFlushResult,
+)
+
+__all__ = ["Outbox"]
+
+log = logging.getLogger("push_outbox")
+
+PathLike = Union[str, "os.PathLike[str]"]
+StderrHandler = Callable[[str], None]
+
+
+class _Slot:
+    __slots__ = ("event", "response", "error")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.response: Optional[Dict[str, Any]] = None
+        self.error: Optional[BaseException] = None
+
+
+class Outbox:
+    """A running push-outbox server and a client talking to it over stdio.
+
+    Create with :meth:`spawn`; use as a context manager (or call :meth:`close`)::
+
+        with Outbox.spawn(store="/tmp/outbox") as ob:
+            ob.save_custom_event("push_opened", properties={"step": 1})
+
+    Calls may be made from several threads at once: requests are written
+    whole under a lock and replies are matched by id by a reader thread.
+    """
+
+    def __init__(
+        self,
+        process: "subprocess.Popen[bytes]",
+        *,
+        argv: Sequence[str],
+        timeout: Optional[float] = P.DEFAULT_TIMEOUT,
+        close_timeout: float = P.DEFAULT_CLOSE_TIMEOUT,
+        new_session: bool = True,
+        stderr_handler: Optional[StderrHandler] = None,
+    ) -> None:
+        assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+        self._proc = process
+        self.argv: List[str] = list(argv)
+        self.timeout = timeout
+        self.close_timeout = close_timeout
+        self._new_session = new_session
+        self._stderr_handler = stderr_handler
+        self._ids = P.IdAllocator()
+        self._pending: Dict[int, _Slot] = {}
+        self._lock = threading.Lock()  # guards _pending and _exit
+        self._write_lock = threading.Lock()
+        self._close_lock = threading.Lock()
+        self._closed = False
+        self._exit: Optional[ServerExited] = None  # set once stdout reached EOF
+        self._server_error: Optional[RpcError] = None  # last id-null error not about a request
+        self._stderr = P.StderrTail()
+        self._stderr_thread = threading.Thread(
+            target=self._drain_stderr, name=f"push-outbox-stderr-{process.pid}", daemon=True
+        )
+        self._reader_thread = threading.Thread(
+            target=self._read_stdout, name=f"push-outbox-reader-{process.pid}", daemon=True
+        )
+        self._stderr_thread.start()
+        self._reader_thread.start()
+
+    # --- construction ------------------------------------------------------------------------
+
+    @classmethod
+    def spawn(
+        cls,
+        store: Optional[PathLike] = None,
+        *,
+        binary: Optional[PathLike] = None,
+        args: Sequence[PathLike] = (),
+        timeout: Optional[float] = P.DEFAULT_TIMEOUT,
+        memory: bool = False,
+        env: Optional[Mapping[str, str]] = None,
+        cwd: Optional[PathLike] = None,
+        close_timeout: float = P.DEFAULT_CLOSE_TIMEOUT,
+        stderr_handler: Optional[StderrHandler] = None,
+    ) -> "Outbox":
+        """Start ``push-outbox`` and return a connected client.
+
+        :param store: store directory (``--store``); omit to use the server's default
+            (or its ``PUSH_OUTBOX_STORE`` environment variable).
+        :param binary: executable to run; default: see :func:`push_outbox.find_binary`.
+        :param args: extra command-line arguments, e.g. ``["--fsync", "always"]``.
+        :param timeout: default per-call timeout in seconds (``None``: wait forever).
+        :param memory: pass ``--memory`` (no files).
+        :param env: environment for the server (default: inherit).
+        :param close_timeout: seconds :meth:`close` waits for a graceful exit before SIGTERM.
+        :param stderr_handler: called with each line the server writes to stderr
+            (stderr is always drained; its last 64 KiB are kept for :class:`ServerExited`).
+        """
+        argv = P.build_argv(find_binary(binary), store=store, memory=memory, args=args)
+        new_session = os.name == "posix"
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env) if env is not None else None,
+            cwd=os.fspath(cwd) if cwd is not None else None,
+            start_new_session=new_session,
+        )
+        return cls(
+            proc,
+            argv=argv,
+            timeout=timeout,
+            close_timeout=close_timeout,
+            new_session=new_session,
+            stderr_handler=stderr_handler,
+        )
+
+    # --- process info ------------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    @property
+    def returncode(self) -> Optional[int]:
+        """Exit status once the server has exited (negative: killed by that signal)."""
+        return self._proc.poll()
+
+    @property
+    def stderr_tail(self) -> str:
+        """The last ~64 KiB the server wrote to stderr."""
+        return self._stderr.text()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # --- background threads ------------------------------------------------------------------
+
+    def _drain_stderr(self) -> None:
+        stream = self._proc.stderr
+        assert stream is not None
+        pending = bytearray()
+        try:
+            while True:
+                chunk = stream.read1(P.READ_CHUNK)  # type: ignore[attr-defined]
+                if not chunk:
+                    break
+                self._stderr.feed(chunk)
+                if self._stderr_handler is not None:
+                    pending += chunk
+                    for line in P.split_lines(pending):
+                        self._emit_stderr(line)
+                    if len(pending) > P.STDERR_TAIL_BYTES:  # no newline for a long while
+                        self._emit_stderr(bytes(pending))
+                        pending.clear()
+        except (OSError, ValueError):
+            pass
+        if pending and self._stderr_handler is not None:
+            self._emit_stderr(bytes(pending))
+
+    def _emit_stderr(self, line: bytes) -> None:
+        try:
+            self._stderr_handler(line.decode("utf-8", "replace"))  # type: ignore[misc]
+        except Exception:  # a broken handler must not stop the drain
+            log.exception("push-outbox stderr_handler raised")
+
+    def _read_stdout(self) -> None:
+        stream = self._proc.stdout
+        assert stream is not None
+        buffer = bytearray()
+        try:
+            while True:
+                chunk = stream.read1(P.READ_CHUNK)  # type: ignore[attr-defined]
+                if not chunk:
+                    break
+                buffer += chunk
+                for line in P.split_lines(buffer):
+                    self._dispatch_line(line)
+        except (OSError, ValueError):
+            pass
+        if buffer:
+            self._dispatch_line(bytes(buffer))
+        self._on_eof()
+
+    def _dispatch_line(self, line: bytes) -> None:
+        try:
+            responses = P.decode_line(line)
+        except TransportError as exc:
+            log.error("%s", exc)
+            with self._lock:
+                slots = list(self._pending.values())
+                self._pending.clear()
+            for slot in slots:
+                slot.error = TransportError(str(exc))
+                slot.event.set()
+            return
+        for response in responses:
+            target: Optional[_Slot] = None
+            with self._lock:
+                rid = P.match_id(response, list(self._pending))
+                if rid is not None:
+                    target = self._pending.pop(rid)
+            if target is None:
+                if P.is_server_notice(response):
+                    self._server_error = error_from_response(response["error"])
+                    log.warning("push-outbox server error: %s", self._server_error)
+                else:
+                    log.debug("push-outbox: dropping unmatched response %r", response)
+                continue
+            target.response = response
+            target.event.set()
+
+    def _on_eof(self) -> None:
+        try:
+            returncode: Optional[int] = self._proc.wait(timeout=max(self.close_timeout, 1.0))
+        except subprocess.TimeoutExpired:
+            returncode = None
+        self._stderr_thread.join(timeout=2.0)
+        reason = "server closed its stdout" if returncode is None else "server exited"
+        exited = ServerExited(returncode, self._stderr.text(), reason=reason, server_error=self._server_error)
+        with self._lock:
+            self._exit = exited
+            slots = list(self._pending.values())
+            self._pending.clear()
+        for slot in slots:
+            slot.error = exited
+            slot.event.set()
+
+    def _exited_error(self) -> ServerExited:
+        """A fresh ServerExited once the reader saw EOF (waits for it briefly)."""
+        self._reader_thread.join(timeout=max(self.close_timeout, 1.0) + 3.0)
+        with self._lock:
+            exited = self._exit
+        if exited is None:
+            return ServerExited(self._proc.poll(), self._stderr.text(), reason="server pipe broken",
+                                server_error=self._server_error)
+        return exited.copy()
+
+    # --- generic calls -----------------------------------------------------------------------
+
+    def _write(self, data: bytes) -> None:
+        stdin = self._proc.stdin
+        assert stdin is not None
+        try:
+            with self._write_lock:
+                stdin.write(data)
+                stdin.flush()
+        except (BrokenPipeError, ConnectionResetError, ValueError, OSError) as exc:
+            if self._closed and self._exit is None and self._proc.poll() is None:
+                raise TransportError("Outbox is closed") from exc
+            raise self._exited_error() from exc
+
+    def call(self, method: str, params: P.Params = None, *, timeout: Optional[float] = P.MISSING) -> Any:
+        """Call *method* with *params* (a mapping, a list, or ``None`` to omit) and return its result.
+
+        Raises an :class:`RpcError` subclass for an error response,
+        :class:`CallTimeout` after *timeout* seconds (default: the client's
+        ``timeout``), and :class:`ServerExited` if the server dies first.
+        """
+        if timeout is P.MISSING:
+            timeout = self.timeout
+        request_id = self._ids.next()
+        data = P.encode_request(request_id, method, params)
+        with self._lock:
+            if self._exit is not None:
+                exited = self._exit
+                raise exited.copy()
+            if self._closed:
+                raise TransportError("Outbox is closed")
+            slot = _Slot()
+            self._pending[request_id] = slot
+        try:
+            self._write(data)
+        except BaseException:
+            with self._lock:
+                self._pending.pop(request_id, None)
+            raise
+        if not slot.event.wait(timeout):
+            with self._lock:
+                self._pending.pop(request_id, None)
+            if not slot.event.is_set():
+                raise CallTimeout(method, cast(float, timeout), request_id)
+        if slot.error is not None:
+            err = slot.error
+            if isinstance(err, ServerExited):
+                raise err.copy()
+            raise err
+        response = slot.response
+        assert response is not None
+        if "error" in response:
+            raise error_from_response(response["error"], method=method, request_id=request_id)
+        return response.get("result")
+
+    def notify(self, method: str, params: P.Params = None) -> None:
+        """Send a notification: the server runs it but never answers (errors are silent)."""
+        data = P.encode_notification(method, params)
+        with self._lock:
+            if self._exit is not None:
+                exited = self._exit
+                raise exited.copy()
+            if self._closed:
+                raise TransportError("Outbox is closed")
+        self._write(data)
+
+    # --- typed methods -----------------------------------------------------------------------
+
+    def parse_payload(
+        self,
+        payload: Union[Mapping[str, Any], str],
+        *,
+        require: Optional[Mapping[str, FieldType]] = None,
+        categories: Optional[Sequence[str]] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> ParsePayloadResult:
+        """``parsePayload``: classify a push payload (an object, or a string holding a JSON object)."""
+        params = P.params_parse_payload(payload, require, categories)
+        return cast(ParsePayloadResult, self.call("parsePayload", params, timeout=timeout))
+
+    def save_custom_event(
+        self,
+        name: str,
+        properties: Optional[Mapping[str, Any]] = None,
+        *,
+        time: Union[str, _dt.datetime, None] = None,
+        user: Optional[User] = None,
+        id: Optional[str] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> SaveResult:
+        """``saveCustomEvent``: queue a custom event."""
+        params = P.params_save_custom_event(name, properties, time, user, id)
+        return cast(SaveResult, self.call("saveCustomEvent", params, timeout=timeout))
+
+    def save_custom_attribute(
+        self,
+        key: str,
+        value: Any = P.MISSING,
+        *,
+        op: Optional[AttributeOp] = None,
+        user: Optional[User] = None,
+        id: Optional[str] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> SaveResult:
+        """``saveCustomAttribute``: queue a custom attribute change (``value=None`` sends JSON null)."""
+        params = P.params_save_custom_attribute(key, value, op, user, id)
+        return cast(SaveResult, self.call("saveCustomAttribute", params, timeout=timeout))
+
+    def save_user_attribute(
+        self,
+        field: str,
+        value: Optional[str],
+        *,
+        user: Optional[User] = None,
+        id: Optional[str] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> SaveResult:
+        """``saveUserAttribute``: queue a standard user attribute (``value=None`` unsets it)."""
+        params = P.params_save_user_attribute(field, value, user, id)
+        return cast(SaveResult, self.call("saveUserAttribute", params, timeout=timeout))
+
+    def flush_pending(
+        self,
+        *,
+        max: Optional[int] = None,
+        format: Optional[FlushFormat] = None,
+        lease_ms: Optional[int] = None,
+        default_user: Optional[User] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> Union[FlushResult, UsersTrackFlushResult]:
+        """``flushPending``: drain pending items, or lease them with ``lease_ms``."""
+        params = P.params_flush_pending(max, format, lease_ms, default_user)
+        return cast(FlushResult, self.call("flushPending", params, timeout=timeout))
+
+    def ack_flush(self, flush_id: str, *, timeout: Optional[float] = P.MISSING) -> AckResult:
+        """``ackFlush``: confirm a leased flush (its items are removed)."""
+        return cast(AckResult, self.call("ackFlush", {"flushId": flush_id}, timeout=timeout))
+
+    def release_flush(self, flush_id: str, *, timeout: Optional[float] = P.MISSING) -> ReleaseResult:
+        """``releaseFlush``: give a leased flush back (its items become pending again)."""
+        return cast(ReleaseResult, self.call("releaseFlush", {"flushId": flush_id}, timeout=timeout))
+
+    def status(self, *, timeout: Optional[float] = P.MISSING) -> StatusResult:
+        """``status``: counts, store path, snapshot and lease state."""
+        return cast(StatusResult, self.call("status", {}, timeout=timeout))
+
+    def discover(self, *, timeout: Optional[float] = P.MISSING) -> Dict[str, Any]:
+        """``rpc.discover``: the OpenRPC document (``Protocol/openrpc.json``)."""
+        return cast(Dict[str, Any], self.call("rpc.discover", {}, timeout=timeout))
+
+    # --- shutdown ----------------------------------------------------------------------------
+
+    def close(self, timeout: Optional[float] = None) -> Optional[int]:
+        """Close stdin, wait for a graceful exit, then SIGTERM, then SIGKILL. Idempotent.
+
+        Returns the server's exit status (0 after a clean shutdown).
+        """
+        grace = self.close_timeout if timeout is None else timeout
+        with self._close_lock:
+            if not self._closed:
+                self._closed = True
+                self._close_stdin(grace)
+                self._terminate(grace)
+        self._reader_thread.join(timeout=grace + 5.0)
+        self._stderr_thread.join(timeout=5.0)
+        for stream in (self._proc.stdout, self._proc.stderr):
+            try:
+                if stream is not None and not self._reader_thread.is_alive():
+                    stream.close()
+            except OSError:
+                pass
+        return self._proc.poll()
+
+    def _close_stdin(self, grace: float) -> None:
+        stdin = self._proc.stdin
+        assert stdin is not None
+        if self._write_lock.acquire(timeout=grace):
+            try:
+                stdin.close()
+            except OSError:
+                pass
+            finally:
+                self._write_lock.release()
+        # else: a writer is stuck on a full pipe; the signals below unblock it.
+
+    def _terminate(self, grace: float) -> None:
+        proc = self._proc
+        try:
+            proc.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+        log.warning("push-outbox pid %d did not exit %.1fs after stdin closed; sending SIGTERM", proc.pid, grace)
+        P.send_signal(proc, P.SIGTERM, self._new_session)
+        try:
+            proc.wait(timeout=P.TERM_TIMEOUT)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+        log.warning("push-outbox pid %d ignored SIGTERM; sending SIGKILL", proc.pid)
+        P.send_signal(proc, P.SIGKILL, self._new_session)
+        proc.wait()
+        try:
+            self._proc.stdin.close()  # type: ignore[union-attr]
+        except OSError:
+            pass
+
+    def __enter__(self) -> "Outbox":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<Outbox pid={self._proc.pid} {state} returncode={self._proc.poll()}>"
+
