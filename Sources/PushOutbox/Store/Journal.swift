@@ -148,6 +148,13 @@ package final class Journal {
     segments.removeAll { $0 < first && $0 != current }
   }
 
+  /// Stops tracking a segment that was moved away (recovery sets damaged ones aside).
+  package func forget(segment first: UInt64) {
+    guard first != currentFirst else { return }
+    sizes[first] = nil
+    segments.removeAll { $0 == first }
+  }
+
   /// Flushes what was written (at shutdown).
   package func close() {
     syncQueue.sync {}

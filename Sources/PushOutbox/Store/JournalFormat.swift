@@ -75,6 +75,23 @@ package enum JournalFormat {
     return .record(Record(type: type, seq: seq, payload: bytes[(offset + recordHeaderSize)..<end], end: end))
   }
 
+  /// True when an intact record starts somewhere after `offset`: then what looks torn at `offset`
+  /// (a length past the end, a zeroed header) is damage in the middle, not a write cut short.
+  package static func validRecordFollows(_ bytes: [UInt8], after offset: Int) -> Bool {
+    var position = offset + 1
+    while position + recordHeaderSize <= bytes.count {
+      let type = bytes[position + 8]
+      if type == RecordType.add.rawValue || type == RecordType.remove.rawValue,
+        position + recordHeaderSize + Int(readLE32(bytes, position)) <= bytes.count,
+        case .record = readRecord(bytes, at: position)
+      {
+        return true
+      }
+      position += 1
+    }
+    return false
+  }
+
   /// Checks a segment header; returns the format version it declares, or nil if it is not a journal.
   package static func headerVersion(_ bytes: [UInt8]) -> UInt32? {
     guard bytes.count >= headerSize, Array(bytes[0..<8]) == magic else { return nil }

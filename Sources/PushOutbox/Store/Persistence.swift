@@ -46,8 +46,28 @@ package final class Persistence {
     }
     journal.deleteSegments(before: Persistence.oldestNeeded(journal.segments, covers: outcome.previousCovers))
     service.journal = journal
+    if !outcome.setAside.isEmpty { secureRecoveredState(service, setAside: outcome.setAside) }
     savedVersion = outcome.warnings.isEmpty && outcome.segments.values.allSatisfy({ $0 <= 16 }) ? service.store.version : 0
     service.log.info("opened \(directory): \(service.store.count) items held")
+  }
+
+  /// After a recovery with loss: snapshot what was recovered, then move the damaged segments (and the
+  /// unapplied ones after them) into `quarantine/`, so they can neither stop a later replay nor hide
+  /// records written from now on. If the snapshot cannot be written they stay where they are.
+  private func secureRecoveredState(_ service: Service, setAside names: [String]) {
+    let outcome = Persistence.write(
+      capture(service), createdAt: service.clock.now(), path: directory + "/" + SnapshotFile.fileName,
+      directory: directory)
+    guard record(outcome, service) else { return }
+    savedVersion = service.store.version
+    let quarantine = directory + "/quarantine"
+    try? FileIO.makeDirectories(quarantine)
+    for name in names {
+      if rename(directory + "/" + name, quarantine + "/" + name + ".set-aside." + String(Clock.system.now())) == 0 {
+        journal.forget(segment: JournalFormat.segmentFirst(name) ?? 0)
+      }
+    }
+    try? FileIO.syncDirectory(directory)
   }
 
   private static func removeLeftoverTempFiles(_ directory: String) {

@@ -6,6 +6,8 @@ package struct RecoveryOutcome {
   package var segments: [UInt64: Int] = [:]
   package var nextSeq: UInt64 = 1
   package var warnings: [JSONValue] = []
+  /// Damaged and unapplied segments: moved to `quarantine/` once a snapshot holds what was recovered.
+  package var setAside: [String] = []
 }
 
 /// Rebuilds the store at start: the newest snapshot that checks out, then the journal after it.
@@ -80,6 +82,7 @@ package struct Recovery {
     service.store.advanceSeq(to: state.nextSeq)
     outcome.snapshotCovers = state.coversSeq
     service.persistence.snapshotSeq = state.coversSeq
+    service.persistence.lastSnapshotAt = state.createdAt
   }
 
   private func journalStartsAtOne() -> Bool {
@@ -93,36 +96,43 @@ package struct Recovery {
   // MARK: - Journal
 
   private mutating func replayJournal() throws(StartupError) {
-    let firsts = segmentFirsts()
-    var maxSeq = service.store.nextSeq - 1
-    for (n, first) in firsts.enumerated() {
-      let name = JournalFormat.segmentName(first: first)
-      let path = directory + "/" + name
+    let all = segmentFirsts()
+    for first in all { outcome.segments[first] = FileIO.size(directory + "/" + JournalFormat.segmentName(first: first)) }
+    // Segments before the one holding `covers + 1` add nothing to the snapshot; they stay only
+    // for the fallback snapshot, so damage in them cannot stop the replay.
+    let start = all.lastIndex { $0 <= outcome.snapshotCovers + 1 } ?? 0
+    var lastApplied = service.store.nextSeq - 1
+    var nextSeq = max(service.store.nextSeq, (all.last ?? 0) + 1)
+    for n in all.indices where n >= start {
+      let name = JournalFormat.segmentName(first: all[n])
       let bytes: [UInt8]
-      do { bytes = try FileIO.read(path) ?? [] } catch { throw StartupError(message: "cannot read \(error)", exitCode: 1) }
-      outcome.segments[first] = bytes.count
-      maxSeq = max(maxSeq, first)
-      let isLast = n == firsts.count - 1
-      let stopped = try replaySegment(bytes, name: name, isLast: isLast, maxSeq: &maxSeq)
-      if stopped {
-        for later in firsts[(n + 1)...] { outcome.segments[later] = 0; maxSeq = max(maxSeq, later) }
-        lossWarning(name: name, from: maxSeq, laterSegments: Array(firsts[(n + 1)...]))
-        break
+      do { bytes = try FileIO.read(directory + "/" + name) ?? [] } catch {
+        throw StartupError(message: "cannot read \(error)", exitCode: 1)
       }
+      let unread = try replaySegment(bytes, name: name, isLast: n == all.count - 1, lastApplied: &lastApplied)
+      guard let unread else { continue }
+      let later = Array(all[(n + 1)...])
+      let laterMax = later.compactMap { maxValidSeq(JournalFormat.segmentName(first: $0)) }.max()
+      nextSeq = max(nextSeq, lastApplied + UInt64(unread) + 1, (laterMax ?? 0) + 1)
+      lossWarning(name: name, from: lastApplied + 1, to: laterMax, laterSegments: later.count)
+      outcome.setAside = ([all[n]] + later).map { JournalFormat.segmentName(first: $0) }
+      break
     }
-    outcome.nextSeq = max(service.store.nextSeq, maxSeq + 1, (firsts.last ?? 0) + 1)
+    outcome.nextSeq = max(nextSeq, lastApplied + 1)
     service.store.advanceSeq(to: outcome.nextSeq)
   }
 
-  /// Replays one segment. Returns true when damage stopped the replay.
-  private mutating func replaySegment(_ bytes: [UInt8], name: String, isLast: Bool, maxSeq: inout UInt64) throws(StartupError) -> Bool {
+  /// Replays one segment. Returns nil when it was read to the end, or the number of bytes left
+  /// unread when damage stopped the replay.
+  private mutating func replaySegment(
+    _ bytes: [UInt8], name: String, isLast: Bool, lastApplied: inout UInt64
+  ) throws(StartupError) -> Int? {
     guard let version = JournalFormat.headerVersion(bytes) else {
       if isLast && bytes.count < JournalFormat.headerSize {  // cut short while being created
         cutTail(name: name, at: 0, reason: "incomplete segment header")
-        return false
+        return nil
       }
-      quarantine(name)
-      return true
+      return bytes.count
     }
     if version > JournalFormat.version {
       throw StartupError(
@@ -134,22 +144,31 @@ package struct Recovery {
     while true {
       switch JournalFormat.readRecord(bytes, at: offset) {
       case .end:
-        return false
+        return nil
       case .record(let record):
-        guard apply(record) else {
-          quarantine(name)
-          return true
-        }
-        maxSeq = max(maxSeq, record.seq)
+        guard apply(record) else { return bytes.count - offset }
+        lastApplied = max(lastApplied, record.seq)
         offset = record.end
-      case .torn where isLast:
+      case .torn where isLast && !JournalFormat.validRecordFollows(bytes, after: offset):
         cutTail(name: name, at: offset, reason: "torn write at the end of the journal")
-        return false
+        return nil
       case .torn, .damaged:
-        quarantine(name)
-        return true
+        return bytes.count - offset
       }
     }
+  }
+
+  /// The highest seq among the intact records of a segment (records after damage are not applied,
+  /// but their seqs must never be handed out again).
+  private func maxValidSeq(_ name: String) -> UInt64? {
+    guard let bytes = try? FileIO.read(directory + "/" + name), JournalFormat.headerVersion(bytes) != nil else { return nil }
+    var offset = JournalFormat.headerSize
+    var best: UInt64? = nil
+    while case .record(let record) = JournalFormat.readRecord(bytes, at: offset) {
+      best = max(best ?? 0, record.seq)
+      offset = record.end
+    }
+    return best
   }
 
   /// Applies one record; false if its payload does not decode.
@@ -179,14 +198,14 @@ package struct Recovery {
     warn("tornTail", "\(reason): \(name) was cut at byte \(offset) (a copy is in quarantine/)")
   }
 
-  private mutating func lossWarning(name: String, from seq: UInt64, laterSegments: [UInt64]) {
-    let message = "journal \(name) is damaged after seq \(seq); replay stopped there and later records"
-      + " (\(laterSegments.count) more segments) were not applied; copies are in quarantine/"
+  private mutating func lossWarning(name: String, from seq: UInt64, to last: UInt64?, laterSegments: Int) {
+    let message = "journal \(name) is damaged: replay stopped before seq \(seq); it and \(laterSegments) later"
+      + " segments were moved to quarantine/ unapplied"
     service.log.error(message)
     outcome.warnings.append(.object([
       JSONMember("code", .string("recoveredWithLoss")), JSONMember("message", .string(message)),
-      JSONMember("file", .string(name)), JSONMember("fromSeq", .int(Int64(seq + 1))),
-      JSONMember("toSeq", laterSegments.last.map { .int(Int64($0)) } ?? .null),
+      JSONMember("file", .string(name)), JSONMember("fromSeq", .int(Int64(seq))),
+      JSONMember("toSeq", last.map { .int(Int64($0)) } ?? .null),
     ]))
   }
 

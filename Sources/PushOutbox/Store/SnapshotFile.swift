@@ -4,6 +4,8 @@ package struct SnapshotState: Sendable {
   package var nextSeq: UInt64
   /// The highest seq whose effect this snapshot includes (journal records up to it are redundant).
   package var coversSeq: UInt64
+  /// When the snapshot was written (read back from its header).
+  package var createdAt: Int64? = nil
 }
 
 /// Why a snapshot could not be loaded. Startup stops; the file is never replaced by an empty store.
@@ -73,7 +75,8 @@ package enum SnapshotFile {
         throw corrupt("bad item line")
       }
     }
-    return SnapshotState(items: items[...], nextSeq: UInt64(next), coversSeq: UInt64(covers))
+    let createdAt = header["createdAt"]?.stringValue.flatMap(ISO8601.parseDateTime)
+    return SnapshotState(items: items[...], nextSeq: UInt64(next), coversSeq: UInt64(covers), createdAt: createdAt)
   }
 
   private static func parseLine(_ line: ArraySlice<UInt8>, path: String) throws(SnapshotError) -> JSONValue {

@@ -110,6 +110,12 @@ package enum FileIO {
     }
   }
 
+  /// The size of a file in bytes (0 if it cannot be read).
+  package static func size(_ path: String) -> Int {
+    var info = stat()
+    return stat(path, &info) == 0 ? Int(info.st_size) : 0
+  }
+
   /// Names in a directory (without `.` and `..`).
   package static func list(_ path: String) throws(FileError) -> [String] {
     guard let dir = opendir(path) else { throw FileError(operation: "opendir", path: path, code: errno) }

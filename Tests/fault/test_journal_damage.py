@@ -1,0 +1,343 @@
+"""Damaged journals: a torn last record cut at every byte, a flipped byte mid-segment, a zero-filled
+tail, and a segment from a newer format version."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import struct
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from conftest import (
+    Ledger,
+    Outbox,
+    check_invariants,
+    error_lines,
+    flush_all,
+    make_save,
+    quarantined,
+    read_segment,
+    run_once,
+    save_run,
+    segments,
+    tree,
+)
+
+SEED = 4242
+
+
+def build_journal_only_store(binary: Path, store: Path, count: int, seed: int = SEED, small_last: bool = False) -> Ledger:
+    """`count` acknowledged saves (one burst each), then kill -9: with --snapshot-interval 3600
+    there is no snapshot, so the single journal segment is the only record of them."""
+    rng = random.Random(seed)
+    ledger = Ledger()
+    ob = Outbox(binary, store, fsync="always", snapshot_interval=3600)
+    try:
+        for n in range(count):
+            method, params = make_save(rng, n)
+            if small_last and n == count - 1:
+                method, params = "saveCustomEvent", {"name": "last", "properties": {"n": n, "b": True}, "user": {"externalId": f"n{n}"}}
+            ob.send(ledger.record(n, n, method, params))
+            ledger.absorb(ob.wait_ids([n]))
+        ob.kill9()
+    finally:
+        ob.ensure_dead()
+    assert len(ledger.acked) == count and not ledger.errors
+    segs = segments(store)
+    assert [s.name for s in segs] == ["journal.00000000000000000001"], segs
+    records = read_segment(segs[0])
+    assert [r.seq for r in records] == list(range(1, count + 1)) and all(r.type == 1 for r in records)
+    assert not (store / "snapshot.json").exists()
+    return ledger
+
+
+def without(ledger: Ledger, ns: set[int]) -> Ledger:
+    """The ledger minus saves whose records the test itself destroyed."""
+    out = Ledger()
+    out.sent = dict(ledger.sent)
+    out.acked = {n: v for n, v in ledger.acked.items() if n not in ns}
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. torn last record, cut at every byte offset
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(90)
+def test_journal_truncated_at_every_byte_of_its_last_record(outbox_bin: Path, tmp_path: Path) -> None:
+    base = tmp_path / "base"
+    count = 4
+    ledger = build_journal_only_store(outbox_bin, base, count, small_last=True)
+    segment_name = "journal.00000000000000000001"
+    last = read_segment(base / segment_name)[-1]
+    original = (base / segment_name).read_bytes()
+    assert last.end == len(original)
+    expected = without(ledger, {count - 1})
+    torn_n = count - 1
+
+    def one_cut(cut: int) -> list[str]:
+        store = tmp_path / f"cut{cut}"
+        shutil.copytree(base, store)
+        journal = store / segment_name
+        with open(journal, "r+b") as f:
+            f.truncate(cut)
+        damaged = journal.read_bytes()
+        sizes_while_running: list[int] = []
+
+        def check(ob: Outbox) -> None:
+            sizes_while_running.append(journal.stat().st_size)
+
+        flushed = flush_all(outbox_bin, store, "--snapshot-interval", "3600", check=check)
+        problems = []
+        lost, why = check_invariants(flushed.items, expected)
+        problems += why
+        if any(it["user"]["externalId"] == f"n{torn_n}" for it in flushed.items):
+            problems.append("the torn record was replayed")
+        if len(flushed.items) != count - 1:
+            problems.append(f"{len(flushed.items)} items recovered, expected {count - 1}")
+        torn = flushed.warnings("tornTail")
+        copies = quarantined(store, segment_name)
+        if flushed.warnings("recoveredWithLoss"):
+            problems.append(f"recoveredWithLoss for a torn tail: {flushed.status['recovery']}")
+        if cut > last.offset:
+            if len(torn) != 1:
+                problems.append(f"status.recovery lacks tornTail: {flushed.status['recovery']}")
+            if sizes_while_running != [last.offset]:
+                problems.append(f"journal not cut back to {last.offset}: {sizes_while_running}")
+            if len(copies) != 1 or copies[0].read_bytes() != damaged:
+                problems.append(f"quarantine/ does not hold the torn segment as found: {copies}")
+        else:
+            if torn:
+                problems.append(f"tornTail reported for a clean end: {torn}")
+            if sizes_while_running != [len(damaged)]:
+                problems.append(f"clean journal changed size: {sizes_while_running}")
+        shutil.rmtree(store)
+        return [f"cut at byte {cut} (record {last.offset}..{last.end}): {p}" for p in problems]
+
+    cuts = list(range(last.offset, last.end))
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        problems = [p for result in pool.map(one_cut, cuts) for p in result]
+    assert len(cuts) > 17
+    assert not problems, "\n".join(problems[:20])
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. a flipped byte in the middle of a segment (not its last record)
+# ---------------------------------------------------------------------------------------------
+
+DAMAGE = {
+    # name -> (offset within the damaged record, new byte or None to xor 0xFF)
+    "payload": ("middle", None),
+    "crc": (4, None),
+    "type": (8, None),
+    "seq": (9, None),
+    "length": (2, None),  # the length is not covered by the CRC: +N*65536 runs past the end of the file
+    "zeroed-header": (0, 0),  # a zeroed block in the middle (lost page): 17 zero bytes over a record header
+}
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("where", list(DAMAGE))
+def test_flipped_byte_mid_segment_reports_loss_and_keeps_the_rest(outbox_bin: Path, tmp_path: Path, where: str) -> None:
+    store = tmp_path / "store"
+    count = 10
+    ledger = build_journal_only_store(outbox_bin, store, count)
+    segment = store / "journal.00000000000000000001"
+    records = read_segment(segment)
+    data = bytearray(segment.read_bytes())
+    if where == "payload":
+        # The byte in the middle of the file, as in durability.md F5; it must not be in the last record.
+        at = len(data) // 2
+        victim = next(r for r in records if r.offset <= at < r.end)
+        if at < victim.offset + 17:
+            at = victim.offset + 17 + (victim.end - victim.offset - 17) // 2
+    else:
+        victim = records[4]
+        at = victim.offset + DAMAGE[where][0]
+    assert victim is not records[-1]
+    if DAMAGE[where][1] == 0:
+        data[at : at + 17] = bytes(17)
+    else:
+        data[at] ^= 0xFF
+    segment.write_bytes(bytes(data))
+    damaged = bytes(data)
+    index = records.index(victim)  # saves 0..index-1 come before the damage
+
+    # Restart: serves, reports, accepts new saves, and exits 0.
+    ob = Outbox(outbox_bin, store, "--snapshot-interval", "3600")
+    try:
+        status = ob.result("status")
+        new = ob.result("saveCustomEvent", {"name": "after_damage", "properties": {"k": 1}})
+        assert isinstance(new["seq"], int)
+        ob.close(expect=0)
+    finally:
+        ob.ensure_dead()
+    losses = [w for w in status["recovery"] if w.get("code") == "recoveredWithLoss"]
+    assert len(losses) == 1, f"damage at byte {at} ({where} of seq {victim.seq}): status.recovery={status['recovery']}"
+    loss = losses[0]
+    assert loss.get("fromSeq") == victim.seq, loss
+    assert "toSeq" in loss and (loss["toSeq"] is None or loss["toSeq"] >= loss["fromSeq"]), loss
+    copies = quarantined(store, segment.name)
+    assert copies and copies[0].read_bytes() == damaged, f"quarantine/ lacks the damaged segment: {copies}"
+
+    flushed = flush_all(outbox_bin, store)
+    before = [it for it in flushed.items if it.get("name") != "after_damage"]
+    lost, problems = check_invariants(before, without(ledger, set(range(index, count))))
+    assert not problems, "\n".join(problems)
+    assert sorted(it["seq"] for it in before) == [r.seq for r in records[:index]]
+    assert [it["name"] for it in flushed.items if it.get("name") == "after_damage"] == ["after_damage"]
+
+
+@pytest.mark.timeout(30)
+def test_saves_after_a_recovery_with_loss_survive_the_next_crash(outbox_bin: Path, tmp_path: Path) -> None:
+    """The damaged segment stays in place after recovery; saves acknowledged afterwards must not be
+    hidden behind it when the process is killed again before any snapshot."""
+    store = tmp_path / "store"
+    ledger = build_journal_only_store(outbox_bin, store, 6)
+    segment = store / "journal.00000000000000000001"
+    victim = read_segment(segment)[2]
+    data = bytearray(segment.read_bytes())
+    data[victim.end - 3] ^= 0xFF
+    segment.write_bytes(bytes(data))
+
+    rng = random.Random(SEED + 7)
+    ob = Outbox(outbox_bin, store, fsync="always", snapshot_interval=3600)
+    try:
+        assert [w["code"] for w in ob.result("status")["recovery"]] == ["recoveredWithLoss"]
+        for n in range(100, 105):
+            ob.send(ledger.record(n, n, *make_save(rng, n)))
+            ledger.absorb(ob.wait_ids([n]))
+        ob.kill9()
+    finally:
+        ob.ensure_dead()
+    assert not ledger.errors
+
+    flushed = flush_all(outbox_bin, store)
+    lost, problems = check_invariants(flushed.items, without(ledger, {2, 3, 4, 5}))
+    assert lost == 0 and not problems, (
+        f"{lost} saves acknowledged after the first recovery were lost on the second one; "
+        f"files={sorted(p.name for p in store.iterdir())}; recovery={flushed.status['recovery']}\n" + "\n".join(problems)
+    )
+
+
+@pytest.mark.timeout(30)
+def test_loss_report_names_the_first_seq_not_applied(outbox_bin: Path, tmp_path: Path) -> None:
+    """Two segments (two crashed runs); the first is damaged at its third record. Replay stops
+    there, so seqs 3..10 are not applied: the report must say fromSeq 3 and a toSeq that covers
+    the later segment's records."""
+    store = tmp_path / "store"
+    rng = random.Random(SEED + 11)
+    ledger = Ledger()
+    save_run(outbox_bin, store, ledger, rng, range(0, 5), "kill")
+    save_run(outbox_bin, store, ledger, rng, range(5, 10), "kill")
+    assert [s.name[-2:] for s in segments(store)] == ["01", "06"], segments(store)
+    first = segments(store)[0]
+    victim = read_segment(first)[2]
+    assert victim.seq == 3
+    data = bytearray(first.read_bytes())
+    data[victim.end - 2] ^= 0xFF
+    first.write_bytes(bytes(data))
+
+    flushed = flush_all(outbox_bin, store)
+    losses = flushed.warnings("recoveredWithLoss")
+    assert len(losses) == 1, flushed.status["recovery"]
+    assert losses[0].get("fromSeq") == 3, f"first seq not applied is 3: {losses[0]}"
+    to = losses[0].get("toSeq")
+    assert to is None or to >= 10, f"seqs up to 10 were not applied: {losses[0]}"
+    lost, problems = check_invariants(flushed.items, without(ledger, set(range(2, 10))))
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.timeout(30)
+def test_damage_in_a_segment_the_snapshot_covers_loses_nothing(outbox_bin: Path, tmp_path: Path) -> None:
+    """snapshot.json covers seqs 1..5; journal.1 (records 1..5) is kept only as the fallback for an
+    older snapshot; a later segment holds the five acknowledged saves made after it. A flipped byte
+    in journal.1 damages nothing that is not also in snapshot.json, so all ten saves must come back."""
+    store = tmp_path / "store"
+    rng = random.Random(SEED + 12)
+    ledger = Ledger()
+    save_run(outbox_bin, store, ledger, rng, range(0, 5), "eof")  # clean exit: snapshot covering 1..5
+    save_run(outbox_bin, store, ledger, rng, range(5, 10), "kill")
+    assert (store / "snapshot.json").exists()
+    segs = segments(store)
+    assert segs[0].name.endswith("01") and len(segs) >= 2, segs
+    later = [r for s in segs[1:] for r in read_segment(s)]
+    assert len(later) == 5 and all(r.type == 1 and r.seq > 5 for r in later), later
+    first = segments(store)[0]
+    victim = read_segment(first)[2]
+    data = bytearray(first.read_bytes())
+    data[victim.end - 2] ^= 0xFF
+    first.write_bytes(bytes(data))
+
+    flushed = flush_all(outbox_bin, store)
+    lost, problems = check_invariants(flushed.items, ledger)
+    assert lost == 0 and not problems, f"recovery={flushed.status['recovery']}\n" + "\n".join(problems)
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. zero-filled tail
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("zeros", [1, 16, 17, 100, 4096])
+def test_zero_filled_tail_is_recovered_fully(outbox_bin: Path, tmp_path: Path, zeros: int) -> None:
+    store = tmp_path / "store"
+    ledger = build_journal_only_store(outbox_bin, store, 5, seed=SEED + zeros)
+    segment = store / "journal.00000000000000000001"
+    size = segment.stat().st_size
+    with open(segment, "ab") as f:
+        f.write(b"\0" * zeros)
+    sizes: list[int] = []
+    flushed = flush_all(outbox_bin, store, check=lambda ob: sizes.append(segment.stat().st_size))
+    lost, problems = check_invariants(flushed.items, ledger)
+    assert lost == 0 and not problems, "\n".join(problems)
+    assert len(flushed.items) == 5
+    assert not flushed.warnings("recoveredWithLoss"), flushed.status["recovery"]
+    assert not flushed.warnings("snapshotCorrupt"), flushed.status["recovery"]
+    assert sizes == [size], f"the zero tail was not cut off: {sizes} vs {size}"
+    assert not any(b"\0" in str(it).encode() for it in flushed.items)
+
+
+# ---------------------------------------------------------------------------------------------
+# 10. a newer format version
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("target", ["journal", "snapshot"])
+def test_newer_format_version_is_refused_and_untouched(outbox_bin: Path, tmp_path: Path, target: str) -> None:
+    store = tmp_path / "store"
+    build_journal_only_store(outbox_bin, store, 3)
+    if target == "journal":
+        segment = store / "journal.00000000000000000001"
+        data = bytearray(segment.read_bytes())
+        struct.pack_into("<I", data, 8, 99)
+        segment.write_bytes(bytes(data))
+    else:
+        # A clean run writes a snapshot; then its header claims version 99.
+        ob = Outbox(outbox_bin, store)
+        ob.result("status")
+        ob.close(expect=0)
+        snapshot = store / "snapshot.json"
+        text = snapshot.read_bytes()
+        assert b'"version":1,' in text.split(b"\n")[0]
+        snapshot.write_bytes(text.replace(b'"version":1,', b'"version":99,', 1))
+    before = tree(store, skip=["LOCK"])
+
+    proc = run_once(
+        outbox_bin, store, input=b'{"jsonrpc":"2.0","id":1,"method":"saveCustomEvent","params":{"name":"x"}}\n'
+    )
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    lines = error_lines(proc.stdout)
+    assert len(lines) == 1, proc.stdout
+    err = lines[0]
+    assert err.get("id", "absent") is None and err["error"]["code"] == -32006, err
+    assert err["error"]["data"]["version"] == 99, err
+    assert proc.stderr.decode().strip(), "no stderr message"
+    after = tree(store, skip=["LOCK"])
+    assert after == before, f"files changed: {sorted(set(after) ^ set(before))} or contents differ"

@@ -1,0 +1,213 @@
+"""Failing storage: a file-size limit (ulimit -f -> EFBIG) and a full tmpfs (ENOSPC).
+
+Saves that cannot be journaled are answered -32003 storage_unavailable and are not stored; every
+save acknowledged before stays intact; flushes and status keep working; saves succeed again once
+the storage recovers; the process never dies (SIGXFSZ is ignored)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import random
+import resource
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import Ledger, Outbox, check_invariants, flush_all, make_save
+
+SEED = 707
+
+
+def load_until_refused(ob: Outbox, ledger: Ledger, rng: random.Random, first_n: int, limit: int = 2000) -> tuple[int, list[int]]:
+    """Pipelined bursts of 8 saves (one line each, sent together) until a burst is refused.
+    Returns the next n and the ns that were refused."""
+    n = first_n
+    refused: list[int] = []
+    while n < first_n + limit:
+        burst = [ledger.record(k, k, *make_save(rng, k)) for k in range(n, n + 8)]
+        assert ob.send(*burst), f"process gone: rc={ob.proc.poll()} stderr={ob.stderr[-500:]!r}"
+        responses = ob.wait_ids(range(n, n + 8))
+        n += 8
+        ledger.absorb(responses)
+        refused = [r["id"] for r in responses if "error" in r]
+        if refused:
+            break
+    assert refused, "storage never failed: the limit is too large for the test"
+    return n, refused
+
+
+def check_refusals(ledger: Ledger, refused_ns: list[int]) -> None:
+    for err in ledger.errors:
+        e = err["error"]
+        assert e["code"] == -32003, err
+        assert isinstance(e.get("data"), dict) and e["data"].get("reason") == "storage_unavailable", err
+    assert {e["id"] for e in ledger.errors} >= set(refused_ns)
+    # Group commit: the refused burst is refused as a whole; nothing of it is acknowledged.
+    assert not set(refused_ns) & set(ledger.acked), "a save of the failed burst was acknowledged"
+
+
+def while_failing(ob: Outbox, ledger: Ledger, rng: random.Random, n: int) -> tuple[int, set[int]]:
+    """Storage is failing: more saves are refused, but status, lease/release and drains work.
+    Returns the next n and the ns of items handed out by a drain (they may or may not come back)."""
+    # A burst bigger than any space left in the file's last page / under the limit.
+    more = [ledger.record(k, k, *make_save(rng, k)) for k in range(n, n + 20)]
+    ob.send(*more)
+    responses = ob.wait_ids(range(n, n + 20))
+    ledger.absorb(responses)
+    assert all(r.get("error", {}).get("code") == -32003 for r in responses), responses
+    n += 20
+
+    status = ob.result("status")
+    assert status["pending"]["total"] == len(ledger.acked), (status, len(ledger.acked))
+
+    lease = ob.result("flushPending", {"leaseMs": 60000})
+    leased = {item["id"] for item in lease["items"]}
+    assert leased == {iid for iid, _ in ledger.acked.values()}, "the lease does not hold exactly the acknowledged saves"
+    assert ob.result("releaseFlush", {"flushId": lease["flushId"]})["released"] == len(leased)
+
+    drained = ob.result("flushPending", {"max": 2})["items"]
+    assert len(drained) == min(2, len(leased))
+    return n, {int(item["user"]["externalId"][1:]) for item in drained}
+
+
+def verify_after_restart(binary: Path, store: Path, ledger: Ledger, drained: set[int]) -> None:
+    flushed = flush_all(binary, store)
+    # Drained items were handed out: whether they come back (the removal record could not be
+    # written) is at-least-once redelivery, not loss.
+    must = Ledger()
+    must.sent = ledger.sent
+    must.acked = {n: v for n, v in ledger.acked.items() if n not in drained}
+    lost, problems = check_invariants(flushed.items, must)
+    assert lost == 0 and not problems, "\n".join(problems)
+    refused = {ledger.request_n[e["id"]] for e in ledger.errors}
+    back = [it for it in flushed.items if int(it["user"]["externalId"][1:]) in refused]
+    assert not back, f"saves answered -32003 were stored anyway: {back[:3]}"
+    assert not flushed.warnings("recoveredWithLoss"), flushed.status["recovery"]
+
+
+@pytest.mark.timeout(60)
+def test_file_size_limit_refuses_saves_and_keeps_stored_items(outbox_bin: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    limit = 24 * 1024
+
+    def small_files() -> None:
+        # Soft limit only, so the test can lift it on the running process (prlimit) afterwards.
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+
+    rng = random.Random(SEED)
+    ledger = Ledger()
+    ob = Outbox(outbox_bin, store, fsync="always", snapshot_interval=3600, preexec_fn=small_files)
+    try:
+        n, refused = load_until_refused(ob, ledger, rng, 0)
+        assert len(ledger.acked) >= 8, "the limit was hit before anything was stored"
+        journal_size = max(p.stat().st_size for p in store.glob("journal.*"))
+        assert journal_size <= limit
+        n, drained = while_failing(ob, ledger, rng, n)
+        check_refusals(ledger, refused)
+        assert ob.alive(), f"died under EFBIG: rc={ob.proc.poll()}"
+
+        # Storage recovers: lift the limit on the running process; saves are accepted again.
+        resource.prlimit(ob.pid, resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        errors_before = len(ledger.errors)
+        again = [ledger.record(k, k, *make_save(rng, k)) for k in range(n, n + 5)]
+        ob.send(*again)
+        ledger.absorb(ob.wait_ids(range(n, n + 5)))
+        assert len(ledger.errors) == errors_before, f"saves still refused after the limit was lifted: {ledger.errors[-3:]}"
+        ob.kill9()
+    finally:
+        ob.ensure_dead()
+    verify_after_restart(outbox_bin, store, ledger, drained)
+
+
+@pytest.mark.timeout(60)
+def test_file_size_limit_at_startup_and_clean_exit(outbox_bin: Path, tmp_path: Path) -> None:
+    """Under the limit for the whole run, a clean EOF exit (whose final snapshot cannot be written)
+    still exits without a signal, and the journal keeps every acknowledged save."""
+    store = tmp_path / "store"
+    limit = 16 * 1024
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    rng = random.Random(SEED + 1)
+    ledger = Ledger()
+    ob = Outbox(outbox_bin, store, fsync="everysec", snapshot_interval="0.05", preexec_fn=small_files)
+    try:
+        load_until_refused(ob, ledger, rng, 0)
+        rc = ob.close()
+        assert rc == 0, f"exit code {rc}: {ob.stderr[-1000:]!r}"
+    finally:
+        ob.ensure_dead()
+    verify_after_restart(outbox_bin, store, ledger, set())
+
+
+def _mount_tmpfs(path: Path, size: str) -> str | None:
+    path.mkdir(parents=True, exist_ok=True)
+    try:
+        proc = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
+            capture_output=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"mount failed: {error}"
+    if proc.returncode != 0:
+        return f"mount -t tmpfs failed (needs root/CAP_SYS_ADMIN): {proc.stderr.decode().strip()}"
+    return None
+
+
+def _fill(path: Path, leave_bytes: int) -> None:
+    """Fills the filesystem, then frees about `leave_bytes`."""
+    chunk = b"\xaa" * 4096
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while True:
+            try:
+                os.write(fd, chunk)
+            except OSError as error:
+                assert error.errno == errno.ENOSPC, error
+                break
+        size = os.lseek(fd, 0, os.SEEK_END)
+        os.ftruncate(fd, max(0, size - size % 4096 - leave_bytes))
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.timeout(60)
+def test_full_filesystem_refuses_saves_then_recovers(outbox_bin: Path, tmp_path: Path) -> None:
+    mnt = tmp_path / "tiny"
+    why = _mount_tmpfs(mnt, "256k")
+    if why:
+        pytest.skip(why)
+    try:
+        store = mnt / "store"
+        junk = mnt / "junk"
+        rng = random.Random(SEED + 2)
+        ledger = Ledger()
+        ob = Outbox(outbox_bin, store, fsync="always", snapshot_interval=3600)
+        try:
+            ob.result("status")  # store open: LOCK and journal exist
+            _fill(junk, leave_bytes=16 * 1024)
+            n, refused = load_until_refused(ob, ledger, rng, 0)
+            assert len(ledger.acked) >= 8, "the filesystem was full before anything was stored"
+            _fill(mnt / "junk2", leave_bytes=0)  # now completely full
+            n, drained = while_failing(ob, ledger, rng, n)
+            check_refusals(ledger, refused)
+            assert any("No space" in e["error"]["data"].get("detail", "") or "ENOSPC" in e["error"]["data"].get("detail", "")
+                       for e in ledger.errors), f"not ENOSPC? {ledger.errors[0]}"
+
+            junk.unlink()  # space comes back
+            (mnt / "junk2").unlink()
+            errors_before = len(ledger.errors)
+            again = [ledger.record(k, k, *make_save(rng, k)) for k in range(n, n + 5)]
+            ob.send(*again)
+            ledger.absorb(ob.wait_ids(range(n, n + 5)))
+            assert len(ledger.errors) == errors_before, f"saves still refused after space came back: {ledger.errors[-3:]}"
+            ob.kill9()
+        finally:
+            ob.ensure_dead()
+        verify_after_restart(outbox_bin, store, ledger, drained)
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=10)
