@@ -124,3 +124,14 @@ package enum UserIdentifier: Sendable, Hashable {
     }
   }
 }
+
+extension UserIdentifier {
+  /// True when setting `field` would repeat this identifier's `/users/track` member
+  /// (`email` for an email-identified user, `phone` for a phone-identified one).
+  package func conflicts(with field: UserField) -> Bool {
+    switch (self, field) {
+    case (.email, .email), (.phone, .phone): true
+    default: false
+    }
+  }
+}

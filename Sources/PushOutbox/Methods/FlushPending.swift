@@ -18,39 +18,57 @@ package enum FlushPending: RPCMethod {
     let defaultUser = params.user("defaultUser")
     _ = try params.finish()
     service.expireLease()
-    let now = service.clock.now()
-    let needsUser = usersTrack && defaultUser == nil
-    var skipped: [PendingItem] = []
-    var flushId: String
-    var items: [PendingItem]
-    if let leaseMs {
-      if let lease = service.lease {
-        flushId = lease.flushId
-        items = service.store.items(seqs: lease.seqs)
-      } else {
-        flushId = service.newID(at: now)
-        items = service.store.firstAvailable(max: max, skipped: &skipped) { !needsUser || $0.user != nil }
-        service.store.setLeased(items.map(\.seq), true)
-        let expires = now + Int64(clamping: leaseMs)
-        service.lease = Lease(flushId: flushId, seqs: items.map(\.seq), expiresAt: expires)
-      }
-    } else {
-      flushId = service.newID(at: now)
-      items = service.store.firstAvailable(max: max, skipped: &skipped) { !needsUser || $0.user != nil }
-      service.store.remove(seqs: items.map(\.seq))
-      service.recordRemoval(items.map(\.seq))
-      service.rememberFinished(flushId)
+    let shape = Shape(usersTrack: usersTrack, defaultUser: defaultUser)
+    guard let leaseMs else { return drain(max: max, shape, service) }
+    if let lease = service.lease {  // a repeat: the same lease, in the shape it was first asked for
+      return result(lease.flushId, service.store.items(seqs: lease.seqs), lease.shape, lease.skipped, lease.expiresAt, service)
     }
+    let (items, skipped) = pick(max: max, shape, service)
+    let flushId = service.newID(at: service.clock.now())
+    guard !items.isEmpty else { return result(flushId, [], shape, skipped, nil, service) }  // nothing to lease
+    let expires = service.clock.now() + Int64(clamping: leaseMs)
+    service.store.setLeased(items.map(\.seq), true)
+    service.lease = Lease(flushId: flushId, seqs: items.map(\.seq), expiresAt: expires, shape: shape, skipped: skipped)
+    return result(flushId, items, shape, skipped, expires, service)
+  }
+
+  /// Hands out and removes up to `max` items.
+  private static func drain(max: Int, _ shape: Shape, _ service: Service) -> FlushResult {
+    let (items, skipped) = pick(max: max, shape, service)
+    let flushId = service.newID(at: service.clock.now())
+    service.store.remove(seqs: items.map(\.seq))
+    service.recordRemoval(items.map(\.seq))
+    service.rememberFinished(flushId)
+    return result(flushId, items, shape, skipped, nil, service)
+  }
+
+  /// The first `max` available items; for `/users/track` without a default user, only items that name one.
+  private static func pick(max: Int, _ shape: Shape, _ service: Service) -> ([PendingItem], [String]) {
+    var skipped: [PendingItem] = []
+    let needsUser = shape.usersTrack && shape.defaultUser == nil
+    let items = service.store.firstAvailable(max: max, skipped: &skipped) { !needsUser || $0.user != nil }
+    return (items, skipped.map(\.id))
+  }
+
+  private static func result(
+    _ flushId: String, _ items: [PendingItem], _ shape: Shape, _ skipped: [String], _ expires: Int64?, _ service: Service
+  ) -> FlushResult {
     var result = FlushResult(flushId: flushId, items: items, superseded: items.supersededSeqs)
-    if let lease = service.lease, lease.flushId == flushId { result.leaseExpiresAt = lease.expiresAt }
-    if usersTrack {
+    result.leaseExpiresAt = expires
+    if shape.usersTrack {
       result.requests = UsersTrack.requests(
-        items, superseded: result.superseded, defaultUser: defaultUser, limit: service.config.trackBatchLimit)
-      result.skipped = skipped.map(\.id)
+        items, superseded: result.superseded, defaultUser: shape.defaultUser, limit: service.config.trackBatchLimit)
+      result.skipped = skipped
     }
     result.remaining = service.store.count - service.store.leasedCount
     return result
   }
+}
+
+/// How a flush presents its items: as items, or as `/users/track` bodies with an optional default user.
+package struct Shape: Sendable {
+  var usersTrack: Bool
+  var defaultUser: UserIdentifier?
 }
 
 /// The flush result, written straight from the stored item bytes.

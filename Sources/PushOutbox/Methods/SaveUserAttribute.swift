@@ -16,6 +16,11 @@ package enum SaveUserAttribute: RPCMethod {
     if let fieldName, let raw {
       checked = UserFieldRules.check(field: fieldName, value: raw, limits: service.config.domain, issues: &params.issues)
     }
+    if let checked, let user, user.conflicts(with: checked.field) {
+      params.issues.error(
+        "field", "conflicting_identifier",
+        "\(checked.field.rawValue) is this user's identifier; /users/track cannot carry both in one object")
+    }
     let warnings = try params.finish()
     guard let checked else { throw RPCError.internalError("user field check returned nothing without an error") }
     var body: [UInt8] = []

@@ -3,6 +3,10 @@ package struct Lease: Sendable {
   package var flushId: String
   package var seqs: [UInt64]
   package var expiresAt: Int64
+  /// The shape the first call asked for; a repeat returns exactly the same answer.
+  package var shape: Shape
+  /// Ids skipped for lack of an identifier when the lease was made.
+  package var skipped: [String]
 }
 
 extension Service {
