@@ -1,0 +1,109 @@
+// Replays every Protocol/transcripts/*.txt against the real binary, byte for byte.
+//
+// Format: "> " + raw line sent verbatim; "< " + expected reply (compared as parsed JSON);
+// "#" comment; "#! args: --foo bar" extra command-line args; blank lines ignored.
+// The server runs with --memory --fixed-clock 2026-01-01T00:00:00.000Z --id-seed 1 plus
+// those args; every ">" line is written, stdin is closed, and the list of parsed stdout
+// lines must equal the list of "<" lines, in order.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { TEST_ARGS, realBinary, transcriptsDir } from './helpers.js';
+
+const NEWLINE = 0x0a;
+const RUN_TIMEOUT_MS = 30_000;
+
+function splitLines(buffer) {
+  const lines = [];
+  let start = 0;
+  let newline;
+  while ((newline = buffer.indexOf(NEWLINE, start)) !== -1) {
+    lines.push(buffer.subarray(start, newline));
+    start = newline + 1;
+  }
+  if (start < buffer.length) lines.push(buffer.subarray(start));
+  return lines;
+}
+
+/** @returns {{send: Buffer[], expect: unknown[], args: string[]}} */
+export function parseTranscript(buffer, name = 'transcript') {
+  const send = [];
+  const expect = [];
+  const args = [];
+  splitLines(buffer).forEach((line, index) => {
+    const where = `${name}:${index + 1}`;
+    const text = line.toString('utf8');
+    if (text.trim() === '') return;
+    if (text.startsWith('#! args:')) {
+      args.push(...text.slice('#! args:'.length).trim().split(/\s+/).filter(Boolean));
+    } else if (text.startsWith('#')) {
+      // comment
+    } else if (text === '>' || text.startsWith('> ')) {
+      send.push(line.subarray(2)); // raw bytes, verbatim
+    } else if (text.startsWith('< ')) {
+      try {
+        expect.push(JSON.parse(text.slice(2)));
+      } catch (err) {
+        throw new Error(`${where}: expected reply is not JSON: ${err.message}`);
+      }
+    } else {
+      throw new Error(`${where}: unrecognised line ${JSON.stringify(text.slice(0, 80))}`);
+    }
+  });
+  return { send, expect, args };
+}
+
+function run(binary, args, input) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(binary, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    const stdout = [];
+    const stderr = [];
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`server did not exit within ${RUN_TIMEOUT_MS} ms after stdin was closed`));
+    }, RUN_TIMEOUT_MS);
+    child.on('error', reject);
+    child.stdin.on('error', () => {}); // the server may stop reading early; its output still counts
+    child.stdout.on('data', (chunk) => stdout.push(chunk));
+    child.stderr.on('data', (chunk) => stderr.push(chunk));
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout: Buffer.concat(stdout), stderr: Buffer.concat(stderr).toString('utf8') });
+    });
+    child.stdin.end(input);
+  });
+}
+
+const files = fs.existsSync(transcriptsDir)
+  ? fs.readdirSync(transcriptsDir).filter((f) => f.endsWith('.txt')).sort()
+  : [];
+
+describe('Protocol/transcripts', () => {
+  test('at least one transcript exists', () => {
+    assert.ok(files.length > 0, `no *.txt transcripts in ${transcriptsDir}`);
+  });
+
+  for (const file of files) {
+    test(file, async () => {
+      const { send, expect, args } = parseTranscript(fs.readFileSync(path.join(transcriptsDir, file)), file);
+      const input = Buffer.concat(send.flatMap((line) => [line, Buffer.from('\n')]));
+      const result = await run(realBinary(), [...TEST_ARGS, ...args], input);
+      const context = `\n${file}: exit ${result.code ?? result.signal}; stderr:\n${result.stderr}`;
+      const lines = splitLines(result.stdout);
+      assert.ok(
+        result.stdout.length === 0 || result.stdout[result.stdout.length - 1] === NEWLINE,
+        `stdout does not end with a newline${context}`,
+      );
+      const replies = lines.map((line, i) => {
+        try {
+          return JSON.parse(line.toString('utf8'));
+        } catch (err) {
+          assert.fail(`stdout line ${i + 1} is not JSON (${err.message}): ${line.toString('utf8').slice(0, 200)}${context}`);
+        }
+      });
+      assert.deepStrictEqual(replies, expect, `replies differ from the "<" lines${context}`);
+    });
+  }
+});
