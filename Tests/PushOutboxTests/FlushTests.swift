@@ -91,6 +91,17 @@ import Testing
     #expect(server.service.store.count == 1)
   }
 
+  @Test(arguments: [(75, [75]), (76, [75, 1]), (150, [75, 75]), (151, [75, 75, 1])])
+  func trackBatchLimitSplitsAtSeventyFive(count: Int, sizes: [Int]) throws {
+    let server = InProcessServer()
+    for n in 0..<count {
+      _ = try server.request("saveCustomEvent", #"{"name":"e","properties":{"n":\#(n)},"user":{"brazeId":"b"}}"#, id: n)
+    }
+    let bodies = try server.request("flushPending", #"{"format":"usersTrack"}"#).at("result.requests")?.arrayValue ?? []
+    #expect(bodies.map { $0["events"]?.arrayValue?.count ?? -1 } == sizes)
+    #expect(bodies.last?["events"]?.arrayValue?.last?.at("properties.n") == .int(Int64(count - 1)))
+  }
+
   @Test func laterUserAttributeSupersedesEarlier() throws {
     let server = InProcessServer()
     for (n, city) in ["Paris", "Lyon"].enumerated() {
