@@ -13,6 +13,8 @@ package final class Journal {
   private var fd: Int32 = -1
   private var goodSize = 0
   private var buffer: [UInt8] = []
+  /// The last `savedAt` text written, reused for items saved in the same millisecond.
+  private var savedAtText = UTCTimeText()
   /// First seq of every segment on disk, oldest first; the last one is being written.
   package private(set) var segments: [UInt64] = []
   private var sizes: [UInt64: Int] = [:]
@@ -60,9 +62,7 @@ package final class Journal {
   // MARK: - Recording
 
   package func add(_ item: PendingItem) {
-    var payload: [UInt8] = []
-    item.encodeJSON(into: &payload)
-    JournalFormat.appendRecord(.add, seq: item.seq, payload: payload, to: &buffer)
+    JournalFormat.appendRecord(.add, seq: item.seq, to: &buffer) { item.encodeJSON(into: &$0, savedAtText: &savedAtText) }
   }
 
   package func remove(_ seqs: [UInt64], recordSeq: UInt64) {

@@ -31,12 +31,24 @@ package enum JournalFormat {
 
   /// Appends one record to `out`.
   package static func appendRecord(_ type: RecordType, seq: UInt64, payload: [UInt8], to out: inout [UInt8]) {
-    var checked: [UInt8] = [type.rawValue]
-    appendLE(seq, to: &checked)
-    checked.append(contentsOf: payload)
-    appendLE(UInt32(payload.count), to: &out)
-    appendLE(CRC32C.checksum(checked), to: &out)
-    out.append(contentsOf: checked)
+    appendRecord(type, seq: seq, to: &out) { $0.append(contentsOf: payload) }
+  }
+
+  /// Appends one record to `out`, its payload written in place by `writePayload` (no copy of it is made).
+  package static func appendRecord(
+    _ type: RecordType, seq: UInt64, to out: inout [UInt8], _ writePayload: (inout [UInt8]) -> Void
+  ) {
+    let start = out.count
+    appendLE(UInt64(0), to: &out)  // length and CRC, filled in below
+    out.append(type.rawValue)
+    appendLE(seq, to: &out)
+    writePayload(&out)
+    let length = out.count - start - recordHeaderSize
+    let crc = out.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[(start + 8)...])) }
+    out.withUnsafeMutableBytes { bytes in
+      bytes.storeBytes(of: UInt32(length).littleEndian, toByteOffset: start, as: UInt32.self)
+      bytes.storeBytes(of: crc.littleEndian, toByteOffset: start + 4, as: UInt32.self)
+    }
   }
 
   /// One record read back.

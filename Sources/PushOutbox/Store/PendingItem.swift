@@ -52,10 +52,19 @@ package struct PendingItem: Sendable {
   }
 
   /// Bytes the item accounts for against `--max-pending-bytes`.
-  package var byteCount: Int { body.count + id.utf8.count + 64 }
+  package var byteCount: Int { body.count + id.utf8.count + Self.overhead }
+
+  /// The fixed part of `byteCount`.
+  package static let overhead = 64
 
   /// Writes the item as one JSON object: the header members, then the body.
   package func encodeJSON(into out: inout [UInt8], superseded: Bool = false) {
+    var savedAtText = UTCTimeText()
+    encodeJSON(into: &out, superseded: superseded, savedAtText: &savedAtText)
+  }
+
+  /// `encodeJSON(into:superseded:)`, reusing `savedAtText` when the last item had the same `savedAt`.
+  package func encodeJSON(into out: inout [UInt8], superseded: Bool = false, savedAtText: inout UTCTimeText) {
     out.appendASCII("{\"id\":")
     out.appendJSONString(id)
     out.appendASCII(",\"seq\":")
@@ -63,7 +72,7 @@ package struct PendingItem: Sendable {
     out.appendASCII(",\"kind\":\"")
     out.appendUTF8(kind.wireName)
     out.appendASCII("\",\"savedAt\":\"")
-    UTCTime.append(ms: savedAt, to: &out)
+    savedAtText.append(ms: savedAt, to: &out)
     out.appendASCII("\",\"deliveryCount\":")
     out.appendInt(Int64(deliveryCount))
     if superseded { out.appendASCII(",\"superseded\":true") }

@@ -37,8 +37,9 @@ package enum SnapshotFile {
     out.appendASCII(",\"createdAt\":\"")
     UTCTime.append(ms: createdAt, to: &out)
     out.appendASCII("\"}\n")
+    var savedAtText = UTCTimeText()
     for item in state.items {
-      item.encodeJSON(into: &out)
+      item.encodeJSON(into: &out, savedAtText: &savedAtText)
       out.append(0x0A)
     }
     let crc = CRC32C.checksum(out)

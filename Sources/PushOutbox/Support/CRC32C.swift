@@ -1,16 +1,17 @@
 /// CRC-32C (Castagnoli), the checksum of iSCSI, ext4 and LevelDB, computed slice-by-8 in software.
 package enum CRC32C {
-  private static let tables: [[UInt32]] = {
-    var tables = [[UInt32]](repeating: [UInt32](repeating: 0, count: 256), count: 8)
+  /// Eight 256-entry tables, one after another: table k is at `k * 256`.
+  private static let tables: [UInt32] = {
+    var t = [UInt32](repeating: 0, count: 8 * 256)
     for n in 0..<256 {
       var c = UInt32(n)
       for _ in 0..<8 { c = c & 1 != 0 ? (c >> 1) ^ 0x82F6_3B78 : c >> 1 }
-      tables[0][n] = c
+      t[n] = c
     }
     for n in 0..<256 {
-      for k in 1..<8 { tables[k][n] = (tables[k - 1][n] >> 8) ^ tables[0][Int(tables[k - 1][n] & 0xFF)] }
+      for k in 1..<8 { t[k * 256 + n] = (t[(k - 1) * 256 + n] >> 8) ^ t[Int(t[(k - 1) * 256 + n] & 0xFF)] }
     }
-    return tables
+    return t
   }()
 
   /// The checksum of `bytes`, continuing from `crc` (pass 0 to start).
@@ -18,17 +19,20 @@ package enum CRC32C {
     var c = ~crc
     var i = 0
     let n = bytes.count
-    tables.withUnsafeBufferPointer { t in
-      let t0 = t[0], t1 = t[1], t2 = t[2], t3 = t[3], t4 = t[4], t5 = t[5], t6 = t[6], t7 = t[7]
+    guard let p = bytes.baseAddress else { return crc }
+    tables.withUnsafeBufferPointer { table in
+      let t = table.baseAddress!
       while i + 8 <= n {
-        let lo = c ^ (UInt32(bytes[i]) | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2]) << 16 | UInt32(bytes[i + 3]) << 24)
-        let hi = UInt32(bytes[i + 4]) | UInt32(bytes[i + 5]) << 8 | UInt32(bytes[i + 6]) << 16 | UInt32(bytes[i + 7]) << 24
-        c = t7[Int(lo & 0xFF)] ^ t6[Int(lo >> 8 & 0xFF)] ^ t5[Int(lo >> 16 & 0xFF)] ^ t4[Int(lo >> 24)]
-          ^ t3[Int(hi & 0xFF)] ^ t2[Int(hi >> 8 & 0xFF)] ^ t1[Int(hi >> 16 & 0xFF)] ^ t0[Int(hi >> 24)]
+        let word = UInt64(littleEndian: (p + i).loadUnaligned(as: UInt64.self))
+        let lo = c ^ UInt32(truncatingIfNeeded: word)
+        let hi = UInt32(truncatingIfNeeded: word >> 32)
+        c = t[7 * 256 + Int(lo & 0xFF)] ^ t[6 * 256 + Int(lo >> 8 & 0xFF)] ^ t[5 * 256 + Int(lo >> 16 & 0xFF)]
+          ^ t[4 * 256 + Int(lo >> 24)] ^ t[3 * 256 + Int(hi & 0xFF)] ^ t[2 * 256 + Int(hi >> 8 & 0xFF)]
+          ^ t[256 + Int(hi >> 16 & 0xFF)] ^ t[Int(hi >> 24)]
         i += 8
       }
       while i < n {
-        c = t0[Int((c ^ UInt32(bytes[i])) & 0xFF)] ^ (c >> 8)
+        c = t[Int((c ^ UInt32(p.load(fromByteOffset: i, as: UInt8.self))) & 0xFF)] ^ (c >> 8)
         i += 1
       }
     }

@@ -4,6 +4,9 @@
 package struct IDGenerator: Sendable {
   private var state: UInt64
 
+  /// The length of every id `make` returns.
+  package static let length = 36
+
   package init(seed: UInt64?) {
     if let seed {
       state = seed
@@ -28,24 +31,31 @@ package struct IDGenerator: Sendable {
   package mutating func make(ms: Int64) -> String {
     let high = UInt64(UInt64(bitPattern: ms) << 16) | 0x7000 | (next() & 0x0FFF)
     let low = (next() & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
-    let hex: StaticString = "0123456789abcdef"
-    return String(unsafeUninitializedCapacity: 36) { buffer in
-      var n = 0
-      hex.withUTF8Buffer { digits in
-        for (word, shiftStart) in [(high, 60), (low, 60)] {
-          var shift = shiftStart
-          while shift >= 0 {
-            if n == 8 || n == 13 || n == 18 || n == 23 {
-              buffer[n] = UInt8(ascii: "-")
-              n += 1
-            }
-            buffer[n] = digits[Int((word >> UInt64(shift)) & 0xF)]
-            n += 1
-            shift -= 4
-          }
-        }
-      }
-      return n
+    return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.length) { buffer in
+      let p = buffer.baseAddress!
+      Self.hex(high >> 32, digits: 8, to: p)
+      p[8] = UInt8(ascii: "-")
+      Self.hex(high >> 16, digits: 4, to: p + 9)
+      p[13] = UInt8(ascii: "-")
+      Self.hex(high, digits: 4, to: p + 14)
+      p[18] = UInt8(ascii: "-")
+      Self.hex(low >> 48, digits: 4, to: p + 19)
+      p[23] = UInt8(ascii: "-")
+      Self.hex(low, digits: 12, to: p + 24)
+      return String(decoding: buffer, as: UTF8.self)
+    }
+  }
+
+  /// Writes the low `digits` hex digits of `word`, lowercase, most significant first.
+  @inline(__always)
+  private static func hex(_ word: UInt64, digits: Int, to p: UnsafeMutablePointer<UInt8>) {
+    var w = word
+    var k = digits
+    while k > 0 {
+      k -= 1
+      let d = UInt8(truncatingIfNeeded: w & 0xF)
+      p[k] = d < 10 ? d &+ 48 : d &+ 87
+      w >>= 4
     }
   }
 }

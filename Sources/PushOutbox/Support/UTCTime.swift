@@ -71,3 +71,37 @@ package enum UTCTime {
     return String(decoding: out, as: UTF8.self)
   }
 }
+
+/// The last `savedAt`-style text made, reused while the millisecond stays the same: formatting
+/// costs far more than comparing, and a busy loop stamps many requests within one millisecond.
+package struct UTCTimeText {
+  private var ms: Int64 = .min
+  private var text: (UInt64, UInt64, UInt64) = (0, 0, 0)
+
+  package init() {}
+
+  /// The byte count of every text (`2026-01-02T03:04:05.678Z`).
+  package static let length = 24
+
+  /// Writes the 24 bytes of `UTCTime.append(ms:)` at `p`.
+  @inline(__always)
+  package mutating func write(ms: Int64, to p: UnsafeMutablePointer<UInt8>) {
+    if ms != self.ms { remake(ms) }
+    withUnsafeBytes(of: &text) { p.update(from: $0.bindMemory(to: UInt8.self).baseAddress!, count: Self.length) }
+  }
+
+  /// Appends the 24 bytes of `UTCTime.append(ms:)` to `out`.
+  package mutating func append(ms: Int64, to out: inout [UInt8]) {
+    if ms != self.ms { remake(ms) }
+    withUnsafeBytes(of: &text) { out.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[0..<Self.length])) }
+  }
+
+  private mutating func remake(_ ms: Int64) {
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(Self.length)
+    UTCTime.append(ms: ms, to: &bytes)
+    precondition(bytes.count == Self.length)
+    withUnsafeMutableBytes(of: &text) { $0.copyBytes(from: bytes) }
+    self.ms = ms
+  }
+}

@@ -26,23 +26,26 @@ package struct LineFramer {
 
   /// Adds bytes and calls `body` for every complete line they finish.
   package mutating func feed(_ bytes: UnsafeBufferPointer<UInt8>, _ body: (FramedLine) -> Void) {
-    var rest = bytes[...]
-    while !rest.isEmpty {
-      let newline = rest.firstIndex(of: 0x0A)
-      let piece = rest[..<(newline ?? rest.endIndex)]
+    guard let base = bytes.baseAddress else { return }
+    var start = 0
+    let end = bytes.count
+    while start < end {
+      let found = memchr(base + start, 0x0A, end - start)
+      let stop = found.map { UnsafePointer($0.assumingMemoryBound(to: UInt8.self)) - base } ?? end
+      let piece = UnsafeBufferPointer(start: base + start, count: stop - start)
       if let length = discarding {
         discarding = length + piece.count
       } else if buffer.count + piece.count > maxLineBytes {
         discarding = buffer.count + piece.count
         buffer.removeAll(keepingCapacity: false)
-      } else if newline != nil && buffer.isEmpty {
-        emit(UnsafeBufferPointer(rebasing: piece), body)  // whole line inside this chunk: no copy
+      } else if found != nil && buffer.isEmpty {
+        emit(piece, body)  // whole line inside this chunk: no copy
       } else {
         buffer.append(contentsOf: piece)
       }
-      guard let newline else { return }
+      guard found != nil else { return }
       finishLine(body)
-      rest = rest[(newline + 1)...]
+      start = stop + 1
     }
   }
 
@@ -68,7 +71,8 @@ package struct LineFramer {
   private func emit(_ raw: UnsafeBufferPointer<UInt8>, _ body: (FramedLine) -> Void) {
     var line = raw[...]
     if line.last == 0x0D { line = line.dropLast() }
-    let hasBOM = line.starts(with: [0xEF, 0xBB, 0xBF])
+    let hasBOM = line.count >= 3 && line[line.startIndex] == 0xEF && line[line.startIndex + 1] == 0xBB
+      && line[line.startIndex + 2] == 0xBF
     if hasBOM { line = line.dropFirst(3) }
     if !hasBOM && line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
     body(.line(UnsafeBufferPointer(rebasing: line)))
