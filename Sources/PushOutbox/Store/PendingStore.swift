@@ -71,15 +71,6 @@ package struct PendingStore: Sendable {
     return items[index]
   }
 
-  /// Removes the most recent items back to `count` (a save that could not be made durable).
-  package mutating func rollBack(toCount target: Int) {
-    while count > target, let last = items.last {
-      forget(last)
-      items.removeLast()
-    }
-    version &+= 1
-  }
-
   // MARK: - Handing out
 
   /// Up to `max` held, unleased items that `eligible` accepts, in seq order. Unleased items that

@@ -9,8 +9,6 @@ package struct Clock: Sendable {
   /// A clock that always answers `ms` (the `--fixed-clock` test flag).
   package static func fixed(_ ms: Int64) -> Clock { Clock(fixed: ms) }
 
-  package var isFixed: Bool { fixed != nil }
-
   package func now() -> Int64 {
     if let fixed { return fixed }
     var ts = timespec()
