@@ -23,7 +23,6 @@ package enum Status: RPCMethod {
       JSONMember("lastSnapshotAt", facts.lastSnapshotAt.map { .string(UTCTime.format(ms: $0)) } ?? .null),
       JSONMember("snapshotSeq", .int(Int64(facts.snapshotSeq))),
       JSONMember("journalBytes", .int(facts.journalBytes)),
-      JSONMember("segments", .int(Int64(facts.segments))),
       JSONMember("fsync", .string(service.config.fsync.rawValue)),
       JSONMember("lease", service.store.leases.first.map { leaseJSON($0) } ?? .null),
       JSONMember("recovery", .array(facts.recovery)),
