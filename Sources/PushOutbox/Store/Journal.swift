@@ -106,25 +106,53 @@ package final class Journal {
   // MARK: - Committing
 
   /// Writes the burst's records (opening a segment for them if none is open); with `always`, also
-  /// flushes them. On failure nothing of the burst stays in the file.
+  /// flushes them. On failure nothing of the burst stays in the file: its item records are dropped
+  /// (those saves are refused) and its other records (removals, leases) are kept for the next commit,
+  /// since memory already reflects them.
   package func commit() throws(FileError) {
     guard !buffer.isEmpty else { return }
-    defer { discardPending() }
-    if fd < 0 { try openSegment(first: pendingFirst) }
-    let path = path(segments[segments.count - 1].first)
     do throws(FileError) {
-      try FileIO.writeAll(fd, buffer, path: path)
-      if policy == .always { try FileIO.sync(fd, path: path) }
+      if fd < 0 { try openSegment(first: pendingFirst) }
+      let path = path(segments[segments.count - 1].first)
+      do throws(FileError) {
+        try FileIO.writeAll(fd, buffer, path: path)
+        if policy == .always { try FileIO.sync(fd, path: path) }
+      } catch {
+        abandonTail(after: error)
+        throw error
+      }
     } catch {
-      abandonTail(after: error)
+      keepOnlyBookkeeping()
       throw error
     }
+    defer { discardPending() }
     goodSize += buffer.count
     segments[segments.count - 1].bytes = goodSize
     segments[segments.count - 1].items += pendingItems
     segments[segments.count - 1].otherBytes += pendingOther
     unsynced = policy != .always
     if goodSize >= Self.segmentLimit { closeSegment() }
+  }
+
+  /// Drops the item records from `buffer`, keeping the others in order.
+  private func keepOnlyBookkeeping() {
+    var kept: [UInt8] = []
+    var first: UInt64? = nil
+    buffer.withUnsafeBytes { raw in
+      let reader = SegmentReader(raw)
+      var offset = 0
+      while case .record(let record) = reader.read(at: offset) {
+        if record.type != .item {
+          first = first ?? record.seq
+          kept.append(contentsOf: raw[offset..<record.end])
+        }
+        offset = record.end
+      }
+    }
+    buffer = kept
+    pendingItems = 0
+    pendingOther = kept.count
+    pendingFirst = first ?? 0
   }
 
   private func openSegment(first: UInt64) throws(FileError) {
