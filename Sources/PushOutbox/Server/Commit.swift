@@ -34,9 +34,7 @@ extension Server {
       if case .some(.some(let refusal)) = hole.outcome {
         Server.appendError(refusal, id: hole.id, to: &output)
       } else {
-        Server.appendPrefix(id: hole.id, to: &output)
-        hole.reply.encodeJSON(into: &output)
-        output.append(UInt8(ascii: "}"))
+        Server.appendReply(hole.reply, id: hole.id, to: &output)
       }
       cursor = hole.offset
       ledger.rendered += 1
@@ -45,6 +43,34 @@ extension Server {
     ledger.check(service.log)
     holes.removeAll(keepingCapacity: true)
     draft.removeAll(keepingCapacity: draft.capacity <= 1 << 22)
+  }
+}
+
+extension Server {
+  /// Appends `{"jsonrpc":"2.0","id":…,"result":{…}}` for a save: one pass, no intermediate values
+  /// in the common case (an integer request id, a generated item id, no warnings).
+  static func appendReply(_ result: SaveResult, id: RequestID, to out: inout [UInt8]) {
+    guard case .int(let number) = id, number >= 0, result.receipt.id.client.isEmpty, !result.receipt.duplicate,
+      result.warnings.isEmpty
+    else {
+      appendPrefix(id: id, to: &out)
+      result.encodeJSON(into: &out)
+      out.append(UInt8(ascii: "}"))
+      return
+    }
+    let receipt = result.receipt
+    ByteCursor.append(to: &out, capacity: 160) { cursor in
+      cursor.put("{\"jsonrpc\":\"2.0\",\"id\":")
+      cursor.put(decimal: UInt64(number))
+      cursor.put(",\"result\":{\"id\":\"")
+      IDGenerator.writeText(high: receipt.id.high, low: receipt.id.low, to: cursor.p)
+      cursor.advance(by: IDGenerator.length)
+      cursor.put("\",\"seq\":")
+      cursor.put(decimal: receipt.seq)
+      cursor.put(",\"pending\":")
+      cursor.put(decimal: UInt64(receipt.pending))
+      cursor.put("}}")
+    }
   }
 }
 

@@ -17,6 +17,9 @@ package final class Server {
   /// Requests with an id seen and replies rendered, in this burst (see `render`).
   var ledger = ReplyLedger()
 
+  /// About how many reply bytes the burst holds so far (waiting replies counted at a typical size).
+  package var burstBytes: Int { draft.count + holes.count * 96 }
+
   package init(service: Service, table: MethodTable = .standard) {
     self.service = service
     self.table = table

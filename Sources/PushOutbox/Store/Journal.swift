@@ -156,6 +156,10 @@ package final class Journal {
   }
 
   private func openSegment(first: UInt64) throws(FileError) {
+    if let last = segments.last, last.first >= first, last.bytes <= SegmentFormat.headerSize {
+      unlink(path(last.first))  // an abandoned segment that never got a record takes no name
+      segments.removeLast()
+    }
     let path = path(first)
     let newFD = try FileIO.createExclusive(path)
     do throws(FileError) {

@@ -45,18 +45,23 @@ package struct IDGenerator: Sendable {
   /// Appends the 36-character text of the UUID `high`, `low` (no quotes).
   package static func appendText(high: UInt64, low: UInt64, to out: inout [UInt8]) {
     ByteCursor.append(to: &out, capacity: length) { cursor in
-      let p = cursor.p
-      hex(high >> 32, digits: 8, to: p)
-      p[8] = UInt8(ascii: "-")
-      hex(high >> 16, digits: 4, to: p + 9)
-      p[13] = UInt8(ascii: "-")
-      hex(high, digits: 4, to: p + 14)
-      p[18] = UInt8(ascii: "-")
-      hex(low >> 48, digits: 4, to: p + 19)
-      p[23] = UInt8(ascii: "-")
-      hex(low, digits: 12, to: p + 24)
+      writeText(high: high, low: low, to: cursor.p)
       cursor.advance(by: length)
     }
+  }
+
+  /// Writes the 36-character text of the UUID `high`, `low` at `p`.
+  @inline(__always)
+  package static func writeText(high: UInt64, low: UInt64, to p: UnsafeMutablePointer<UInt8>) {
+    hex(high >> 32, digits: 8, to: p)
+    p[8] = UInt8(ascii: "-")
+    hex(high >> 16, digits: 4, to: p + 9)
+    p[13] = UInt8(ascii: "-")
+    hex(high, digits: 4, to: p + 14)
+    p[18] = UInt8(ascii: "-")
+    hex(low >> 48, digits: 4, to: p + 19)
+    p[23] = UInt8(ascii: "-")
+    hex(low, digits: 12, to: p + 24)
   }
 
   /// Writes the low `digits` hex digits of `word`, lowercase, most significant first.

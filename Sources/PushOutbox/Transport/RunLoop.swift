@@ -32,7 +32,7 @@ package struct RunLoop {
       switch event {
       case .data:
         // Keep answering while more input is already waiting; write before we would block.
-        if server.draft.count < 1 << 16 && transport.inputIsWaiting() { continue }
+        if server.burstBytes < 1 << 16 && transport.inputIsWaiting() { continue }
         if !flush() { return .outputClosed }
       case .timeout:
         continue
