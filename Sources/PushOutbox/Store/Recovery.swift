@@ -120,13 +120,17 @@ package struct Recovery {
   }
 
   private mutating func replay(_ reader: SegmentReader, name: String, isLast: Bool, info: inout SegmentInfo) {
-    guard reader.headerVersion == SegmentFormat.version else {  // only a header cut short gets here
-      info.bytes = 0
-      if isLast { cutTail(name: name, at: 0, reason: "incomplete segment header", info: &info) }
-      return
-    }
     var offset = SegmentFormat.headerSize
     var lastGood: UInt64? = nil
+    if reader.headerVersion != SegmentFormat.version {  // a newer version was refused before; this is damage
+      if isLast && reader.bytes.count <= SegmentFormat.headerSize {
+        cutTail(name: name, at: 0, reason: "incomplete segment header", info: &info)
+        info.bytes = 0
+        return
+      }
+      guard let next = damage(name: name, at: 0, after: nil, reader: reader, info: &info) else { return }
+      offset = next
+    }
     while true {
       switch reader.read(at: offset) {
       case .end:
