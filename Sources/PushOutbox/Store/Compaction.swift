@@ -41,7 +41,8 @@ struct Compaction: Sendable {
     }
     let checkpoint = Checkpoint(
       createdAt: now, coversSeq: store.items.nextSeq - 1, nextSeq: store.items.nextSeq,
-      firstSeq: store.items.firstSeq ?? store.items.nextSeq, items: store.count, segments: listed, leases: store.leases)
+      firstSeq: store.items.firstSeq ?? store.items.nextSeq, items: store.count, segments: listed, leases: store.leases,
+      finished: store.finished)
     return Compaction(checkpoint: checkpoint, rewrites: rewrites)
   }
 

@@ -3,7 +3,8 @@
 /// it already covers are skipped.
 enum LeaseRecords {
   static func apply(
-    _ record: SegmentReader.Record, to leases: inout [Lease], store: PendingStore, covers: UInt64?
+    _ record: SegmentReader.Record, to leases: inout [Lease], finished: inout [String], store: PendingStore,
+    covers: UInt64?
   ) -> Bool {
     var cursor = PayloadCursor(record.payload)
     let fresh = covers.map { record.seq > $0 } ?? true
@@ -24,7 +25,10 @@ enum LeaseRecords {
         guard let seq = cursor.u64(), let deliveries = cursor.u32() else { return false }
         store.raiseDeliveries(seq: seq, to: deliveries)
       }
-      if fresh { leases.removeAll { $0.flushId == flushId } }
+      if fresh {
+        leases.removeAll { $0.flushId == flushId }
+        if outcome == LeaseOutcome.acked.rawValue { finished.append(flushId) }
+      }
     case .item, .remove:
       return false
     }

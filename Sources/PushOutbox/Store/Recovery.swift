@@ -2,6 +2,8 @@
 package struct RecoveryOutcome {
   package var segments: [SegmentInfo] = []
   package var leases: [Lease] = []
+  /// Flush ids acked recently (from the checkpoint and the log after it).
+  package var finished: [String] = []
   package var checkpoint: Checkpoint?
   package var warnings: [JSONValue] = []
   /// Something was repaired or upgraded: write a checkpoint soon.
@@ -46,6 +48,7 @@ package struct Recovery {
     let firsts = try list().compactMap(SegmentFormat.first(ofName:)).sorted()
     try checkForMissingSegments(firsts)
     leaseTable = outcome.checkpoint?.leases ?? []
+    outcome.finished = outcome.checkpoint?.finished ?? []
     for (n, first) in firsts.enumerated() {
       try replay(first: first, isLast: n == firsts.count - 1)
     }
@@ -167,7 +170,9 @@ package struct Recovery {
       info.otherBytes += record.payload.count + SegmentFormat.recordHeaderSize
       store.items.remove(seqs: seqs)
     case .lease, .leaseEnd:
-      guard LeaseRecords.apply(record, to: &leaseTable, store: store.items, covers: outcome.checkpoint?.coversSeq)
+      guard
+        LeaseRecords.apply(
+          record, to: &leaseTable, finished: &outcome.finished, store: store.items, covers: outcome.checkpoint?.coversSeq)
       else { return false }
       info.otherBytes += record.payload.count + SegmentFormat.recordHeaderSize
     }

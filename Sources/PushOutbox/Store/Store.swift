@@ -15,7 +15,7 @@ package final class Store {
   package let items = PendingStore()
   package private(set) var leases: [Lease] = []
   /// Flush ids acked or drained recently, so a repeated ack is answered `acked: 0` (bounded).
-  private var finished: [String] = []
+  package private(set) var finished: [String] = []
   /// Seqs saved since the last commit (the newest held); taken back if the commit fails.
   private var uncommitted: [UInt64] = []
   /// Bumped by every change; the disk layer compares it to decide whether it is dirty.
@@ -150,7 +150,8 @@ package final class Store {
   // MARK: - Recovery
 
   /// Installs what recovery rebuilt: live leases, and the journal to write from now on.
-  package func restore(leases recovered: [Lease], journal: Journal) {
+  package func restore(leases recovered: [Lease], finished: [String], journal: Journal) {
+    self.finished = Array(finished.suffix(256))
     for lease in recovered {
       let held = lease.seqs.filter(items.contains(seq:))
       guard !held.isEmpty else { continue }

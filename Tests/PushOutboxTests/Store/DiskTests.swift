@@ -74,6 +74,8 @@ import Testing
       let status = try server.request("status")
       #expect(status.at("result.pending.total") == .int(2))
       #expect(status.at("result.lease") == .null)
+      let repeated = try server.request("ackFlush", #"{"flushId":"\#(flushId)"}"#).at("result.acked")
+      #expect(repeated == .int(0))  // a repeat in a later process is still a harmless 0
     }
   }
 
