@@ -27,9 +27,10 @@ package enum FlushPending: RPCMethod {
     let (items, skipped) = pick(max: max, shape, service)
     let flushId = service.newID(at: service.clock.now())
     guard !items.isEmpty else { return result(flushId, [], shape, skipped, nil, service) }  // nothing to lease
-    let (expires, overflow) = service.clock.now().addingReportingOverflow(leaseMs)
+    let (sum, overflow) = service.clock.now().addingReportingOverflow(leaseMs)
+    let expires = overflow ? UTCTime.representable.upperBound : min(sum, UTCTime.representable.upperBound)
     let lease = Lease(
-      flushId: flushId, seqs: items.map(\.seq), expiresAt: overflow ? Int64.max : expires,
+      flushId: flushId, seqs: items.map(\.seq), expiresAt: expires,
       note: shape.encode(skipped: skipped))
     service.store.lease(lease)
     return result(flushId, items, shape, skipped, lease.expiresAt, service)

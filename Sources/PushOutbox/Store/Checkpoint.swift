@@ -116,12 +116,13 @@ package struct Checkpoint: Sendable, Equatable {
   }
 
   private static func seq(_ value: JSONValue?) -> UInt64? {
-    guard case .int(let n)? = value, n >= 0 else { return nil }
+    guard case .int(let n)? = value, n >= 0, n < Int64.max else { return nil }
     return UInt64(n)
   }
 
   private static func lease(_ value: JSONValue) -> Lease? {
     guard case .object(let m) = value, case .string(let flushId)? = m["flushId"], case .int(let expires)? = m["expiresAt"],
+      UTCTime.representable.contains(expires),
       case .array(let seqValues)? = m["seqs"], case .string(let note)? = m["note"]
     else { return nil }
     let seqs = seqValues.compactMap(seq)

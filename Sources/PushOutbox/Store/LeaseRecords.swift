@@ -10,7 +10,8 @@ enum LeaseRecords {
     let fresh = covers.map { record.seq > $0 } ?? true
     switch record.type {
     case .lease:
-      guard let expires = cursor.u64(), let flushId = flushId(&cursor), let seqs = cursor.seqs(),
+      guard let expires = cursor.u64(), UTCTime.representable.contains(Int64(bitPattern: expires)),
+        let flushId = flushId(&cursor), let seqs = cursor.seqs(),
         let noteLength = cursor.u32(), let note = cursor.take(Int(noteLength))
       else { return false }
       if fresh {

@@ -15,6 +15,8 @@ package enum SegmentFormat {
   /// No record is larger; a length above it means a damaged length field.
   package static let maxPayload = 1 << 30
   package static let prefix = "segment."
+  /// Seqs are below 2^63, so no arithmetic on one (or on a count of them) can overflow.
+  package static let seqLimit: UInt64 = 1 << 63
 
   package enum RecordType: UInt8, Sendable {
     /// An item: i64 savedAt, u32 deliveryCount, u8 kind, u8 flags, u8 idLength, id, JSON body.

@@ -149,4 +149,34 @@ import Testing
     #expect(throws: StartupError.self) { try session(dir) { _ in } }
     #expect(try Data(contentsOf: victim) == Data("keep".utf8))
   }
+
+  @Test func hostileRecordsWithValidChecksumsAreDamageNotACrash() throws {
+    let dir = Paths.temporaryDirectory()
+    var bytes = SegmentFormat.header
+    let body = Array(#","name":"e","properties":{},"time":"2026-01-01T00:00:00.000Z""#.utf8)
+    func item(_ seq: UInt64, savedAt: Int64) {
+      body.withUnsafeBytes {
+        SegmentFormat.appendItem(
+          seq: seq, savedAt: savedAt, deliveries: 0, kind: .customEvent, hasUser: false, id: ItemID(high: seq, low: 1),
+          body: $0, to: &bytes)
+      }
+    }
+    item(1, savedAt: 0)
+    item(UInt64.max, savedAt: 0)  // a seq no arithmetic could add one to
+    item(3, savedAt: Int64.max)  // past year 9999
+    SegmentFormat.appendRemove([UInt64.max, 77], recordSeq: 4, to: &bytes)
+    item(5, savedAt: 1)
+    try Data(bytes).write(to: dir.appendingPathComponent(SegmentFormat.name(first: 1)))
+    try session(dir) { server in
+      let status = try server.request("status")
+      #expect(status.at("result.pending.total") == .int(2))
+      let codes = status.at("result.recovery").flatMap { value -> [JSONValue]? in
+        if case .array(let entries) = value { return entries.compactMap { $0.at("code") } }
+        return nil
+      }
+      #expect(codes == [.string("recoveredWithLoss"), .string("recoveredWithLoss")])
+      let next = try server.request("saveCustomEvent", #"{"name":"after"}"#).at("result.seq")
+      #expect(next == .int(6))
+    }
+  }
 }
