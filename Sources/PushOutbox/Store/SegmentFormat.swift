@@ -46,8 +46,10 @@ package enum SegmentFormat {
   package static func first(ofName name: String) -> UInt64? {
     guard name.hasPrefix(prefix), name.utf8.count == prefix.utf8.count + 20 else { return nil }
     let digits = name.utf8.dropFirst(prefix.utf8.count)
-    guard digits.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
-    return UInt64(String(decoding: digits, as: UTF8.self))
+    guard digits.allSatisfy({ $0 >= 48 && $0 <= 57 }), let first = UInt64(String(decoding: digits, as: UTF8.self)),
+      first > 0 && first < seqLimit
+    else { return nil }
+    return first
   }
 
   // MARK: - Writing
