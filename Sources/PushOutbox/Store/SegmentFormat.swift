@@ -71,24 +71,38 @@ package enum SegmentFormat {
     }
   }
 
-  /// Appends an item record.
+  private static let zeros = [UInt8](repeating: 0, count: recordHeaderSize + 15)
+
+  /// Appends an item record: one reservation, fixed fields stored in place, the body copied once.
   package static func appendItem(
     seq: UInt64, savedAt: Int64, deliveries: UInt32, kind: ItemKind, hasUser: Bool, id: ItemID,
     body: UnsafeRawBufferPointer, to out: inout [UInt8]
   ) {
-    appendRecord(.item, seq: seq, to: &out) { out in
-      out.appendLE(UInt64(bitPattern: savedAt))
-      out.appendLE(deliveries)
-      out.append(kind.rawValue)
-      out.append(hasUser ? 1 : 0)
-      out.append(UInt8(id.clientLength))
-      if id.client.isEmpty {
-        out.appendLE(id.high)
-        out.appendLE(id.low)
-      } else {
-        out.append(contentsOf: id.client)
-      }
-      out.append(contentsOf: body)
+    let idBytes = id.client.isEmpty ? 16 : id.clientLength
+    let length = 8 + 4 + 3 + idBytes + body.count
+    let start = out.count
+    if out.capacity < start + recordHeaderSize + length { out.reserveCapacity(2 * (start + recordHeaderSize + length)) }
+    out.append(contentsOf: Self.zeros)
+    out.withUnsafeMutableBytes { raw in
+      raw.storeBytes(of: UInt32(length).littleEndian, toByteOffset: start, as: UInt32.self)
+      raw[start + 8] = RecordType.item.rawValue
+      raw.storeBytes(of: seq.littleEndian, toByteOffset: start + 9, as: UInt64.self)
+      raw.storeBytes(of: UInt64(bitPattern: savedAt).littleEndian, toByteOffset: start + 17, as: UInt64.self)
+      raw.storeBytes(of: deliveries.littleEndian, toByteOffset: start + 25, as: UInt32.self)
+      raw[start + 29] = kind.rawValue
+      raw[start + 30] = hasUser ? 1 : 0
+      raw[start + 31] = UInt8(id.clientLength)
+    }
+    if id.client.isEmpty {
+      out.appendLE(id.high)
+      out.appendLE(id.low)
+    } else {
+      out.append(contentsOf: id.client)
+    }
+    out.append(contentsOf: body)
+    out.withUnsafeMutableBytes { raw in
+      let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[(start + 8)...]))
+      raw.storeBytes(of: crc.littleEndian, toByteOffset: start + 4, as: UInt32.self)
     }
   }
 
