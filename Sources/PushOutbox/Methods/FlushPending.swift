@@ -20,7 +20,7 @@ package enum FlushPending: RPCMethod {
     service.expireLeases()
     let shape = Shape(usersTrack: usersTrack, defaultUser: defaultUser)
     guard let leaseMs else { return drain(max: max, shape, service) }
-    if let lease = service.store.leases.first {  // a repeat: the same lease, in the shape it was first asked for
+    if let lease = service.store.leases.first(where: { $0.origin == .flush }) {  // a repeat: the same lease, in the shape it was first asked for
       let (first, skipped) = Shape.decode(lease.note)
       return result(lease.flushId, service.store.items.items(seqs: lease.seqs), first, skipped, lease.expiresAt, service)
     }

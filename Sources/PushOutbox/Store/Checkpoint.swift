@@ -75,6 +75,7 @@ package struct Checkpoint: Sendable, Equatable {
       JSONMember("flushId", .string(lease.flushId)), JSONMember("expiresAt", .int(lease.expiresAt)),
       JSONMember("seqs", .array(lease.seqs.map { .int(Int64($0)) })),
       JSONMember("note", .string(String(decoding: lease.note, as: UTF8.self))),
+      JSONMember("origin", .int(Int64(lease.origin.rawValue))),
     ])
   }
 
@@ -126,8 +127,13 @@ package struct Checkpoint: Sendable, Equatable {
       case .array(let seqValues)? = m["seqs"], case .string(let note)? = m["note"]
     else { return nil }
     let seqs = seqValues.compactMap(seq)
+    var origin = LeaseOrigin.flush
+    if case .int(let raw)? = m["origin"] {
+      guard let known = UInt8(exactly: raw).flatMap(LeaseOrigin.init(rawValue:)) else { return nil }
+      origin = known
+    }
     guard seqs.count == seqValues.count else { return nil }
-    return Lease(flushId: flushId, seqs: seqs, expiresAt: expires, note: Array(note.utf8))
+    return Lease(flushId: flushId, seqs: seqs, expiresAt: expires, note: Array(note.utf8), origin: origin)
   }
 
   private static func parse(_ line: ArraySlice<UInt8>) -> JSONValue? {

@@ -12,11 +12,13 @@ enum LeaseRecords {
     case .lease:
       guard let expires = cursor.u64(), UTCTime.representable.contains(Int64(bitPattern: expires)),
         let flushId = flushId(&cursor), let seqs = cursor.seqs(),
-        let noteLength = cursor.u32(), let note = cursor.take(Int(noteLength))
+        let noteLength = cursor.u32(), let note = cursor.take(Int(noteLength)),
+        let origin = LeaseOrigin(rawValue: cursor.u8() ?? 0)
       else { return false }
       if fresh {
         leases.removeAll { $0.flushId == flushId }
-        leases.append(Lease(flushId: flushId, seqs: seqs, expiresAt: Int64(bitPattern: expires), note: Array(note)))
+        leases.append(
+          Lease(flushId: flushId, seqs: seqs, expiresAt: Int64(bitPattern: expires), note: Array(note), origin: origin))
       }
     case .leaseEnd:
       guard let outcome = cursor.u8(), LeaseOutcome(rawValue: outcome) != nil, let flushId = flushId(&cursor),

@@ -23,7 +23,8 @@ package enum SegmentFormat {
     case item = 16
     /// Items left the store: u32 count, u64 seqs.
     case remove = 17
-    /// A lease began: i64 expiresAt, u8 flushId length, flushId, u32 count, u64 seqs, u32 note length, note.
+    /// A lease began: i64 expiresAt, u8 flushId length, flushId, u32 count, u64 seqs, u32 note length, note,
+    /// u8 origin.
     case lease = 18
     /// A lease ended: u8 outcome, u8 flushId length, flushId, u32 count, then (u64 seq, u32 deliveryCount) pairs.
     case leaseEnd = 19
@@ -121,6 +122,7 @@ package enum SegmentFormat {
       for seq in lease.seqs { out.appendLE(seq) }
       out.appendLE(UInt32(lease.note.count))
       out.append(contentsOf: lease.note)
+      out.append(lease.origin.rawValue)
     }
   }
 
