@@ -53,6 +53,8 @@ package struct Recovery {
       try replay(first: first, isLast: n == firsts.count - 1)
     }
     if let checkpoint = outcome.checkpoint { store.items.advanceSeq(to: checkpoint.nextSeq) }
+    // The log has records the checkpoint does not cover (a crash, or none yet): settle at the next snapshot.
+    if !firsts.isEmpty && store.items.nextSeq - 1 > (outcome.checkpoint?.coversSeq ?? 0) { outcome.dirty = true }
     countDead()
     outcome.leases = leaseTable
     let directory = self.directory
