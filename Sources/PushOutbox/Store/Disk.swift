@@ -104,6 +104,12 @@ package final class Disk {
     }
   }
 
+  /// Waits for a snapshot in flight and records its outcome (for tests and shutdown).
+  package func settle() {
+    if inFlight != nil { queue.sync {} }
+    collect()
+  }
+
   private func collect() {
     guard let work = inFlight, let outcome = finished.take() else { return }
     inFlight = nil

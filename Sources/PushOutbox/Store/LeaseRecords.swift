@@ -3,8 +3,8 @@
 /// it already covers are skipped.
 enum LeaseRecords {
   static func apply(
-    _ record: SegmentReader.Record, to leases: inout [Lease], finished: inout [String], store: PendingStore,
-    covers: UInt64?
+    _ record: SegmentReader.Record, to leases: inout [Lease], finished: inout [String], raised: inout [UInt64],
+    store: PendingStore, covers: UInt64?
   ) -> Bool {
     var cursor = PayloadCursor(record.payload)
     let fresh = covers.map { record.seq > $0 } ?? true
@@ -26,7 +26,7 @@ enum LeaseRecords {
       else { return false }
       for _ in 0..<count {
         guard let seq = cursor.u64(), let deliveries = cursor.u32() else { return false }
-        store.raiseDeliveries(seq: seq, to: deliveries)
+        if store.raiseDeliveries(seq: seq, to: deliveries) { raised.append(seq) }
       }
       if fresh {
         leases.removeAll { $0.flushId == flushId }

@@ -24,6 +24,9 @@ package struct Recovery {
   let log: Log
   var outcome = RecoveryOutcome()
   private var leaseTable: [Lease] = []
+  /// Items whose delivery count a lease-end record raised above their item record's: their segments
+  /// must be rewritten before that record may be dropped.
+  private var raised: [UInt64] = []
 
   package static func run(directory: String, store: Store, acceptLoss: Bool, log: Log) throws(StartupError)
     -> RecoveryOutcome
@@ -174,7 +177,8 @@ package struct Recovery {
     case .lease, .leaseEnd:
       guard
         LeaseRecords.apply(
-          record, to: &leaseTable, finished: &outcome.finished, store: store.items, covers: outcome.checkpoint?.coversSeq)
+          record, to: &leaseTable, finished: &outcome.finished, raised: &raised, store: store.items,
+          covers: outcome.checkpoint?.coversSeq)
       else { return false }
       info.otherBytes += record.payload.count + SegmentFormat.recordHeaderSize
     }
@@ -221,8 +225,12 @@ package struct Recovery {
 
   // MARK: - Bookkeeping
 
-  /// Item records whose items are no longer held, per segment.
+  /// Item records whose items are no longer held, and held items whose counts rose, per segment.
   private mutating func countDead() {
+    let firsts = outcome.segments.map(\.first)
+    for seq in raised where store.items.contains(seq: seq) {
+      if let n = firsts.lastIndex(where: { $0 <= seq }) { outcome.segments[n].changed += 1 }
+    }
     let table = store.items.table
     for n in outcome.segments.indices {
       let start = table.lowerBound(outcome.segments[n].first)
