@@ -18,7 +18,7 @@ import Testing
       $0.fixedClock = ISO8601.parseDateTime(clock)
       configure(&$0)
     }
-    try server.service.openDisk()
+    try server.service.openDiskInTests()
     let result = try body(server)
     server.service.disk?.finish(server.service.store, now: server.service.clock.now())
     return result

@@ -20,7 +20,7 @@ import Testing
       $0.fixedClock = clock
       $0.idSeed = UInt64(clock)
     }
-    try server.service.openDisk()
+    try server.service.openDiskInTests()
     return server
   }
 
