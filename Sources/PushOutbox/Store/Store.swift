@@ -61,6 +61,8 @@ package final class Store {
     } catch {
       items.rollBack(seqs: uncommitted)
       version &+= 1
+      // Records that could not be cut back off the file must not come back at the next start.
+      if journal.lastCutFailed { journal.appendRemove(uncommitted, recordSeq: items.takeSeq()) }
       return error
     }
   }
