@@ -113,6 +113,7 @@ package final class Journal {
   /// since memory already reflects them.
   package func commit() throws(FileError) {
     guard !buffer.isEmpty else { return }
+    lastCutFailed = false
     do throws(FileError) {
       if fd < 0 { try openSegment(first: pendingFirst) }
       let path = path(segments[segments.count - 1].first)
