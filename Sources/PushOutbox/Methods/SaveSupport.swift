@@ -2,12 +2,13 @@
 extension Params {
   /// The optional client-supplied item id: a non-empty string of at most 255 characters.
   package mutating func clientID() -> String? {
-    guard let id = string("id") else { return nil }
-    if id.isEmpty || id.unicodeScalars.count > 255 {
+    guard let n = node("id", "string") else { return nil }
+    let fits = tape.withString(n) { !$0.isEmpty && TextLimit.fits($0) }
+    if !fits {
       issues.error("id", "invalid_id", "id must be a non-empty string of at most 255 characters")
       return nil
     }
-    return id
+    return tape.string(n)
   }
 }
 
@@ -24,6 +25,6 @@ extension Array where Element == UInt8 {
   package mutating func appendUser(_ user: UserIdentifier?) {
     guard let user else { return }
     appendMember("user")
-    user.json.encodeJSON(into: &self)
+    user.appendJSON(to: &self)
   }
 }

@@ -3,9 +3,15 @@
 package struct MethodTable: Sendable {
   package typealias Handler = @Sendable (inout Params, Service, inout [UInt8]) throws -> Void
 
-  private var handlers: [String: Handler] = [:]
-  private var committingFirst: Set<String> = []
+  /// Registered methods in order; dispatch compares the method's bytes (code points), never hashes a String.
+  private var entries: [Entry] = []
   package private(set) var names: [String] = []
+
+  private struct Entry: Sendable {
+    var name: [UInt8]
+    var commitsFirst: Bool
+    var handler: Handler
+  }
 
   package init(_ methods: [any RPCMethod.Type]) {
     for method in methods { register(method) }
@@ -18,26 +24,39 @@ package struct MethodTable: Sendable {
   ])
 
   private mutating func register<M: RPCMethod>(_ method: M.Type) {
-    precondition(handlers[M.name] == nil, "method \(M.name) registered twice")
+    precondition(!names.contains { sameText($0, M.name) }, "method \(M.name) registered twice")
     names.append(M.name)
-    if M.commitsFirst { committingFirst.insert(M.name) }
-    handlers[M.name] = { params, service, out in
-      try M.handle(&params, service).encodeJSON(into: &out)
-    }
+    entries.append(
+      Entry(name: Array(M.name.utf8), commitsFirst: M.commitsFirst) { params, service, out in
+        try M.handle(&params, service).encodeJSON(into: &out)
+      })
   }
 
   /// True when `method` must see earlier saves committed to the journal first.
-  package func commitsFirst(_ method: String) -> Bool { committingFirst.contains(method) }
+  package func commitsFirst(_ method: String) -> Bool {
+    entries.contains { $0.commitsFirst && $0.name.elementsEqual(method.utf8) }
+  }
+
+  /// The entry whose name is the method of `request`.
+  private func entry(_ request: Request) -> Entry? {
+    for entry in entries {
+      let found = entry.name.withUnsafeBufferPointer { request.tape.stringEquals(request.methodNode, bytes: $0) }
+      if found { return entry }
+    }
+    return nil
+  }
 
   /// Runs `request` and appends its result JSON to `out`, or throws the error to answer with.
   package func call(_ request: Request, _ service: Service, into out: inout [UInt8]) throws(RPCError) {
-    guard let handler = handlers[request.method] else { throw .methodNotFound(request.method) }
-    if request.mayHaveDuplicateKeys, let params = request.params, let path = duplicateKeyPath(in: params) {
+    guard let entry = entry(request) else { throw .methodNotFound(request.method) }
+    if request.mayHaveDuplicateKeys, request.paramsNode >= 0,
+      let path = request.tape.duplicateKeyPath(request.paramsNode)
+    {
       throw .invalidParams(path: path, code: "duplicate_key", "the key at \(path) appears more than once")
     }
-    var params = try Params(request.params)
+    var params = try Params(request)
     do {
-      try handler(&params, service, &out)
+      try entry.handler(&params, service, &out)
     } catch let error as RPCError {
       throw error
     } catch let error as StoreError {

@@ -7,34 +7,27 @@ package final class Server {
   package let table: MethodTable
   /// Response bytes not yet written: whole lines, each ending in `\n`.
   package var output: [UInt8] = []
-  /// False to send every line through the general path (for tests that compare the two).
-  package var fastSaves: Bool
-  /// The last time text the fast path wrote.
-  var timeText = UTCTimeText()
 
   package init(service: Service, table: MethodTable = .standard) {
     self.service = service
     self.table = table
-    self.fastSaves = table.names.contains(SaveCustomEvent.name)
     output.reserveCapacity(1 << 16)
   }
 
   /// Handles one line (without its `\n`, `\r` or BOM): a request, a notification or a batch.
   package func handle(line: UnsafeBufferPointer<UInt8>) {
-    if fastSaves && handleFastSave(line) { return }
-    var reader = JSONReader(line, maxDepth: service.config.maxDepth)
-    let value: JSONValue
+    let value: RequestLine
     do {
-      value = try reader.parseDocument()
+      value = try RequestLine.read(line, maxDepth: service.config.maxDepth, maxBatch: service.config.maxBatch)
     } catch {
-      writeError(.parseError(error.reason, offset: error.offset), id: .null)
+      writeError(error, id: .null)
       return
     }
-    if case .array(let members) = value {
-      handleBatch(members, duplicateKeys: reader.sawDuplicateKey)
-    } else {
+    if case .batch(let members) = value {
+      handleBatch(members)
+    } else if case .single(let value) = value {
       let mark = output.count
-      if handle(value, duplicateKeys: reader.sawDuplicateKey) { output.append(UInt8(ascii: "\n")) } else {
+      if handle(value) { output.append(UInt8(ascii: "\n")) } else {
         output.removeSubrange(mark...)
       }
     }
@@ -52,7 +45,7 @@ package final class Server {
 
   // MARK: - Requests
 
-  private func handleBatch(_ members: [JSONValue], duplicateKeys: Bool) {
+  private func handleBatch(_ members: [Envelope]) {
     if members.isEmpty {
       return writeError(.invalidRequest("an empty batch is not a request"), id: .null)
     }
@@ -65,7 +58,7 @@ package final class Server {
     for member in members {
       let mark = output.count
       if answered > 0 { output.append(UInt8(ascii: ",")) }
-      if handle(member, duplicateKeys: duplicateKeys) { answered += 1 } else { output.removeSubrange(mark...) }
+      if handle(member) { answered += 1 } else { output.removeSubrange(mark...) }
     }
     if answered == 0 {
       output.removeSubrange(start...)
@@ -75,8 +68,8 @@ package final class Server {
   }
 
   /// Handles one request object and appends its response (no newline). Returns false when there is none.
-  private func handle(_ value: JSONValue, duplicateKeys: Bool) -> Bool {
-    switch Envelope.classify(value, duplicateKeys: duplicateKeys) {
+  private func handle(_ value: Envelope) -> Bool {
+    switch value {
     case .response:
       service.log.warn("ignored a response object: this server sends no requests")
       return false
