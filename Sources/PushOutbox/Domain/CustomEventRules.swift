@@ -85,6 +85,14 @@ package enum CustomEventRules {
   /// The key rules for top-level and nested property keys (string node `k`); `time` and `event_name`
   /// are reserved at the top level only. Keys compare by code points.
   static func checkKey(_ tape: JSONTape, _ k: Int, parent: () -> String, topLevel: Bool, issues: inout Issues) {
+    if !tape.isEscaped(k) {  // the common case, decided on the raw bytes
+      let raw = tape.rawContents(k)
+      if raw.count > 0, raw.count <= TextLimit.maxCharacters, raw[0] != UInt8(ascii: "$"),
+        !topLevel || !(tape.stringEquals(k, "time") || tape.stringEquals(k, "event_name"))
+      {
+        return
+      }
+    }
     tape.withString(k) { key in
       if key.isEmpty {
         issues.error(parent(), "key_empty", "property keys must not be empty")
@@ -110,7 +118,9 @@ enum EventValue {
   static func check(
     _ tape: JSONTape, _ n: Int, path: () -> String, policy: StringPolicy, truncated: inout Bool, issues: inout Issues
   ) {
-    switch tape.lead(n) {
+    let lead = tape.lead(n)
+    if lead == UInt8(ascii: "\""), !tape.isEscaped(n), tape.rawContents(n).count <= TextLimit.maxCharacters { return }
+    switch lead {
     case UInt8(ascii: "n"):
       issues.error(path(), "null_value", "null is not a property value; leave the property out instead")
     case UInt8(ascii: "\""):

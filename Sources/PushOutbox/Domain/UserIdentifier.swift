@@ -14,7 +14,6 @@ package enum UserIdentifier: Sendable {
 
   /// The wire keys of the `user` param, in the order error messages list them.
   static let wireKeys = ["externalId", "brazeId", "alias", "email", "phone"]
-  private static let wireKeyText: [StaticString] = ["externalId", "brazeId", "alias", "email", "phone"]
 
   /// Parses the `user` param: an object with exactly one of `externalId` | `brazeId` |
   /// `alias {name, label}` | `email` | `phone`, each a non-empty string.
@@ -30,7 +29,7 @@ package enum UserIdentifier: Sendable {
     var found: (kind: Int, value: Int)? = nil
     var foundCount = 0
     for (k, v) in tape.members(n) {
-      if let kind = wireKeyText.firstIndex(where: { tape.stringEquals(k, $0) }) {
+      if let kind = wireKind(tape, k) {
         found = (kind, v)
         foundCount += 1
       } else {
@@ -42,13 +41,23 @@ package enum UserIdentifier: Sendable {
       if foundCount == 0 {
         issues.error(path, "missing", "\(path) needs one of \(wireKeys.joined(separator: ", "))")
       } else {
-        let names = tape.members(n).compactMap { m in wireKeyText.contains { tape.stringEquals(m.key, $0) } ? tape.string(m.key) : nil }
+        let names = tape.members(n).compactMap { m in wireKind(tape, m.key).map { wireKeys[$0] } }
         issues.error(path, "ambiguous_identifier", "\(path) must hold exactly one identifier, got \(names.joined(separator: ", "))")
       }
       return nil
     }
-    let result = identifier(kind: found.kind, tape, found.value, path: joinPath(path, wireKeys[found.kind]), issues: &issues)
+    let result = identifier(kind: found.kind, tape, found.value, path: { joinPath(path, wireKeys[found.kind]) }, issues: &issues)
     return issues.errors.count == before ? result : nil
+  }
+
+  /// The index in `wireKeys` of key node `k`, compared by code points.
+  private static func wireKind(_ tape: JSONTape, _ k: Int) -> Int? {
+    if tape.stringEquals(k, "externalId") { return 0 }
+    if tape.stringEquals(k, "brazeId") { return 1 }
+    if tape.stringEquals(k, "alias") { return 2 }
+    if tape.stringEquals(k, "email") { return 3 }
+    if tape.stringEquals(k, "phone") { return 4 }
+    return nil
   }
 
   /// `parse` for a value held as a tree (stored items).
@@ -60,7 +69,9 @@ package enum UserIdentifier: Sendable {
     }
   }
 
-  private static func identifier(kind: Int, _ tape: JSONTape, _ n: Int, path: String, issues: inout Issues) -> UserIdentifier? {
+  private static func identifier(
+    kind: Int, _ tape: JSONTape, _ n: Int, path: () -> String, issues: inout Issues
+  ) -> UserIdentifier? {
     if kind == 2 { return alias(tape, n, path: path, issues: &issues) }
     guard let s = nonEmptyString(tape, n, path: path, issues: &issues) else { return nil }
     switch kind {
@@ -71,37 +82,55 @@ package enum UserIdentifier: Sendable {
     }
   }
 
-  private static func alias(_ tape: JSONTape, _ n: Int, path: String, issues: inout Issues) -> UserIdentifier? {
+  private static func alias(_ tape: JSONTape, _ n: Int, path: () -> String, issues: inout Issues) -> UserIdentifier? {
     guard tape.isObject(n) else {
-      issues.error(path, "wrong_type", "\(path) must be an object {name, label}, not \(tape.typeName(n))")
+      issues.error(path(), "wrong_type", "\(path()) must be an object {name, label}, not \(tape.typeName(n))")
       return nil
     }
-    for (k, _) in tape.members(n) where !tape.stringEquals(k, "name") && !tape.stringEquals(k, "label") {
-      let key = tape.string(k)
-      issues.error(joinPath(path, key), "unknown_key", "unknown alias key \"\(key)\"; use name and label")
-    }
-    var parts: [String] = []
-    for (key, text) in [("name", tape.member(n, "name")), ("label", tape.member(n, "label"))] {
-      let p = joinPath(path, key)
-      guard let v = text else {
-        issues.error(p, "missing", "\(p) is required")
-        continue
+    var nameNode: Int? = nil
+    var labelNode: Int? = nil
+    for (k, v) in tape.members(n) {
+      if tape.stringEquals(k, "name") {
+        nameNode = nameNode ?? v
+      } else if tape.stringEquals(k, "label") {
+        labelNode = labelNode ?? v
+      } else {
+        let key = tape.string(k)
+        issues.error(joinPath(path(), key), "unknown_key", "unknown alias key \"\(key)\"; use name and label")
       }
-      if let s = nonEmptyString(tape, v, path: p, issues: &issues) { parts.append(s) }
     }
-    return parts.count == 2 ? .alias(name: parts[0], label: parts[1]) : nil
+    let name = part(tape, nameNode, path: { joinPath(path(), "name") }, issues: &issues)
+    let label = part(tape, labelNode, path: { joinPath(path(), "label") }, issues: &issues)
+    guard let name, let label else { return nil }
+    return .alias(name: name, label: label)
   }
 
-  private static func nonEmptyString(_ tape: JSONTape, _ n: Int, path: String, issues: inout Issues) -> String? {
+  private static func part(_ tape: JSONTape, _ n: Int?, path: () -> String, issues: inout Issues) -> String? {
+    guard let n else {
+      issues.error(path(), "missing", "\(path()) is required")
+      return nil
+    }
+    return nonEmptyString(tape, n, path: path, issues: &issues)
+  }
+
+  private static func nonEmptyString(_ tape: JSONTape, _ n: Int, path: () -> String, issues: inout Issues) -> String? {
     guard tape.isString(n) else {
-      issues.error(path, "wrong_type", "\(path) must be a string, not \(tape.typeName(n))")
+      issues.error(path(), "wrong_type", "\(path()) must be a string, not \(tape.typeName(n))")
       return nil
     }
     guard tape.text(n).count > 2 else {
-      issues.error(path, "empty", "\(path) must not be empty")
+      issues.error(path(), "empty", "\(path()) must not be empty")
       return nil
     }
     return tape.string(n)
+  }
+
+  /// True when the text of a user object that `parse` accepted is exactly what `appendJSON` writes:
+  /// compact, no escapes, and for an alias `name` before `label`.
+  package static func isWireForm(_ tape: JSONTape, _ n: Int) -> Bool {
+    guard tape.isCanonical(n) else { return false }
+    let value = n + 2
+    return !tape.isObject(value) || tape.stringEquals(value + 1, "name")
   }
 
   /// Appends `{"externalId":"u1"}` (the wire form) without building a tree.

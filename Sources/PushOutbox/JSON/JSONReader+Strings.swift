@@ -3,21 +3,32 @@ extension TapeBuilder {
   /// Reads a string starting at its opening quote and pushes its node; returns its flags
   /// (`JSONNode.escaped`, `.lineSeparator`), zero for text the writer would write unchanged.
   mutating func string() throws(JSONParseError) -> UInt32 {
-    let node = nodeCount
-    pushString()
-    i += 1
+    let node = pushNode(start: i)
     var flags: UInt32 = 0
-    while i < count {
-      let b = base[i]
+    var k = i + 1
+    while true {
+      // The common case: printable ASCII other than `"` and `\`, 8 bytes at a time.
+      while k + 8 <= count {
+        let special = Self.specialBytes(UnsafeRawPointer(base + k).loadUnaligned(as: UInt64.self))
+        if special != 0 {
+          k += special.trailingZeroBitCount >> 3
+          break
+        }
+        k += 8
+      }
+      while k < count {
+        let b = base[k]
+        guard b >= 0x20 && b < 0x80 && b != 0x5C && b != 0x22 else { break }  // not \ or "
+        k += 1
+      }
+      i = k
+      guard k < count else { throw fail("unterminated string") }
+      let b = base[k]
       if b == UInt8(ascii: "\"") {
-        i += 1
+        i = k + 1
         nodes[node].end = UInt32(truncatingIfNeeded: i)
         nodes[node].aux = flags
         return flags
-      }
-      if b >= 0x20 && b < 0x80 && b != UInt8(ascii: "\\") {
-        i += 1
-        continue
       }
       if b == UInt8(ascii: "\\") {
         flags |= JSONNode.escaped
@@ -25,15 +36,24 @@ extension TapeBuilder {
       } else if b < 0x20 {
         throw fail("raw control character in string")
       } else {
-        if b == 0xE2, i + 2 < count, base[i + 1] == 0x80, base[i + 2] & 0xFE == 0xA8 { flags |= JSONNode.lineSeparator }
+        if b == 0xE2, k + 2 < count, base[k + 1] == 0x80, base[k + 2] & 0xFE == 0xA8 { flags |= JSONNode.lineSeparator }
         try utf8Sequence()
       }
+      k = i
     }
-    throw fail("unterminated string")
   }
 
-  private mutating func pushString() {
-    _ = pushNode(start: i)
+  /// Nonzero when one of the 8 bytes of `w` (little-endian) is `"`, `\`, a control byte or
+  /// non-ASCII; the lowest set bit is in the first such byte (SWAR: borrows only run upward).
+  @inline(__always)
+  static func specialBytes(_ w: UInt64) -> UInt64 {
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    let quote = w ^ (ones &* 0x22)
+    let backslash = w ^ (ones &* 0x5C)
+    let zeroQuote = (quote &- ones) & ~quote
+    let zeroBackslash = (backslash &- ones) & ~backslash
+    let control = (w &- (ones &* 0x20)) & ~w
+    return (w | zeroQuote | zeroBackslash | control) & (ones &* 0x80)
   }
 
   private mutating func escape() throws(JSONParseError) {

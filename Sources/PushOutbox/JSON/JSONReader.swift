@@ -133,29 +133,34 @@ struct TapeBuilder: ~Copyable {
     var keys = KeyIndex()
     defer { keys.release() }
     while true {
-      if skipWhitespace() { flags |= JSONNode.nonCanonical }
-      guard i < count, base[i] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
+      if !at(UInt8(ascii: "\""), &flags) { throw fail("expected a string key") }
       let key = nodeCount
       if try string() != 0 { flags |= JSONNode.nonCanonical }
       if flags & JSONNode.duplicateKey == 0, keys.isDuplicate(key, object: n, builder: self) {
         flags |= JSONNode.duplicateKey
         sawDuplicateKey = true
       }
-      if skipWhitespace() { flags |= JSONNode.nonCanonical }
-      guard i < count, base[i] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+      if !at(UInt8(ascii: ":"), &flags) { throw fail("expected ':'") }
       i += 1
-      if skipWhitespace() { flags |= JSONNode.nonCanonical }
+      if i < count, base[i] <= 0x20, skipWhitespace() { flags |= JSONNode.nonCanonical }
       if try value() { flags |= JSONNode.nonCanonical }
-      if skipWhitespace() { flags |= JSONNode.nonCanonical }
-      guard i < count else { throw fail("unterminated object") }
-      if base[i] == UInt8(ascii: ",") {
+      if at(UInt8(ascii: ","), &flags) {
         i += 1
         continue
       }
+      guard i < count else { throw fail("unterminated object") }
       guard base[i] == UInt8(ascii: "}") else { throw fail("expected ',' or '}'") }
       close(n, flags: flags)
       return flags & JSONNode.nonCanonical != 0
     }
+  }
+
+  /// True when the next byte, after any whitespace (which makes the container non-canonical), is `byte`.
+  @inline(__always)
+  private mutating func at(_ byte: UInt8, _ flags: inout UInt32) -> Bool {
+    if i < count, base[i] == byte { return true }
+    if skipWhitespace() { flags |= JSONNode.nonCanonical }
+    return i < count && base[i] == byte
   }
 
   private mutating func array(topLevel: Bool) throws(JSONParseError) -> Bool {
@@ -169,7 +174,7 @@ struct TapeBuilder: ~Copyable {
     }
     var members = 0
     while true {
-      if skipWhitespace() { flags |= JSONNode.nonCanonical }
+      if i < count, base[i] <= 0x20, skipWhitespace() { flags |= JSONNode.nonCanonical }
       members += 1
       if topLevel, members > maxBatch {
         var error = fail("a batch of more than \(maxBatch) requests")
@@ -177,12 +182,11 @@ struct TapeBuilder: ~Copyable {
         throw error
       }
       if try value() { flags |= JSONNode.nonCanonical }
-      if skipWhitespace() { flags |= JSONNode.nonCanonical }
-      guard i < count else { throw fail("unterminated array") }
-      if base[i] == UInt8(ascii: ",") {
+      if at(UInt8(ascii: ","), &flags) {
         i += 1
         continue
       }
+      guard i < count else { throw fail("unterminated array") }
       guard base[i] == UInt8(ascii: "]") else { throw fail("expected ',' or ']'") }
       close(n, flags: flags)
       return flags & JSONNode.nonCanonical != 0

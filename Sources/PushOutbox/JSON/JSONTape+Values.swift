@@ -66,14 +66,22 @@ extension JSONTape {
   @inline(__always)
   package func stringEquals(_ n: Int, _ word: StaticString) -> Bool {
     let node = nodes[n]
-    let length = Int(node.end &- node.start) - 2
-    guard length == word.utf8CodeUnitCount || node.aux & JSONNode.escaped != 0 else { return false }
+    let length = Int(node.end &- node.start) &- 2
+    if node.aux & JSONNode.escaped == 0 {
+      return length == word.utf8CodeUnitCount && memcmp(base + Int(node.start) + 1, word.utf8Start, length) == 0
+    }
     return withString(n) { $0.count == word.utf8CodeUnitCount && memcmp($0.baseAddress!, word.utf8Start, $0.count) == 0 }
   }
 
   /// True when string node `n` holds exactly the UTF-8 `bytes`.
+  @inline(__always)
   package func stringEquals(_ n: Int, bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-    withString(n) { $0.count == bytes.count && ($0.isEmpty || memcmp($0.baseAddress!, bytes.baseAddress!, $0.count) == 0) }
+    let node = nodes[n]
+    if node.aux & JSONNode.escaped == 0 {
+      let length = Int(node.end &- node.start) &- 2
+      return length == bytes.count && (length == 0 || memcmp(base + Int(node.start) + 1, bytes.baseAddress!, length) == 0)
+    }
+    return withString(n) { $0.count == bytes.count && ($0.isEmpty || memcmp($0.baseAddress!, bytes.baseAddress!, $0.count) == 0) }
   }
 
   /// The value of key `key` in object `n` (the first, should it repeat).

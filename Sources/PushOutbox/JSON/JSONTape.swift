@@ -141,7 +141,8 @@ package final class JSONTape: @unchecked Sendable {
 
   /// Iterates over a container's children without allocating.
   package struct MemberSequence: Sequence, IteratorProtocol {
-    let tape: JSONTape
+    /// Iteration happens while the caller holds the tape; no reference counting per loop.
+    unowned(unsafe) let tape: JSONTape
     var index: Int
     let end: Int
     let pairs: Bool

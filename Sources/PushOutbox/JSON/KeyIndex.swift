@@ -3,14 +3,39 @@
 /// code points are equal (`"\u00c5"` and `"A\u030a"` are two keys; so are `"K"` and the Kelvin sign).
 struct KeyIndex: ~Copyable {
   private var seen = 0
+  /// One bit per (length, first byte, last byte) hash of the plain keys seen: a clear bit proves a key new.
+  private var bloom: UInt64 = 0
+  private var sawEscaped = false
   private var slots: UnsafeMutablePointer<Int32>? = nil
   private var capacity = 0
 
   static let linearLimit = 16
 
   /// Records key node `key` of the object at node `object`; true when an earlier key was equal.
+  @inline(__always)
   mutating func isDuplicate(_ key: Int, object: Int, builder: borrowing TapeBuilder) -> Bool {
+    if slots == nil, seen < Self.linearLimit, !sawEscaped {
+      let node = builder.nodes[key]
+      if node.aux & JSONNode.escaped == 0 {
+        let length = Int(node.end &- node.start) &- 2
+        let first = length > 0 ? UInt64(builder.base[Int(node.start) + 1]) : 0
+        let last = length > 0 ? UInt64(builder.base[Int(node.end) - 2]) : 0
+        let bit: UInt64 = 1 << ((UInt64(length) &* 0x9E37 ^ first &* 31 ^ last &* 7) & 63)
+        let known = bloom & bit != 0
+        bloom |= bit
+        if !known {
+          seen += 1
+          return false
+        }
+      }
+    }
+    return search(key, object: object, builder: builder)
+  }
+
+  /// The full check: every earlier key compared (small objects) or looked up in the table.
+  private mutating func search(_ key: Int, object: Int, builder: borrowing TapeBuilder) -> Bool {
     defer { seen += 1 }
+    if builder.nodes[key].aux & JSONNode.escaped != 0 { sawEscaped = true }
     if slots == nil {
       if seen < Self.linearLimit {
         var k = object + 1

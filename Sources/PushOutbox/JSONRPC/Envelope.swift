@@ -1,18 +1,27 @@
 /// A valid JSON-RPC 2.0 request or notification, pointing into the tape of its line.
 ///
-/// Valid only while the line it was read from is (during `Server.handle(line:)`).
-package struct Request: Sendable {
+/// Valid only while the line it was read from is (during `Server.handle(line:)`). A class, so
+/// passing it around costs one reference count instead of copying its parts.
+package final class Request: @unchecked Sendable {
   /// nil for a notification (no `id` member at all); `.null` for an explicit `"id": null`.
-  package var id: RequestID?
+  package let id: RequestID?
+  /// The method name: one of the registered names' own strings when it is one, else made from its bytes.
+  package let method: String
   /// The tape of the line, and the nodes of `method` and `params` (absent: -1) in it.
   package let tape: JSONTape
   let methodNode: Int
   package let paramsNode: Int
   /// Set when the line held a duplicate key below the envelope; params are then searched.
-  package var mayHaveDuplicateKeys: Bool
+  package let mayHaveDuplicateKeys: Bool
 
-  /// The method name (made on demand: dispatch compares bytes).
-  package var method: String { tape.string(methodNode) }
+  init(id: RequestID?, tape: JSONTape, methodNode: Int, paramsNode: Int, mayHaveDuplicateKeys: Bool) {
+    self.id = id
+    self.tape = tape
+    self.methodNode = methodNode
+    self.paramsNode = paramsNode
+    self.mayHaveDuplicateKeys = mayHaveDuplicateKeys
+    method = MethodTable.standard.name(tape, methodNode) ?? tape.string(methodNode)
+  }
 
   package var isNotification: Bool { id == nil }
 

@@ -12,28 +12,26 @@ package enum SaveCustomEvent: RPCMethod {
     let name = params.node("name", "string", required: true)
     let properties = params.node("properties", "object")
     let time = params.string("time").flatMap { CustomEventRules.checkTime($0, issues: &params.issues) }
-    let user = params.user()
+    let user = params.userNode()
     let clientID = params.clientID()
     var body: [UInt8] = []
     body.reserveCapacity(96 + (properties.map { tape.text($0).count } ?? 0) + (name.map { tape.text($0).count } ?? 0))
-    body.appendUser(user)
-    body.appendMember("name")
+    body.appendUser(user, from: tape)
+    body.appendRaw(",\"name\":")
     if let name {
       CustomEventRules.checkName(tape, name, issues: &params.issues)
       tape.encode(name, into: &body)
     }
-    body.appendMember("properties")
+    body.appendRaw(",\"properties\":")
     if let properties {
       CustomEventRules.checkProperties(tape, properties, limits: service.config.domain, issues: &params.issues, into: &body)
     } else {
       body.appendASCII("{}")
     }
     let warnings = try params.finish()
-    body.appendMember("time")
-    body.append(UInt8(ascii: "\""))
-    UTCTime.append(ms: time ?? service.clock.now(), to: &body)
-    body.append(UInt8(ascii: "\""))
+    body.appendRaw(",\"time\":")
+    body.appendTime(ms: time ?? service.clock.now())
     return try service.save(
-      kind: .customEvent, clientID: clientID, user: user, attribute: nil, body: body, warnings: warnings)
+      kind: .customEvent, clientID: clientID, user: user?.user, attribute: nil, body: body, warnings: warnings)
   }
 }

@@ -34,7 +34,17 @@ package struct MethodTable: Sendable {
 
   /// True when `method` must see earlier saves committed to the journal first.
   package func commitsFirst(_ method: String) -> Bool {
-    entries.contains { $0.commitsFirst && $0.name.elementsEqual(method.utf8) }
+    let count = method.utf8.count
+    return entries.contains { $0.commitsFirst && $0.name.count == count && $0.name.elementsEqual(method.utf8) }
+  }
+
+  /// The registered name equal (by code points) to string node `n`, as the table's own string.
+  func name(_ tape: JSONTape, _ n: Int) -> String? {
+    for (k, entry) in entries.enumerated() {
+      let found = entry.name.withUnsafeBufferPointer { tape.stringEquals(n, bytes: $0) }
+      if found { return names[k] }
+    }
+    return nil
   }
 
   /// The entry whose name is the method of `request`.

@@ -9,27 +9,42 @@ package struct Params {
   /// The params object node, or -1 when the request had none.
   private let node: Int
   private var used: UInt64 = 0
+  /// Where the next search starts: a key node, and its member index.
+  private var cursor: Int
+  private var cursorIndex = 0
   package var issues = Issues()
 
   /// Accepts a params object or no params; positional (array) params are `-32602`.
   package init(_ request: Request) throws(RPCError) {
     tape = request.tape
     node = request.paramsNode
+    cursor = node + 1
     if node >= 0, !tape.isObject(node) {
       throw .invalidParams(path: "", code: "positional_params", "params must be an object of named params")
     }
   }
 
-  /// The value node of `key`, marking it known.
+  /// The value node of `key`, marking it known. The search starts after the last key found, so
+  /// params asked for in the order they were sent cost one comparison each.
   package mutating func node(_ key: StaticString) -> Int? {
     guard node >= 0 else { return nil }
-    var n: UInt64 = 0
-    for (k, v) in tape.members(node) {
-      if tape.stringEquals(k, key) {
-        if n < 64 { used |= 1 << n }
-        return v
+    let end = tape.next(node)
+    var k = cursor
+    var n = cursorIndex
+    for _ in 0..<2 {
+      while k < end {
+        let v = k + 1
+        if tape.stringEquals(k, key) {
+          if n < 64 { used |= 1 << UInt64(n) }
+          cursor = tape.next(v)
+          cursorIndex = n + 1
+          return v
+        }
+        k = tape.next(v)
+        n += 1
       }
-      n += 1
+      k = node + 1
+      n = 0
     }
     return nil
   }
@@ -109,8 +124,13 @@ package struct Params {
 
   /// The optional `user` identifier object.
   package mutating func user(_ key: StaticString = "user") -> UserIdentifier? {
-    guard let n = node(key) else { return nil }
-    return UserIdentifier.parse(tape, n, path: "\(key)", issues: &issues)
+    userNode(key)?.user
+  }
+
+  /// The optional `user` identifier object and its node.
+  package mutating func userNode(_ key: StaticString = "user") -> (user: UserIdentifier, node: Int)? {
+    guard let n = node(key), let user = UserIdentifier.parse(tape, n, path: "\(key)", issues: &issues) else { return nil }
+    return (user, n)
   }
 
   /// Reports unknown keys; throws `-32602` if any problem was found. Returns the warnings.
