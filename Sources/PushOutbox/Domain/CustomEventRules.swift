@@ -41,17 +41,21 @@ package enum CustomEventRules {
   package static func checkProperties(
     _ tape: JSONTape, _ n: Int, limits: DomainLimits, issues: inout Issues, into out: inout [UInt8]
   ) {
-    let count = tape.childCount(n)
+    var truncated = false
+    var count = 0
+    var keyIssues = Issues()
+    for (k, v) in tape.members(n) {
+      count += 1
+      checkKey(tape, k, parent: { "properties" }, topLevel: true, issues: &keyIssues)
+      EventValue.check(
+        tape, v, path: { [unowned(unsafe) tape] in joinPath("properties", tape.string(k)) }, policy: limits.strings,
+        truncated: &truncated, issues: &keyIssues)
+    }
     if count > maxProperties {
       issues.error("properties", "too_many_properties", "\(count) properties; Braze allows at most \(maxProperties)")
     }
-    var truncated = false
-    for (k, v) in tape.members(n) {
-      checkKey(tape, k, parent: { "properties" }, topLevel: true, issues: &issues)
-      EventValue.check(
-        tape, v, path: { joinPath("properties", tape.string(k)) }, policy: limits.strings, truncated: &truncated,
-        issues: &issues)
-    }
+    issues.errors += keyIssues.errors
+    issues.warnings += keyIssues.warnings
     let start = out.count
     if truncated { EventValue.writeTruncated(tape, n, into: &out) } else { tape.encode(n, into: &out) }
     let size = out.count - start
