@@ -81,9 +81,17 @@ extension TapeBuilder {
   }
 
   private mutating func hex4() throws(JSONParseError) -> UInt32 {
-    guard i + 4 <= count, let v = JSONString.hex4(base + i) else { throw fail("invalid hex digit in \\u escape") }
+    guard i + 4 <= count else { throw fail("short \\u escape") }
+    guard let v = JSONString.hex4(base + i) else {
+      while isHexDigit(base[i]) { i += 1 }  // stops at the bad digit, within the four
+      throw fail("invalid hex digit in \\u escape")
+    }
     i += 4
     return v
+  }
+
+  private func isHexDigit(_ b: UInt8) -> Bool {
+    b &- 48 < 10 || (b | 0x20) &- 97 < 6
   }
 
   /// Validates one multi-byte UTF-8 sequence at `i` (RFC 3629 table).
