@@ -94,6 +94,20 @@ struct TapeBuilder: ~Copyable {
     return false
   }
 
+  /// A member value: strings and numbers without the dispatch of `value()`.
+  @inline(__always)
+  private mutating func member() throws(JSONParseError) -> Bool {
+    if i < count {
+      let b = base[i]
+      if b == UInt8(ascii: "\"") { return try string() != 0 }
+      if b &- 48 < 10 {
+        try number()
+        return false
+      }
+    }
+    return try value()
+  }
+
   @inline(__always) mutating func pushNode(start: Int) -> Int {
     if nodeCount == capacity { grow() }
     nodes[nodeCount] = JSONNode(start: UInt32(truncatingIfNeeded: start), end: 0, aux: 0)
@@ -143,7 +157,7 @@ struct TapeBuilder: ~Copyable {
       if !at(UInt8(ascii: ":"), &flags) { throw fail("expected ':'") }
       i += 1
       if i < count, base[i] <= 0x20, skipWhitespace() { flags |= JSONNode.nonCanonical }
-      if try value() { flags |= JSONNode.nonCanonical }
+      if try member() { flags |= JSONNode.nonCanonical }
       if at(UInt8(ascii: ","), &flags) {
         i += 1
         continue
@@ -181,7 +195,7 @@ struct TapeBuilder: ~Copyable {
         error.batchLimit = maxBatch
         throw error
       }
-      if try value() { flags |= JSONNode.nonCanonical }
+      if try member() { flags |= JSONNode.nonCanonical }
       if at(UInt8(ascii: ","), &flags) {
         i += 1
         continue
