@@ -14,24 +14,35 @@ package enum SaveCustomEvent: RPCMethod {
     let time = params.string("time").flatMap { CustomEventRules.checkTime($0, issues: &params.issues) }
     let user = params.userNode()
     let clientID = params.clientID()
-    var body: [UInt8] = []
-    body.reserveCapacity(96 + (properties.map { tape.text($0).count } ?? 0) + (name.map { tape.text($0).count } ?? 0))
-    body.appendUser(user, from: tape)
-    body.appendRaw(",\"name\":")
-    if let name {
-      CustomEventRules.checkName(tape, name, issues: &params.issues)
-      tape.encode(name, into: &body)
-    }
-    body.appendRaw(",\"properties\":")
-    if let properties {
-      CustomEventRules.checkProperties(tape, properties, limits: service.config.domain, issues: &params.issues, into: &body)
-    } else {
-      body.appendASCII("{}")
-    }
+    var body = Self.body(
+      tape, name: name, properties: properties, user: user, limits: service.config.domain, issues: &params.issues)
     let warnings = try params.finish()
     body.appendRaw(",\"time\":")
     body.appendTime(ms: time ?? service.clock.now())
     return try service.save(
       kind: .customEvent, clientID: clientID, user: user?.user, attribute: nil, body: body, warnings: warnings)
+  }
+
+  /// The item's members up to `time`: `,"user":…,"name":…,"properties":…`, checked by the event rules
+  /// on the way. Shared by `handle` and the fast path (`SaveCustomEvent+Fast.swift`).
+  static func body(
+    _ tape: JSONTape, name: Int?, properties: Int?, user: (user: UserIdentifier, node: Int)?, limits: DomainLimits,
+    issues: inout Issues
+  ) -> [UInt8] {
+    var body: [UInt8] = []
+    body.reserveCapacity(96 + (properties.map { tape.text($0).count } ?? 0) + (name.map { tape.text($0).count } ?? 0))
+    body.appendUser(user, from: tape)
+    body.appendRaw(",\"name\":")
+    if let name {
+      CustomEventRules.checkName(tape, name, issues: &issues)
+      tape.encode(name, into: &body)
+    }
+    body.appendRaw(",\"properties\":")
+    if let properties {
+      CustomEventRules.checkProperties(tape, properties, limits: limits, issues: &issues, into: &body)
+    } else {
+      body.appendASCII("{}")
+    }
+    return body
   }
 }
