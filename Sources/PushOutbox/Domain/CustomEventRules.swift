@@ -46,6 +46,7 @@ package enum CustomEventRules {
     var keyIssues = Issues()
     for (k, v) in tape.members(n) {
       count += 1
+      if EventValue.isPlainScalar(tape, v), isPlainKey(tape, k) { continue }  // the common case, no calls
       checkKey(tape, k, parent: { "properties" }, topLevel: true, issues: &keyIssues)
       EventValue.check(
         tape, v, path: { [unowned(unsafe) tape] in joinPath("properties", tape.string(k)) }, policy: limits.strings,
@@ -54,14 +55,24 @@ package enum CustomEventRules {
     if count > maxProperties {
       issues.error("properties", "too_many_properties", "\(count) properties; Braze allows at most \(maxProperties)")
     }
-    issues.errors += keyIssues.errors
-    issues.warnings += keyIssues.warnings
+    if !keyIssues.errors.isEmpty { issues.errors += keyIssues.errors }
+    if !keyIssues.warnings.isEmpty { issues.warnings += keyIssues.warnings }
     let start = out.count
     if truncated { EventValue.writeTruncated(tape, n, into: &out) } else { tape.encode(n, into: &out) }
     let size = out.count - start
     if size > limits.maxPropertiesBytes {
       issues.error("properties", "properties_too_large", "properties take \(size) bytes as compact JSON; the limit is \(limits.maxPropertiesBytes)")
     }
+  }
+
+  /// A top-level key that passes every key rule, decided on its raw bytes: 1–255 bytes without
+  /// escapes, no leading `$`, not `time` or `event_name`. False means "check it", not "invalid".
+  @inline(__always)
+  static func isPlainKey(_ tape: JSONTape, _ k: Int) -> Bool {
+    guard !tape.isEscaped(k) else { return false }
+    let raw = tape.rawContents(k)
+    return raw.count > 0 && raw.count <= TextLimit.maxCharacters && raw[0] != UInt8(ascii: "$")
+      && !tape.stringEquals(k, "time") && !tape.stringEquals(k, "event_name")
   }
 
   /// Checks the optional `time` param: an ISO 8601 date-time (see `ISO8601`), as milliseconds
@@ -118,6 +129,14 @@ package enum CustomEventRules {
 
 /// Value rules for event properties, recursive through nested objects and arrays.
 enum EventValue {
+  /// A value no rule can refuse: a number, a boolean, or an unescaped string of at most 255 bytes.
+  @inline(__always)
+  static func isPlainScalar(_ tape: JSONTape, _ n: Int) -> Bool {
+    let lead = tape.lead(n)
+    if lead == UInt8(ascii: "\"") { return !tape.isEscaped(n) && tape.rawContents(n).count <= TextLimit.maxCharacters }
+    return lead == UInt8(ascii: "t") || lead == UInt8(ascii: "f") || lead == UInt8(ascii: "-") || lead &- 48 < 10
+  }
+
   /// Checks the value at node `n`; sets `truncated` when a string inside it must be cut (`--strings truncate`).
   static func check(
     _ tape: JSONTape, _ n: Int, path: () -> String, policy: StringPolicy, truncated: inout Bool, issues: inout Issues
