@@ -116,3 +116,15 @@ import Testing
     #expect(rest.at("result.items")?.arrayValue?.map { $0["seq"] } == [.int(3), .int(4), .int(5)])
   }
 }
+
+/// A batch over `--max-batch` is refused while it is read: the rest of the line is never parsed.
+@Suite struct BatchLimitTests {
+  @Test func theReaderStopsAtTheFirstMemberOverTheLimit() throws {
+    let server = InProcessServer { $0.maxBatch = 2 }
+    let member = #"{"jsonrpc":"2.0","id":1,"method":"status"}"#
+    let reply = try server.call("[\(member),\(member),\(member), this is not JSON")
+    #expect(reply.at("error.code") == .int(-32600))
+    let ok = try server.call("[\(member),\(member)]")
+    #expect(ok.arrayValue?.count == 2)
+  }
+}

@@ -49,6 +49,13 @@ package enum CustomAttributeRules {
       return setValue(value, limits: limits, issues: &issues)
     case .inc:
       if case .int = value { return value }
+      if case .number(let text) = value, JSONValue.isIntegerText(text), text != "-0" {
+        issues.errors.append(
+          Issue(
+            path: "value", code: "out_of_range", message: "op inc takes an integer from \(Int64.min) to \(Int64.max)",
+            extra: [JSONMember("min", .int(.min)), JSONMember("max", .int(.max))]))
+        return value
+      }
       issues.error("value", "wrong_type", "op inc takes an integer (Braze increments only integers), not \(value.typeName)")
       return value
     case .add, .remove:
@@ -69,11 +76,11 @@ package enum CustomAttributeRules {
     } else if !TextLimit.fits(key) {
       issues.error("key", "key_too_long", "the key has \(TextLimit.characterCount(key)) characters; Braze allows at most \(TextLimit.maxCharacters)")
     }
-    if UserField(rawValue: key) != nil {
+    if key.isASCII, UserField(rawValue: key) != nil {
       issues.error("key", "reserved_user_field", "\"\(key)\" is a default Braze user field; use saveUserAttribute with field \"\(key)\"")
-    } else if reservedOperators.contains(key) {
+    } else if key.isASCII, reservedOperators.contains(key) {
       issues.error("key", "reserved_key", "\"\(key)\" is a reserved Braze operator")
-    } else if reservedKeys.contains(key) {
+    } else if key.isASCII, reservedKeys.contains(key) {
       issues.error("key", "reserved_key", "\"\(key)\" is reserved in Braze's /users/track attributes object")
     }
   }

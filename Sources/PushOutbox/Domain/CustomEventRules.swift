@@ -12,43 +12,67 @@ package enum CustomEventRules {
   /// "up to 256 distinct custom event properties" (`custom_events.md`).
   package static let maxProperties = 256
 
-  /// Checks `name` and `properties`, adding every problem to `issues`.
-  ///
-  /// Error codes: `name_empty`, `name_too_long`, `name_dollar_prefix`, `too_many_properties`,
-  /// `properties_too_large`, `key_empty`, `key_too_long`, `key_dollar_prefix`, `reserved_property_key`,
-  /// `null_value`, `string_too_long`, `datetime_in_array`, `invalid_array_element`.
-  /// Warning (with `--strings truncate`): `string_truncated`.
+  /// Checks `name` and `properties`, adding every problem to `issues` (a tree-based entry point over
+  /// `checkName` and `checkProperties`, which are the rules).
   ///
   /// Returns the properties to store, in order: `properties` itself unless a string was truncated.
   package static func check(
     name: String, properties: [JSONMember], limits: DomainLimits, issues: inout Issues
   ) -> [JSONMember] {
-    checkName(name, issues: &issues)
-    if properties.count > maxProperties {
-      issues.error("properties", "too_many_properties", "\(properties.count) properties; Braze allows at most \(maxProperties)")
-    }
-    var replaced: [JSONMember]? = nil  // a copy is made only when a value changes
-    var bound = 2  // an upper bound of the compact size, O(1) per scalar value
-    let policy = limits.strings
-    for i in properties.indices {
-      let key = properties[i].key
-      checkKey(key, parent: { "properties" }, topLevel: true, issues: &issues)
-      bound += JSONSize.stringBound(key) + 2
-      if let value = EventValue.check(
-        properties[i].value, path: { joinPath("properties", key) }, policy: policy, bound: &bound, issues: &issues)
-      {
-        if replaced == nil { replaced = properties }
-        replaced![i].value = value
+    let nameBytes = JSONValue.string(name).jsonBytes
+    let propertyBytes = JSONValue.object(properties).jsonBytes
+    var out: [UInt8] = []
+    nameBytes.withUnsafeBufferPointer { nameBuffer in
+      propertyBytes.withUnsafeBufferPointer { buffer in
+        guard let nameTape = try? JSONTape(nameBuffer), let tape = try? JSONTape(buffer, maxDepth: 1000) else { return }
+        checkName(nameTape, nameTape.root, issues: &issues)
+        checkProperties(tape, tape.root, limits: limits, issues: &issues, into: &out)
       }
     }
-    let result = replaced ?? properties
-    if bound > limits.maxPropertiesBytes {
-      let size = JSONSize.object(result)
-      if size > limits.maxPropertiesBytes {
-        issues.error("properties", "properties_too_large", "properties take \(size) bytes as compact JSON; the limit is \(limits.maxPropertiesBytes)")
-      }
+    return (try? JSONReader.parse(out, maxDepth: 1000))?.objectValue ?? properties
+  }
+
+  /// Checks the properties object at node `n` and appends its compact JSON to `out`: the input
+  /// text itself when it is canonical and nothing was truncated.
+  ///
+  /// Error codes: `too_many_properties`, `properties_too_large`, `key_empty`, `key_too_long`,
+  /// `key_dollar_prefix`, `reserved_property_key`, `null_value`, `string_too_long`,
+  /// `datetime_in_array`, `invalid_array_element`. Warning (with `--strings truncate`): `string_truncated`.
+  package static func checkProperties(
+    _ tape: JSONTape, _ n: Int, limits: DomainLimits, issues: inout Issues, into out: inout [UInt8]
+  ) {
+    var truncated = false
+    var count = 0
+    var keyIssues = Issues()
+    for (k, v) in tape.members(n) {
+      count += 1
+      if EventValue.isPlainScalar(tape, v), isPlainKey(tape, k) { continue }  // the common case, no calls
+      checkKey(tape, k, parent: { "properties" }, topLevel: true, issues: &keyIssues)
+      EventValue.check(
+        tape, v, path: { [unowned(unsafe) tape] in joinPath("properties", tape.string(k)) }, policy: limits.strings,
+        truncated: &truncated, issues: &keyIssues)
     }
-    return result
+    if count > maxProperties {
+      issues.error("properties", "too_many_properties", "\(count) properties; Braze allows at most \(maxProperties)")
+    }
+    if !keyIssues.errors.isEmpty { issues.errors += keyIssues.errors }
+    if !keyIssues.warnings.isEmpty { issues.warnings += keyIssues.warnings }
+    let start = out.count
+    if truncated { EventValue.writeTruncated(tape, n, into: &out) } else { tape.encode(n, into: &out) }
+    let size = out.count - start
+    if size > limits.maxPropertiesBytes {
+      issues.error("properties", "properties_too_large", "properties take \(size) bytes as compact JSON; the limit is \(limits.maxPropertiesBytes)")
+    }
+  }
+
+  /// A top-level key that passes every key rule, decided on its raw bytes: 1–255 bytes without
+  /// escapes, no leading `$`, not `time` or `event_name`. False means "check it", not "invalid".
+  @inline(__always)
+  static func isPlainKey(_ tape: JSONTape, _ k: Int) -> Bool {
+    guard !tape.isEscaped(k) else { return false }
+    let raw = tape.rawContents(k)
+    return raw.count > 0 && raw.count <= TextLimit.maxCharacters && raw[0] != UInt8(ascii: "$")
+      && !tape.stringEquals(k, "time") && !tape.stringEquals(k, "event_name")
   }
 
   /// Checks the optional `time` param: an ISO 8601 date-time (see `ISO8601`), as milliseconds
@@ -59,108 +83,129 @@ package enum CustomEventRules {
     return nil
   }
 
-  static func checkName(_ name: String, issues: inout Issues) {
-    if name.isEmpty {
-      issues.error("name", "name_empty", "the event name must not be empty")
-    } else if !TextLimit.fits(name) {
-      issues.error("name", "name_too_long", "the event name has \(TextLimit.characterCount(name)) characters; Braze allows at most \(TextLimit.maxCharacters)")
-    }
-    if name.utf8.first == UInt8(ascii: "$") {
-      issues.error("name", "name_dollar_prefix", "the event name must not start with $")
+  /// Checks the event name at string node `n`.
+  static func checkName(_ tape: JSONTape, _ n: Int, issues: inout Issues) {
+    tape.withString(n) { name in
+      if name.isEmpty {
+        issues.error("name", "name_empty", "the event name must not be empty")
+      } else if !TextLimit.fits(name) {
+        issues.error("name", "name_too_long", "the event name has \(TextLimit.characterCount(name)) characters; Braze allows at most \(TextLimit.maxCharacters)")
+      }
+      if name.first == UInt8(ascii: "$") {
+        issues.error("name", "name_dollar_prefix", "the event name must not start with $")
+      }
     }
   }
 
-  /// The key rules for top-level and nested property keys; `time` and `event_name` are reserved at the top level only.
-  static func checkKey(_ key: String, parent: () -> String, topLevel: Bool, issues: inout Issues) {
-    if key.isEmpty {
-      issues.error(parent(), "key_empty", "property keys must not be empty")
-      return
+  /// The key rules for top-level and nested property keys (string node `k`); `time` and `event_name`
+  /// are reserved at the top level only. Keys compare by code points.
+  static func checkKey(_ tape: JSONTape, _ k: Int, parent: () -> String, topLevel: Bool, issues: inout Issues) {
+    if !tape.isEscaped(k) {  // the common case, decided on the raw bytes
+      let raw = tape.rawContents(k)
+      if raw.count > 0, raw.count <= TextLimit.maxCharacters, raw[0] != UInt8(ascii: "$"),
+        !topLevel || !(tape.stringEquals(k, "time") || tape.stringEquals(k, "event_name"))
+      {
+        return
+      }
     }
-    if !TextLimit.fits(key) {
-      issues.error(joinPath(parent(), key), "key_too_long", "the key has \(TextLimit.characterCount(key)) characters; Braze allows at most \(TextLimit.maxCharacters)")
-    }
-    if key.utf8.first == UInt8(ascii: "$") {
-      issues.error(joinPath(parent(), key), "key_dollar_prefix", "property keys must not start with $")
-    }
-    if topLevel && (key == "time" || key == "event_name") {
-      issues.error(joinPath(parent(), key), "reserved_property_key", "\"\(key)\" is reserved by Braze and cannot be a property key")
+    tape.withString(k) { key in
+      if key.isEmpty {
+        issues.error(parent(), "key_empty", "property keys must not be empty")
+        return
+      }
+      if !TextLimit.fits(key) {
+        issues.error(joinPath(parent(), tape.string(k)), "key_too_long", "the key has \(TextLimit.characterCount(key)) characters; Braze allows at most \(TextLimit.maxCharacters)")
+      }
+      if key.first == UInt8(ascii: "$") {
+        issues.error(joinPath(parent(), tape.string(k)), "key_dollar_prefix", "property keys must not start with $")
+      }
+      if topLevel && (tape.stringEquals(k, "time") || tape.stringEquals(k, "event_name")) {
+        let name = tape.string(k)
+        issues.error(joinPath(parent(), name), "reserved_property_key", "\"\(name)\" is reserved by Braze and cannot be a property key")
+      }
     }
   }
 }
 
 /// Value rules for event properties, recursive through nested objects and arrays.
 enum EventValue {
-  /// Checks one value; returns a replacement only when a string inside it was truncated.
-  /// `bound` grows by an upper bound of the value's compact JSON size.
+  /// A value no rule can refuse: a number, a boolean, or an unescaped string of at most 255 bytes.
+  @inline(__always)
+  static func isPlainScalar(_ tape: JSONTape, _ n: Int) -> Bool {
+    let lead = tape.lead(n)
+    if lead == UInt8(ascii: "\"") { return !tape.isEscaped(n) && tape.rawContents(n).count <= TextLimit.maxCharacters }
+    return lead == UInt8(ascii: "t") || lead == UInt8(ascii: "f") || lead == UInt8(ascii: "-") || lead &- 48 < 10
+  }
+
+  /// Checks the value at node `n`; sets `truncated` when a string inside it must be cut (`--strings truncate`).
   static func check(
-    _ value: JSONValue, path: () -> String, policy: StringPolicy, bound: inout Int, issues: inout Issues
-  ) -> JSONValue? {
-    switch value {
-    case .null:
-      bound += 4
+    _ tape: JSONTape, _ n: Int, path: () -> String, policy: StringPolicy, truncated: inout Bool, issues: inout Issues
+  ) {
+    let lead = tape.lead(n)
+    if lead == UInt8(ascii: "\""), !tape.isEscaped(n), tape.rawContents(n).count <= TextLimit.maxCharacters { return }
+    switch lead {
+    case UInt8(ascii: "n"):
       issues.error(path(), "null_value", "null is not a property value; leave the property out instead")
-    case .bool: bound += 5
-    case .int: bound += 20
-    case .number(let text): bound += text.utf8.count
-    case .string(let s):
-      bound += JSONSize.stringBound(s)
-      return TextLimit.checkValue(s, path: path, policy: policy, issues: &issues).map(JSONValue.string)
-    case .array(let items):
-      return array(items, path: path, policy: policy, bound: &bound, issues: &issues).map(JSONValue.array)
-    case .object(let members):
-      return object(members, path: path, policy: policy, bound: &bound, issues: &issues).map(JSONValue.object)
+    case UInt8(ascii: "\""):
+      if tape.withString(n, { TextLimit.check($0, path: path, policy: policy, issues: &issues) }) { truncated = true }
+    case UInt8(ascii: "["):
+      var i = 0
+      for (_, v) in tape.elements(n) {
+        defer { i += 1 }
+        let index = i
+        if tape.isNull(v) || tape.isArray(v) {
+          issues.error(joinPath(path(), index: index), "invalid_array_element", "array elements must be strings, numbers, booleans or objects, not \(tape.typeName(v))")
+          continue
+        }
+        if tape.isString(v), tape.withString(v, looksLikeDateTime) {
+          issues.error(joinPath(path(), index: index), "datetime_in_array", "Braze does not support datetimes inside arrays")
+        }
+        check(tape, v, path: { joinPath(path(), index: index) }, policy: policy, truncated: &truncated, issues: &issues)
+      }
+    case UInt8(ascii: "{"):
+      for (k, v) in tape.members(n) {
+        CustomEventRules.checkKey(tape, k, parent: path, topLevel: false, issues: &issues)
+        check(tape, v, path: { joinPath(path(), tape.string(k)) }, policy: policy, truncated: &truncated, issues: &issues)
+      }
+    default: break
     }
-    return nil
   }
 
-  /// A nested object: keys follow the key rules (no reserved names below the top level).
-  static func object(
-    _ members: [JSONMember], path: () -> String, policy: StringPolicy, bound: inout Int, issues: inout Issues
-  ) -> [JSONMember]? {
-    var replaced: [JSONMember]? = nil
-    bound += 2
-    for i in members.indices {
-      let key = members[i].key
-      CustomEventRules.checkKey(key, parent: path, topLevel: false, issues: &issues)
-      bound += JSONSize.stringBound(key) + 2
-      if let value = check(members[i].value, path: { joinPath(path(), key) }, policy: policy, bound: &bound, issues: &issues) {
-        if replaced == nil { replaced = members }
-        replaced![i].value = value
+  /// Writes node `n` compactly with every string over the limit cut to `TextLimit.maxCharacters`.
+  static func writeTruncated(_ tape: JSONTape, _ n: Int, into out: inout [UInt8]) {
+    switch tape.lead(n) {
+    case UInt8(ascii: "\""):
+      if tape.withString(n, { TextLimit.fits($0) }) { tape.encode(n, into: &out) } else {
+        out.appendJSONString(TextLimit.truncate(tape.string(n)))
       }
+    case UInt8(ascii: "{"):
+      out.append(UInt8(ascii: "{"))
+      for (index, (k, v)) in tape.members(n).enumerated() {
+        if index > 0 { out.append(UInt8(ascii: ",")) }
+        tape.encode(k, into: &out)
+        out.append(UInt8(ascii: ":"))
+        writeTruncated(tape, v, into: &out)
+      }
+      out.append(UInt8(ascii: "}"))
+    case UInt8(ascii: "["):
+      out.append(UInt8(ascii: "["))
+      for (index, (_, v)) in tape.elements(n).enumerated() {
+        if index > 0 { out.append(UInt8(ascii: ",")) }
+        writeTruncated(tape, v, into: &out)
+      }
+      out.append(UInt8(ascii: "]"))
+    default: tape.encode(n, into: &out)
     }
-    return replaced
-  }
-
-  /// An array: scalars or objects, no nulls, no nested arrays, no datetimes ("Not supported within arrays", `event_object.md`).
-  static func array(
-    _ items: [JSONValue], path: () -> String, policy: StringPolicy, bound: inout Int, issues: inout Issues
-  ) -> [JSONValue]? {
-    var replaced: [JSONValue]? = nil
-    bound += 2
-    for i in items.indices {
-      switch items[i] {
-      case .null, .array:
-        bound += items[i].encodedJSONSize + 1
-        let kind = items[i].typeName
-        issues.error(joinPath(path(), index: i), "invalid_array_element", "array elements must be strings, numbers, booleans or objects, not \(kind)")
-        continue
-      case .string(let s) where looksLikeDateTime(s):
-        issues.error(joinPath(path(), index: i), "datetime_in_array", "Braze does not support datetimes inside arrays")
-      default: break
-      }
-      bound += 1
-      if let value = check(items[i], path: { joinPath(path(), index: i) }, policy: policy, bound: &bound, issues: &issues) {
-        if replaced == nil { replaced = items }
-        replaced![i] = value
-      }
-    }
-    return replaced
   }
 
   /// A string Braze would read as a datetime: a full ISO 8601 date-time.
+  static func looksLikeDateTime(_ s: UnsafeBufferPointer<UInt8>) -> Bool {
+    guard s.count >= 16, s.count <= 40, s[4] == UInt8(ascii: "-") else { return false }
+    return ISO8601.parseDateTime(bytes: s) != nil
+  }
+
   static func looksLikeDateTime(_ s: String) -> Bool {
-    let u = s.utf8
-    guard u.count >= 16, u.count <= 40, u.dropFirst(4).first == UInt8(ascii: "-") else { return false }
-    return ISO8601.parseDateTime(s) != nil
+    var copy = s
+    return copy.withUTF8 { looksLikeDateTime($0) }
   }
 }

@@ -46,6 +46,39 @@ package enum TextLimit {
     return n
   }
 
+  /// The number of Unicode scalars in UTF-8 `bytes`.
+  package static func characterCount(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+    var n = 0
+    for b in bytes where b & 0xC0 != 0x80 { n += 1 }
+    return n
+  }
+
+  /// True when UTF-8 `bytes` hold at most `max` characters. O(1) for at most `max` bytes.
+  @inline(__always)
+  package static func fits(_ bytes: UnsafeBufferPointer<UInt8>, max: Int = maxCharacters) -> Bool {
+    if bytes.count <= max { return true }
+    if bytes.count > max * 4 { return false }
+    return characterCount(bytes) <= max
+  }
+
+  /// `checkValue` for UTF-8 `bytes`: adds `string_too_long` (reject) or `string_truncated` (truncate)
+  /// for an over-long value; returns true when the value must be truncated.
+  @inline(__always)
+  package static func check(
+    _ bytes: UnsafeBufferPointer<UInt8>, path: () -> String, policy: StringPolicy, issues: inout Issues
+  ) -> Bool {
+    if fits(bytes) { return false }
+    let count = characterCount(bytes)
+    switch policy {
+    case .reject:
+      issues.error(path(), "string_too_long", "string has \(count) characters; Braze allows at most \(maxCharacters)")
+      return false
+    case .truncate:
+      issues.warn(path(), "string_truncated", "string of \(count) characters was truncated to \(maxCharacters)")
+      return true
+    }
+  }
+
   /// True when `s` has at most `max` characters. O(1) for strings of at most `max` bytes.
   @inline(__always)
   package static func fits(_ s: String, max: Int = maxCharacters) -> Bool {

@@ -41,6 +41,13 @@ package struct Issues: Sendable {
   }
 }
 
+extension String {
+  /// True when every byte is ASCII. Every name table here (user fields, reserved keys, ISO codes,
+  /// time zones) is ASCII, and for ASCII text `==` is byte equality; gating lookups on this keeps
+  /// canonically equivalent non-ASCII text (`"\u{212A}"`, the Kelvin sign, equals `"K"`) from matching.
+  package var isASCII: Bool { utf8.allSatisfy { $0 < 0x80 } }
+}
+
 /// Joins a parent path and a member key: `properties` + `step` → `properties.step`.
 package func joinPath(_ parent: String, _ key: String) -> String {
   parent.isEmpty ? key : parent + "." + key

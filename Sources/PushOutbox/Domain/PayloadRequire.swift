@@ -37,7 +37,7 @@ enum PayloadRequire {
         issues.error(path, "wrong_type", "a required type must be a string (one of \(names)), not \(m.value.typeName)")
         continue
       }
-      guard let type = PayloadType(rawValue: name) else {
+      guard name.isASCII, let type = PayloadType(rawValue: name) else {
         issues.error(path, "unknown_type", "unknown type \"\(name)\"; use one of \(names)")
         continue
       }

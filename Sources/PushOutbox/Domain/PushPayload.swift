@@ -33,7 +33,7 @@ package enum PushPayload {
     let ab = members["ab"]?.objectValue
     let brazeId = brazeID(members["braze_id"], warnings: &warnings)
     let category = aps["category"]?.stringValue
-    if let category, let registered, !registered.contains(category) {
+    if let category, let registered, !registered.contains(where: { sameText($0, category) }) {
       warnings.append(warning("category_not_registered", nil, "category \"\(category)\" is not among the registered categories"))
     }
     let size = JSONSize.object(members)
@@ -54,7 +54,7 @@ package enum PushPayload {
       JSONMember("deepLink", members["ab_uri"]?.stringValue.map(JSONValue.string) ?? .null),
       JSONMember("attachment", attachment(ab?["att"])),
       JSONMember("brazeId", brazeId.map(JSONValue.string) ?? .null),
-      JSONMember("extras", .object(members.filter { !reservedKeys.contains($0.key) })),
+      JSONMember("extras", .object(members.filter { !($0.key.isASCII && reservedKeys.contains($0.key)) })),
       JSONMember("values", .object(values)),
       JSONMember("warnings", .array(warnings)),
     ])

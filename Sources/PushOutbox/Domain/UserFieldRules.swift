@@ -33,7 +33,7 @@ package enum UserFieldRules {
   package static func check(
     field: String, value: JSONValue, limits: DomainLimits, issues: inout Issues
   ) -> (field: UserField, value: JSONValue)? {
-    guard let userField = UserField(rawValue: field) else {
+    guard field.isASCII, let userField = UserField(rawValue: field) else {
       let allowed = UserField.allCases.map(\.rawValue).joined(separator: ", ")
       issues.error("field", "unknown_field", "unknown user field \"\(field)\"; allowed: \(allowed) (use saveCustomAttribute for custom keys)")
       return nil
@@ -69,10 +69,10 @@ package enum UserFieldRules {
       return ISO8601.isDate(s) ? .string(s) : invalid("invalid_date", "dob must be a real date YYYY-MM-DD", &issues)
     case .country:
       let upper = asciiCased(s, upper: true)
-      return ISOCodes.countries.contains(upper) ? .string(upper) : invalid("invalid_country", "country must be an ISO 3166-1 alpha-2 code such as US", &issues)
+      return upper.isASCII && ISOCodes.countries.contains(upper) ? .string(upper) : invalid("invalid_country", "country must be an ISO 3166-1 alpha-2 code such as US", &issues)
     case .language:
       let lower = asciiCased(s, upper: false)
-      return ISOCodes.languages.contains(lower) ? .string(lower) : invalid("invalid_language", "language must be an ISO 639-1 code such as en", &issues)
+      return lower.isASCII && ISOCodes.languages.contains(lower) ? .string(lower) : invalid("invalid_language", "language must be an ISO 639-1 code such as en", &issues)
     case .time_zone:
       return timeZone(s).map(JSONValue.string) ?? invalid("invalid_time_zone", "time_zone must be an IANA time zone name such as America/New_York", &issues)
     case .email_subscribe, .push_subscribe:
@@ -137,6 +137,7 @@ package enum UserFieldRules {
   }
 
   static func timeZone(_ s: String) -> String? {
+    guard s.isASCII else { return nil }
     if TimeZoneNames.all.contains(s) { return s }
     let lower = asciiCased(s, upper: false)
     return TimeZoneNames.all.first { asciiCased($0, upper: false) == lower }

@@ -3,7 +3,9 @@
 /// `email`, or `phone`"; alias per `user_alias_object.md`).
 ///
 /// Values are kept exactly as given (no trimming or case folding), because Braze matches them exactly.
-package enum UserIdentifier: Sendable, Hashable {
+/// Identity is by code points: `==`, hashing and `key` compare UTF-8 bytes, so `"\u00c5"` and
+/// `"A\u030a"` are two users, as they are to Braze.
+package enum UserIdentifier: Sendable {
   case externalId(String)
   case brazeId(String)
   case alias(name: String, label: String)
@@ -18,74 +20,134 @@ package enum UserIdentifier: Sendable, Hashable {
   ///
   /// Problems go into `issues` with paths below `path` (`user.alias.name`), codes
   /// `wrong_type`, `unknown_key`, `missing`, `ambiguous_identifier`, `empty`. Returns nil on any problem.
-  package static func parse(_ value: JSONValue, path: String, issues: inout Issues) -> UserIdentifier? {
-    guard case .object(let members) = value else {
-      issues.error(path, "wrong_type", "\(path) must be an object with one of \(wireKeys.joined(separator: ", ")), not \(value.typeName)")
+  package static func parse(_ tape: JSONTape, _ n: Int, path: String, issues: inout Issues) -> UserIdentifier? {
+    guard tape.isObject(n) else {
+      issues.error(path, "wrong_type", "\(path) must be an object with one of \(wireKeys.joined(separator: ", ")), not \(tape.typeName(n))")
       return nil
     }
     let before = issues.errors.count
-    var found: [JSONMember] = []
-    for m in members {
-      if wireKeys.contains(m.key) {
-        found.append(m)
+    var found: (kind: Int, value: Int)? = nil
+    var foundCount = 0
+    for (k, v) in tape.members(n) {
+      if let kind = wireKind(tape, k) {
+        found = (kind, v)
+        foundCount += 1
       } else {
-        issues.error(joinPath(path, m.key), "unknown_key", "unknown identifier key \"\(m.key)\"; use one of \(wireKeys.joined(separator: ", "))")
+        let key = tape.string(k)
+        issues.error(joinPath(path, key), "unknown_key", "unknown identifier key \"\(key)\"; use one of \(wireKeys.joined(separator: ", "))")
       }
     }
-    guard found.count == 1 else {
-      if found.isEmpty {
+    guard let found, foundCount == 1 else {
+      if foundCount == 0 {
         issues.error(path, "missing", "\(path) needs one of \(wireKeys.joined(separator: ", "))")
       } else {
-        issues.error(path, "ambiguous_identifier", "\(path) must hold exactly one identifier, got \(found.map(\.key).joined(separator: ", "))")
+        let names = tape.members(n).compactMap { m in wireKind(tape, m.key).map { wireKeys[$0] } }
+        issues.error(path, "ambiguous_identifier", "\(path) must hold exactly one identifier, got \(names.joined(separator: ", "))")
       }
       return nil
     }
-    let m = found[0]
-    let result = identifier(key: m.key, value: m.value, path: joinPath(path, m.key), issues: &issues)
+    let result = identifier(kind: found.kind, tape, found.value, path: { joinPath(path, wireKeys[found.kind]) }, issues: &issues)
     return issues.errors.count == before ? result : nil
   }
 
-  private static func identifier(key: String, value: JSONValue, path: String, issues: inout Issues) -> UserIdentifier? {
-    if key == "alias" { return alias(value, path: path, issues: &issues) }
-    guard let s = nonEmptyString(value, path: path, issues: &issues) else { return nil }
-    switch key {
-    case "externalId": return .externalId(s)
-    case "brazeId": return .brazeId(s)
-    case "email": return .email(s)
+  /// The index in `wireKeys` of key node `k`, compared by code points.
+  private static func wireKind(_ tape: JSONTape, _ k: Int) -> Int? {
+    if tape.stringEquals(k, "externalId") { return 0 }
+    if tape.stringEquals(k, "brazeId") { return 1 }
+    if tape.stringEquals(k, "alias") { return 2 }
+    if tape.stringEquals(k, "email") { return 3 }
+    if tape.stringEquals(k, "phone") { return 4 }
+    return nil
+  }
+
+  /// `parse` for a value held as a tree (stored items).
+  package static func parse(_ value: JSONValue, path: String, issues: inout Issues) -> UserIdentifier? {
+    let bytes = value.jsonBytes
+    return bytes.withUnsafeBufferPointer { buffer in
+      guard let tape = try? JSONTape(buffer, maxDepth: 1000) else { return nil }
+      return parse(tape, tape.root, path: path, issues: &issues)
+    }
+  }
+
+  private static func identifier(
+    kind: Int, _ tape: JSONTape, _ n: Int, path: () -> String, issues: inout Issues
+  ) -> UserIdentifier? {
+    if kind == 2 { return alias(tape, n, path: path, issues: &issues) }
+    guard let s = nonEmptyString(tape, n, path: path, issues: &issues) else { return nil }
+    switch kind {
+    case 0: return .externalId(s)
+    case 1: return .brazeId(s)
+    case 3: return .email(s)
     default: return .phone(s)
     }
   }
 
-  private static func alias(_ value: JSONValue, path: String, issues: inout Issues) -> UserIdentifier? {
-    guard case .object(let members) = value else {
-      issues.error(path, "wrong_type", "\(path) must be an object {name, label}, not \(value.typeName)")
+  private static func alias(_ tape: JSONTape, _ n: Int, path: () -> String, issues: inout Issues) -> UserIdentifier? {
+    guard tape.isObject(n) else {
+      issues.error(path(), "wrong_type", "\(path()) must be an object {name, label}, not \(tape.typeName(n))")
       return nil
     }
-    for m in members where m.key != "name" && m.key != "label" {
-      issues.error(joinPath(path, m.key), "unknown_key", "unknown alias key \"\(m.key)\"; use name and label")
-    }
-    var parts: [String] = []
-    for key in ["name", "label"] {
-      let p = joinPath(path, key)
-      guard let v = members[key] else {
-        issues.error(p, "missing", "\(p) is required")
-        continue
+    var nameNode: Int? = nil
+    var labelNode: Int? = nil
+    for (k, v) in tape.members(n) {
+      if tape.stringEquals(k, "name") {
+        nameNode = nameNode ?? v
+      } else if tape.stringEquals(k, "label") {
+        labelNode = labelNode ?? v
+      } else {
+        let key = tape.string(k)
+        issues.error(joinPath(path(), key), "unknown_key", "unknown alias key \"\(key)\"; use name and label")
       }
-      if let s = nonEmptyString(v, path: p, issues: &issues) { parts.append(s) }
     }
-    return parts.count == 2 ? .alias(name: parts[0], label: parts[1]) : nil
+    let name = part(tape, nameNode, path: { joinPath(path(), "name") }, issues: &issues)
+    let label = part(tape, labelNode, path: { joinPath(path(), "label") }, issues: &issues)
+    guard let name, let label else { return nil }
+    return .alias(name: name, label: label)
   }
 
-  private static func nonEmptyString(_ value: JSONValue, path: String, issues: inout Issues) -> String? {
-    guard case .string(let s) = value else {
-      issues.error(path, "wrong_type", "\(path) must be a string, not \(value.typeName)")
+  private static func part(_ tape: JSONTape, _ n: Int?, path: () -> String, issues: inout Issues) -> String? {
+    guard let n else {
+      issues.error(path(), "missing", "\(path()) is required")
       return nil
     }
-    guard !s.isEmpty else {
-      issues.error(path, "empty", "\(path) must not be empty")
+    return nonEmptyString(tape, n, path: path, issues: &issues)
+  }
+
+  private static func nonEmptyString(_ tape: JSONTape, _ n: Int, path: () -> String, issues: inout Issues) -> String? {
+    guard tape.isString(n) else {
+      issues.error(path(), "wrong_type", "\(path()) must be a string, not \(tape.typeName(n))")
       return nil
     }
-    return s
+    guard tape.text(n).count > 2 else {
+      issues.error(path(), "empty", "\(path()) must not be empty")
+      return nil
+    }
+    return tape.string(n)
+  }
+
+  /// True when the text of a user object that `parse` accepted is exactly what `appendJSON` writes:
+  /// compact, no escapes, and for an alias `name` before `label`.
+  package static func isWireForm(_ tape: JSONTape, _ n: Int) -> Bool {
+    guard tape.isCanonical(n) else { return false }
+    let value = n + 2
+    return !tape.isObject(value) || tape.stringEquals(value + 1, "name")
+  }
+
+  /// Appends `{"externalId":"u1"}` (the wire form) without building a tree.
+  package func appendJSON(to out: inout [UInt8]) {
+    switch self {
+    case .externalId(let s): out.appendASCII("{\"externalId\":"); out.appendJSONString(s)
+    case .brazeId(let s): out.appendASCII("{\"brazeId\":"); out.appendJSONString(s)
+    case .alias(let name, let label):
+      out.appendASCII("{\"alias\":{\"name\":")
+      out.appendJSONString(name)
+      out.appendASCII(",\"label\":")
+      out.appendJSONString(label)
+      out.append(UInt8(ascii: "}"))
+    case .email(let s): out.appendASCII("{\"email\":"); out.appendJSONString(s)
+    case .phone(let s): out.appendASCII("{\"phone\":"); out.appendJSONString(s)
+    }
+    out.append(UInt8(ascii: "}"))
   }
 
   /// The wire form: `{"externalId":"u1"}`, `{"alias":{"name":"n","label":"l"}}`.
@@ -112,15 +174,54 @@ package enum UserIdentifier: Sendable, Hashable {
     }
   }
 
-  /// A canonical grouping key, distinct for distinct identifiers: a kind letter, then the value;
-  /// an alias is `a:<UTF-8 length of name>:<name><label>`, so no choice of name and label collides.
+  /// A grouping key, distinct for distinct identifiers and equal only for identical code points:
+  /// a kind letter, then the value with every byte outside printable ASCII (and `%`, `:`) written `%XX`.
+  /// Being ASCII, it compares the same under `String ==` (canonical equivalence) as by bytes;
+  /// an alias is `a:<name>:<label>`, unambiguous because `:` is escaped inside the parts.
   package var key: String {
     switch self {
-    case .externalId(let s): "x:" + s
-    case .brazeId(let s): "b:" + s
-    case .alias(let name, let label): "a:" + String(name.utf8.count) + ":" + name + label
-    case .email(let s): "e:" + s
-    case .phone(let s): "p:" + s
+    case .externalId(let s): "x:" + Self.escaped(s)
+    case .brazeId(let s): "b:" + Self.escaped(s)
+    case .alias(let name, let label): "a:" + Self.escaped(name) + ":" + Self.escaped(label)
+    case .email(let s): "e:" + Self.escaped(s)
+    case .phone(let s): "p:" + Self.escaped(s)
+    }
+  }
+
+  private static func escaped(_ s: String) -> String {
+    func plain(_ b: UInt8) -> Bool { b > 0x20 && b < 0x7F && b != UInt8(ascii: "%") && b != UInt8(ascii: ":") }
+    if s.utf8.allSatisfy(plain) { return s }
+    let hex = Array("0123456789ABCDEF".utf8)
+    var out: [UInt8] = []
+    for b in s.utf8 {
+      if plain(b) {
+        out.append(b)
+      } else {
+        out.append(contentsOf: [UInt8(ascii: "%"), hex[Int(b >> 4)], hex[Int(b & 0xF)]])
+      }
+    }
+    return String(decoding: out, as: UTF8.self)
+  }
+}
+
+extension UserIdentifier: Hashable {
+  package static func == (a: UserIdentifier, b: UserIdentifier) -> Bool {
+    switch (a, b) {
+    case (.externalId(let x), .externalId(let y)), (.brazeId(let x), .brazeId(let y)), (.email(let x), .email(let y)),
+      (.phone(let x), .phone(let y)):
+      sameText(x, y)
+    case (.alias(let n1, let l1), .alias(let n2, let l2)): sameText(n1, n2) && sameText(l1, l2)
+    default: false
+    }
+  }
+
+  package func hash(into hasher: inout Hasher) {
+    switch self {
+    case .externalId(let s): hasher.combine(0); hashText(s, into: &hasher)
+    case .brazeId(let s): hasher.combine(1); hashText(s, into: &hasher)
+    case .alias(let n, let l): hasher.combine(2); hashText(n, into: &hasher); hashText(l, into: &hasher)
+    case .email(let s): hasher.combine(3); hashText(s, into: &hasher)
+    case .phone(let s): hasher.combine(4); hashText(s, into: &hasher)
     }
   }
 }

@@ -2,26 +2,25 @@
 package struct JSONParseError: Error, Sendable, Equatable {
   package var offset: Int
   package var reason: String
+  /// Set when a top-level array had more than `maxBatch` members; the read stopped there.
+  package var batchLimit: Int? = nil
 }
 
-/// A strict RFC 8259 reader over UTF-8 bytes.
+/// A strict RFC 8259 reader over UTF-8 bytes that builds a `JSONValue` tree.
 ///
 /// - Validates UTF-8 (no overlong forms, no surrogates, raw or escaped, unless paired).
 /// - Limits nesting to `maxDepth`, so deep input is an error, never a stack overflow.
 /// - Keeps object members in order, duplicates included, and reports whether any
-///   object held a duplicate key (`sawDuplicateKey`), so callers pay for a search only then.
+///   object held a duplicate key (`sawDuplicateKey`), comparing keys by code points.
+///
+/// It reads through `JSONTape` (the one grammar) and then builds the tree with exact capacities.
 package struct JSONReader: ~Copyable {
-  let base: UnsafePointer<UInt8>
-  let count: Int
-  var i = 0
-  private var depth = 0
+  let bytes: UnsafeBufferPointer<UInt8>
   private let maxDepth: Int
-  var scratch: [UInt8] = []
   package private(set) var sawDuplicateKey = false
 
   package init(_ bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int = 128) {
-    self.base = bytes.baseAddress ?? UnsafePointer(bitPattern: 1)!
-    self.count = bytes.count
+    self.bytes = bytes
     self.maxDepth = maxDepth
   }
 
@@ -38,27 +37,90 @@ package struct JSONReader: ~Copyable {
   }
 
   package mutating func parseDocument() throws(JSONParseError) -> JSONValue {
+    let tape = try JSONTape(bytes, maxDepth: maxDepth)
+    sawDuplicateKey = tape.sawDuplicateKey
+    return tape.value(tape.root)
+  }
+}
+
+/// Builds the nodes of a `JSONTape` in one pass.
+struct TapeBuilder: ~Copyable {
+  let base: UnsafePointer<UInt8>
+  let count: Int
+  var i = 0
+  private var depth = 0
+  private let maxDepth: Int
+  private let maxBatch: Int
+  var nodes: UnsafeMutablePointer<JSONNode>
+  private var capacity: Int
+  private(set) var nodeCount = 0
+  private(set) var sawDuplicateKey = false
+
+  /// Offsets must fit the 30-bit skip links and 32-bit offsets of `JSONNode`.
+  static let maxInput = 1 << 30
+
+  init(_ bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int, maxBatch: Int) {
+    self.base = bytes.baseAddress ?? UnsafePointer(bitPattern: 1)!
+    self.count = bytes.count
+    self.maxDepth = maxDepth
+    self.maxBatch = maxBatch
+    capacity = Swift.min(64, bytes.count / 2 + 2)
+    nodes = .allocate(capacity: capacity)
+  }
+
+  mutating func document() throws(JSONParseError) {
+    guard count < Self.maxInput else { throw JSONParseError(offset: 0, reason: "a JSON text of 1 GiB or more") }
     skipWhitespace()
-    let value = try parseValue()
+    _ = try value(topLevel: true)
     skipWhitespace()
     if i != count { throw fail("unexpected data after the JSON value") }
-    return value
   }
 
   // MARK: - Values
 
-  private mutating func parseValue() throws(JSONParseError) -> JSONValue {
+  /// Reads one value; returns true when its text is not canonical.
+  private mutating func value(topLevel: Bool = false) throws(JSONParseError) -> Bool {
     guard i < count else { throw fail("unexpected end of input") }
     switch base[i] {
-    case UInt8(ascii: "{"): return try parseObject()
-    case UInt8(ascii: "["): return try parseArray()
-    case UInt8(ascii: "\""): return .string(try parseString())
-    case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-    case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-    case UInt8(ascii: "n"): try literal("null"); return .null
-    case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
+    case UInt8(ascii: "{"): return try object()
+    case UInt8(ascii: "["): return try array(topLevel: topLevel)
+    case UInt8(ascii: "\""): return try string() != 0
+    case UInt8(ascii: "t"): try literal("true")
+    case UInt8(ascii: "f"): try literal("false")
+    case UInt8(ascii: "n"): try literal("null")
+    case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try number()
     default: throw fail("unexpected character")
     }
+    return false
+  }
+
+  /// A member value: strings and numbers without the dispatch of `value()`.
+  @inline(__always)
+  private mutating func member() throws(JSONParseError) -> Bool {
+    if i < count {
+      let b = base[i]
+      if b == UInt8(ascii: "\"") { return try string() != 0 }
+      if b &- 48 < 10 {
+        try number()
+        return false
+      }
+    }
+    return try value()
+  }
+
+  @inline(__always) mutating func pushNode(start: Int) -> Int {
+    if nodeCount == capacity { grow() }
+    nodes[nodeCount] = JSONNode(start: UInt32(truncatingIfNeeded: start), end: 0, aux: 0)
+    nodeCount += 1
+    return nodeCount - 1
+  }
+
+  private mutating func grow() {
+    let bigger = UnsafeMutablePointer<JSONNode>.allocate(capacity: capacity * 2)
+    bigger.moveInitialize(from: nodes, count: nodeCount)
+    nodes.deallocate()
+    nodes = bigger
+    capacity *= 2
   }
 
   private mutating func enter() throws(JSONParseError) {
@@ -66,76 +128,82 @@ package struct JSONReader: ~Copyable {
     if depth > maxDepth { throw fail("nesting deeper than \(maxDepth)") }
   }
 
-  private mutating func parseObject() throws(JSONParseError) -> JSONValue {
-    try enter()
+  private mutating func close(_ n: Int, flags: UInt32) {
     i += 1
-    var members: [JSONMember] = []
-    members.reserveCapacity(8)  // growing from empty reallocates three times for a typical object
-    var seen: Set<String>? = nil  // built only for large objects, to keep the duplicate check linear
-    skipWhitespace()
+    depth -= 1
+    nodes[n].end = UInt32(truncatingIfNeeded: i)
+    nodes[n].aux = UInt32(truncatingIfNeeded: nodeCount) | flags
+  }
+
+  private mutating func object() throws(JSONParseError) -> Bool {
+    try enter()
+    let n = pushNode(start: i)
+    i += 1
+    var flags: UInt32 = skipWhitespace() ? JSONNode.nonCanonical : 0
     if i < count, base[i] == UInt8(ascii: "}") {
-      i += 1
-      depth -= 1
-      return .object(members)
+      close(n, flags: flags)
+      return flags != 0
     }
+    var keys = KeyIndex()
+    defer { keys.release() }
     while true {
-      skipWhitespace()
-      guard i < count, base[i] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
-      let key = try parseString()
-      skipWhitespace()
-      guard i < count, base[i] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+      if !at(UInt8(ascii: "\""), &flags) { throw fail("expected a string key") }
+      let key = nodeCount
+      if try string() != 0 { flags |= JSONNode.nonCanonical }
+      if flags & JSONNode.duplicateKey == 0, keys.isDuplicate(key, object: n, builder: self) {
+        flags |= JSONNode.duplicateKey
+        sawDuplicateKey = true
+      }
+      if !at(UInt8(ascii: ":"), &flags) { throw fail("expected ':'") }
       i += 1
-      skipWhitespace()
-      let value = try parseValue()
-      noteKey(key, members: members, seen: &seen)
-      members.append(JSONMember(key, value))
-      skipWhitespace()
+      if i < count, base[i] <= 0x20, skipWhitespace() { flags |= JSONNode.nonCanonical }
+      if try member() { flags |= JSONNode.nonCanonical }
+      if at(UInt8(ascii: ","), &flags) {
+        i += 1
+        continue
+      }
       guard i < count else { throw fail("unterminated object") }
-      if base[i] == UInt8(ascii: ",") {
-        i += 1
-        continue
-      }
       guard base[i] == UInt8(ascii: "}") else { throw fail("expected ',' or '}'") }
-      i += 1
-      depth -= 1
-      return .object(members)
+      close(n, flags: flags)
+      return flags & JSONNode.nonCanonical != 0
     }
   }
 
-  private mutating func noteKey(_ key: String, members: [JSONMember], seen: inout Set<String>?) {
-    if sawDuplicateKey { return }
-    if members.count < 16 {
-      sawDuplicateKey = members.contains { $0.key == key }
-      return
-    }
-    if seen == nil { seen = Set(members.map(\.key)) }
-    sawDuplicateKey = !seen!.insert(key).inserted
+  /// True when the next byte, after any whitespace (which makes the container non-canonical), is `byte`.
+  @inline(__always)
+  private mutating func at(_ byte: UInt8, _ flags: inout UInt32) -> Bool {
+    if i < count, base[i] == byte { return true }
+    if skipWhitespace() { flags |= JSONNode.nonCanonical }
+    return i < count && base[i] == byte
   }
 
-  private mutating func parseArray() throws(JSONParseError) -> JSONValue {
+  private mutating func array(topLevel: Bool) throws(JSONParseError) -> Bool {
     try enter()
+    let n = pushNode(start: i)
     i += 1
-    var items: [JSONValue] = []
-    items.reserveCapacity(4)
-    skipWhitespace()
+    var flags: UInt32 = skipWhitespace() ? JSONNode.nonCanonical : 0
     if i < count, base[i] == UInt8(ascii: "]") {
-      i += 1
-      depth -= 1
-      return .array(items)
+      close(n, flags: flags)
+      return flags != 0
     }
+    var members = 0
     while true {
-      skipWhitespace()
-      items.append(try parseValue())
-      skipWhitespace()
-      guard i < count else { throw fail("unterminated array") }
-      if base[i] == UInt8(ascii: ",") {
+      if i < count, base[i] <= 0x20, skipWhitespace() { flags |= JSONNode.nonCanonical }
+      members += 1
+      if topLevel, members > maxBatch {
+        var error = fail("a batch of more than \(maxBatch) requests")
+        error.batchLimit = maxBatch
+        throw error
+      }
+      if try member() { flags |= JSONNode.nonCanonical }
+      if at(UInt8(ascii: ","), &flags) {
         i += 1
         continue
       }
+      guard i < count else { throw fail("unterminated array") }
       guard base[i] == UInt8(ascii: "]") else { throw fail("expected ',' or ']'") }
-      i += 1
-      depth -= 1
-      return .array(items)
+      close(n, flags: flags)
+      return flags & JSONNode.nonCanonical != 0
     }
   }
 
@@ -143,66 +211,51 @@ package struct JSONReader: ~Copyable {
     let n = word.utf8CodeUnitCount
     guard i + n <= count else { throw fail("invalid literal") }
     for k in 0..<n where base[i + k] != word.utf8Start[k] { throw fail("invalid literal") }
+    let node = pushNode(start: i)
     i += n
+    nodes[node].end = UInt32(truncatingIfNeeded: i)
   }
 
   // MARK: - Numbers
 
-  private mutating func parseNumber() throws(JSONParseError) -> JSONValue {
-    let start = i
-    var negative = false
-    if base[i] == UInt8(ascii: "-") {
-      negative = true
-      i += 1
-    }
+  private mutating func number() throws(JSONParseError) {
+    let node = pushNode(start: i)
+    if base[i] == UInt8(ascii: "-") { i += 1 }
     guard i < count, isDigit(base[i]) else { throw fail("invalid number") }
-    var magnitude: UInt64 = 0
-    var overflow = false
     if base[i] == UInt8(ascii: "0") {
       i += 1
       if i < count, isDigit(base[i]) { throw fail("leading zero in number") }
     } else {
-      while i < count, isDigit(base[i]) {
-        let (m1, o1) = magnitude.multipliedReportingOverflow(by: 10)
-        let (m2, o2) = m1.addingReportingOverflow(UInt64(base[i] &- 48))
-        overflow = overflow || o1 || o2
-        magnitude = m2
-        i += 1
-      }
+      while i < count, isDigit(base[i]) { i += 1 }
     }
-    var integral = true
     if i < count, base[i] == UInt8(ascii: ".") {
-      integral = false
       i += 1
       guard i < count, isDigit(base[i]) else { throw fail("digit expected after '.'") }
       while i < count, isDigit(base[i]) { i += 1 }
     }
-    if i < count, base[i] == UInt8(ascii: "e") || base[i] == UInt8(ascii: "E") {
-      integral = false
+    if i < count, base[i] | 0x20 == UInt8(ascii: "e") {
       i += 1
       if i < count, base[i] == UInt8(ascii: "+") || base[i] == UInt8(ascii: "-") { i += 1 }
       guard i < count, isDigit(base[i]) else { throw fail("digit expected in exponent") }
       while i < count, isDigit(base[i]) { i += 1 }
     }
-    if integral, !overflow {
-      if !negative, magnitude <= UInt64(Int64.max) { return .int(Int64(magnitude)) }
-      if negative, magnitude != 0, magnitude <= UInt64(Int64.max) + 1 {
-        return .int(magnitude == UInt64(Int64.max) + 1 ? .min : -Int64(magnitude))
-      }
-    }
-    return .number(String(decoding: UnsafeBufferPointer(start: base + start, count: i - start), as: UTF8.self))
+    nodes[node].end = UInt32(truncatingIfNeeded: i)
   }
 
   @inline(__always) func isDigit(_ b: UInt8) -> Bool { b &- 48 < 10 }
 
   // MARK: - Helpers
 
-  @inline(__always) private mutating func skipWhitespace() {
+  /// Skips whitespace; true when there was some.
+  @inline(__always) @discardableResult
+  private mutating func skipWhitespace() -> Bool {
+    let start = i
     while i < count {
       let b = base[i]
-      guard b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 else { return }
+      guard b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 else { break }
       i += 1
     }
+    return i != start
   }
 
   func fail(_ reason: String) -> JSONParseError {

@@ -1,17 +1,35 @@
-/// A valid JSON-RPC 2.0 request or notification.
-package struct Request: Sendable {
+/// A valid JSON-RPC 2.0 request or notification, pointing into the tape of its line.
+///
+/// Valid only while the line it was read from is (during `Server.handle(line:)`). A class, so
+/// passing it around costs one reference count instead of copying its parts.
+package final class Request: @unchecked Sendable {
   /// nil for a notification (no `id` member at all); `.null` for an explicit `"id": null`.
-  package var id: RequestID?
-  package var method: String
-  /// The `params` member: absent, an object (by name) or an array (by position).
-  package var params: JSONValue?
-  /// Set when the document held a duplicate key below the envelope; params are then searched.
-  package var mayHaveDuplicateKeys: Bool
+  package let id: RequestID?
+  /// The method name: one of the registered names' own strings when it is one, else made from its bytes.
+  package let method: String
+  /// The tape of the line, and the nodes of `method` and `params` (absent: -1) in it.
+  package let tape: JSONTape
+  let methodNode: Int
+  package let paramsNode: Int
+  /// Set when the line held a duplicate key below the envelope; params are then searched.
+  package let mayHaveDuplicateKeys: Bool
+
+  init(id: RequestID?, tape: JSONTape, methodNode: Int, paramsNode: Int, mayHaveDuplicateKeys: Bool) {
+    self.id = id
+    self.tape = tape
+    self.methodNode = methodNode
+    self.paramsNode = paramsNode
+    self.mayHaveDuplicateKeys = mayHaveDuplicateKeys
+    method = MethodTable.standard.name(tape, methodNode) ?? tape.string(methodNode)
+  }
 
   package var isNotification: Bool { id == nil }
+
+  /// The `params` member as a tree, for callers that want one.
+  package var params: JSONValue? { paramsNode < 0 ? nil : tape.value(paramsNode) }
 }
 
-/// What one JSON value read from the wire turned out to be.
+/// What one request-shaped value read from the wire turned out to be.
 package enum Envelope: Sendable {
   case request(Request)
   /// Not a valid request. Answered with `-32600` (or the given error), echoing the id when readable.
@@ -20,58 +38,94 @@ package enum Envelope: Sendable {
   /// so such input is logged and ignored; replying could loop between two peers.
   case response
 
-  /// Classifies one request-shaped value (a whole line, or one member of a batch).
-  package static func classify(_ value: JSONValue, duplicateKeys: Bool) -> Envelope {
-    guard case .object(let members) = value else {
+  /// Classifies node `n` of `tape` (a whole line, or one member of a batch).
+  package static func classify(_ tape: JSONTape, _ n: Int) -> Envelope {
+    guard tape.isObject(n) else {
       return .invalid(id: .null, .invalidRequest("a request must be a JSON object"))
     }
-    if duplicateKeys, let key = firstDuplicateKey(members) {
+    if tape.hasDuplicateKey(n), let key = tape.firstDuplicateKey(n) {
       return .invalid(id: .null, .invalidRequest("duplicate member \"\(key)\" in the request object"))
     }
+    var idNode = -1, methodNode = -1, paramsNode = -1, versionNode = -1
+    var sawResult = false
+    for (k, v) in tape.members(n) {
+      switch tape.rawContents(k).count {
+      case 2 where tape.stringEquals(k, "id"): idNode = v
+      case 6 where tape.stringEquals(k, "method"): methodNode = v
+      case 6 where tape.stringEquals(k, "params"): paramsNode = v
+      case 7 where tape.stringEquals(k, "jsonrpc"): versionNode = v
+      case 5 where tape.stringEquals(k, "error"), 6 where tape.stringEquals(k, "result"): sawResult = true
+      default:
+        if tape.isEscaped(k) { return classifySlowly(tape, n) }
+      }
+    }
+    return finish(tape, id: idNode, method: methodNode, params: paramsNode, version: versionNode, sawResult: sawResult)
+  }
+
+  /// An envelope with an escaped key: compare decoded keys (e.g. `"\u0069d"` is `id`).
+  private static func classifySlowly(_ tape: JSONTape, _ n: Int) -> Envelope {
+    var idNode = -1, methodNode = -1, paramsNode = -1, versionNode = -1
+    var sawResult = false
+    for (k, v) in tape.members(n) {
+      if tape.stringEquals(k, "id") { idNode = v }
+      if tape.stringEquals(k, "method") { methodNode = v }
+      if tape.stringEquals(k, "params") { paramsNode = v }
+      if tape.stringEquals(k, "jsonrpc") { versionNode = v }
+      if tape.stringEquals(k, "result") || tape.stringEquals(k, "error") { sawResult = true }
+    }
+    return finish(tape, id: idNode, method: methodNode, params: paramsNode, version: versionNode, sawResult: sawResult)
+  }
+
+  private static func finish(
+    _ tape: JSONTape, id idNode: Int, method methodNode: Int, params paramsNode: Int, version versionNode: Int,
+    sawResult: Bool
+  ) -> Envelope {
     var id: RequestID? = nil
-    if let rawID = members["id"] {
-      guard let valid = RequestID(rawID) else {
+    if idNode >= 0 {
+      guard let valid = RequestID(tape, idNode) else {
         return .invalid(id: .null, .invalidRequest("id must be a string, a number or null"))
       }
       id = valid
     }
-    let method = members["method"]
-    if method == nil, members["result"] != nil || members["error"] != nil { return .response }
-    guard members["jsonrpc"] == .string("2.0") else {
+    if methodNode < 0, sawResult { return .response }
+    guard versionNode >= 0, tape.isString(versionNode), tape.stringEquals(versionNode, "2.0") else {
       return .invalid(id: id ?? .null, .invalidRequest("jsonrpc must be exactly \"2.0\""))
     }
-    guard case .string(let name)? = method else {
+    guard methodNode >= 0, tape.isString(methodNode) else {
       return .invalid(id: id ?? .null, .invalidRequest("method must be a string"))
     }
-    let params = members["params"]
-    switch params {
-    case nil, .object?, .array?: break
-    default: return .invalid(id: id ?? .null, .invalidRequest("params must be an object or an array when present"))
+    if paramsNode >= 0, !tape.isObject(paramsNode), !tape.isArray(paramsNode) {
+      return .invalid(id: id ?? .null, .invalidRequest("params must be an object or an array when present"))
     }
-    return .request(Request(id: id, method: name, params: params, mayHaveDuplicateKeys: duplicateKeys))
-  }
-
-  /// The first key that appears twice among `members`.
-  package static func firstDuplicateKey(_ members: [JSONMember]) -> String? {
-    var seen = Set<String>()
-    for member in members where !seen.insert(member.key).inserted { return member.key }
-    return nil
+    return .request(
+      Request(
+        id: id, tape: tape, methodNode: methodNode, paramsNode: paramsNode, mayHaveDuplicateKeys: tape.sawDuplicateKey))
   }
 }
 
-/// Finds the path of the first duplicate key anywhere inside `value`, e.g. `properties.step`.
-package func duplicateKeyPath(in value: JSONValue, path: String = "") -> String? {
-  switch value {
-  case .object(let members):
-    if let key = Envelope.firstDuplicateKey(members) { return joinPath(path, key) }
-    for member in members {
-      if let found = duplicateKeyPath(in: member.value, path: joinPath(path, member.key)) { return found }
+/// One line read for the request path: a single request-shaped value or a batch of them.
+package enum RequestLine {
+  case single(Envelope)
+  case batch([Envelope])
+
+  /// Reads `line`: `-32700` for text that is not JSON, `-32600` for a batch over `maxBatch`
+  /// (refused while reading, before the rest is parsed).
+  package static func read(
+    _ line: UnsafeBufferPointer<UInt8>, maxDepth: Int, maxBatch: Int
+  ) throws(RPCError) -> RequestLine {
+    let tape: JSONTape
+    do {
+      tape = try JSONTape(line, maxDepth: maxDepth, maxBatch: maxBatch)
+    } catch {
+      if let limit = error.batchLimit {
+        throw .invalidRequest("batch of more than \(limit) requests exceeds --max-batch \(limit)")
+      }
+      throw .parseError(error.reason, offset: error.offset)
     }
-  case .array(let items):
-    for (n, item) in items.enumerated() {
-      if let found = duplicateKeyPath(in: item, path: joinPath(path, index: n)) { return found }
-    }
-  default: break
+    guard tape.isArray(tape.root) else { return .single(Envelope.classify(tape, tape.root)) }
+    var members: [Envelope] = []
+    members.reserveCapacity(tape.childCount(tape.root))
+    for (_, v) in tape.elements(tape.root) { members.append(Envelope.classify(tape, v)) }
+    return .batch(members)
   }
-  return nil
 }

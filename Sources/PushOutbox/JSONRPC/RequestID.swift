@@ -2,7 +2,8 @@
 ///
 /// Numbers keep their source text (`.number`), so `18446744073709551616` and `1.5` come back
 /// byte for byte. A request without any `id` member is a notification and has no `RequestID`.
-package enum RequestID: Sendable, Hashable {
+/// Equality compares strings by code points, not by canonical equivalence.
+package enum RequestID: Sendable {
   case int(Int64)
   case number(String)
   case string(String)
@@ -16,6 +17,37 @@ package enum RequestID: Sendable, Hashable {
     case .string(let s): self = .string(s)
     case .null: self = .null
     case .bool, .array, .object: return nil
+    }
+  }
+
+  /// The id at node `n`, or nil when the type is not allowed.
+  package init?(_ tape: JSONTape, _ n: Int) {
+    switch tape.lead(n) {
+    case UInt8(ascii: "\""): self = .string(tape.string(n))
+    case UInt8(ascii: "n"): self = .null
+    case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+      if let i = tape.int64(n) { self = .int(i) } else { self = .number(String(decoding: tape.text(n), as: UTF8.self)) }
+    default: return nil
+    }
+  }
+}
+
+extension RequestID: Hashable {
+  package static func == (a: RequestID, b: RequestID) -> Bool {
+    switch (a, b) {
+    case (.int(let x), .int(let y)): x == y
+    case (.number(let x), .number(let y)), (.string(let x), .string(let y)): sameText(x, y)
+    case (.null, .null): true
+    default: false
+    }
+  }
+
+  package func hash(into hasher: inout Hasher) {
+    switch self {
+    case .int(let i): hasher.combine(0); hasher.combine(i)
+    case .number(let t): hasher.combine(1); hashText(t, into: &hasher)
+    case .string(let s): hasher.combine(2); hashText(s, into: &hasher)
+    case .null: hasher.combine(3)
     }
   }
 }

@@ -12,9 +12,9 @@ package enum FlushPending: RPCMethod {
   package static let commitsFirst = true
 
   package static func handle(_ params: inout Params, _ service: Service) throws -> FlushResult {
-    let max = params.int("max", min: 1).map { Int(clamping: $0) } ?? Int.max
+    let max = params.int("max", in: 1...Int64(Int32.max)).map { Int($0) } ?? Int.max
     let usersTrack = params.choice("format", ["items", "usersTrack"]) == "usersTrack"
-    let leaseMs = params.int("leaseMs", min: 1)
+    let leaseMs = params.int("leaseMs", in: 1...3_155_760_000_000)  // 100 years: now + leaseMs cannot overflow
     let defaultUser = params.user("defaultUser")
     _ = try params.finish()
     service.expireLeases()

@@ -7,7 +7,7 @@ package enum SaveCustomAttribute: RPCMethod {
 
   package static func handle(_ params: inout Params, _ service: Service) throws -> SaveResult {
     let key = params.string("key", required: true)
-    let opName = params.choice("op", AttributeOp.allCases.map(\.rawValue)) ?? AttributeOp.set.rawValue
+    let opName = params.choice("op", ["set", "inc", "add", "remove", "unset"]) ?? AttributeOp.set.rawValue
     let op = AttributeOp(rawValue: opName) ?? .set
     let raw = params.value("value")
     if raw == nil && op != .unset { params.issues.error("value", "missing", "value is required for op \(opName)") }

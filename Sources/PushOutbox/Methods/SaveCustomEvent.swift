@@ -1,35 +1,48 @@
 /// `saveCustomEvent {name, properties?, time?, user?, id?}` → `{id, seq, pending}`.
 ///
 /// Validates the event to Braze's rules (`CustomEventRules`), stamps the capture time, and stores it.
-/// `time` defaults to the capture time, so a flush never re-stamps it.
+/// `time` defaults to the capture time, so a flush never re-stamps it. The item is written once,
+/// straight from the request's tape: canonical `properties` text is copied as sent.
 /// Transcript: `Protocol/transcripts/basic.txt`.
 package enum SaveCustomEvent: RPCMethod {
   package static let name = "saveCustomEvent"
 
   package static func handle(_ params: inout Params, _ service: Service) throws -> SaveResult {
-    let name = params.string("name", required: true)
-    let properties = params.object("properties") ?? []
+    let tape = params.tape
+    let name = params.node("name", "string", required: true)
+    let properties = params.node("properties", "object")
     let time = params.string("time").flatMap { CustomEventRules.checkTime($0, issues: &params.issues) }
-    let user = params.user()
+    let user = params.userNode()
     let clientID = params.clientID()
-    var checked = properties
-    if let name {
-      checked = CustomEventRules.check(
-        name: name, properties: properties, limits: service.config.domain, issues: &params.issues)
-    }
+    var body = Self.body(
+      tape, name: name, properties: properties, user: user, limits: service.config.domain, issues: &params.issues)
     let warnings = try params.finish()
-    var body: [UInt8] = []
-    body.reserveCapacity(64 + name!.utf8.count)
-    body.appendUser(user)
-    body.appendMember("name")
-    body.appendJSONString(name!)
-    body.appendMember("properties")
-    checked.encodeJSONObject(into: &body)
-    body.appendMember("time")
-    body.append(UInt8(ascii: "\""))
-    UTCTime.append(ms: time ?? service.clock.now(), to: &body)
-    body.append(UInt8(ascii: "\""))
+    body.appendRaw(",\"time\":")
+    body.appendTime(ms: time ?? service.clock.now())
     return try service.save(
-      kind: .customEvent, clientID: clientID, user: user, attribute: nil, body: body, warnings: warnings)
+      kind: .customEvent, clientID: clientID, user: user?.user, attribute: nil, body: body, warnings: warnings)
+  }
+
+  /// The item's members up to `time`: `,"user":…,"name":…,"properties":…`, checked by the event rules
+  /// on the way. Shared by `handle` and the fast path (`SaveCustomEvent+Fast.swift`).
+  static func body(
+    _ tape: JSONTape, name: Int?, properties: Int?, user: (user: UserIdentifier, node: Int)?, limits: DomainLimits,
+    issues: inout Issues
+  ) -> [UInt8] {
+    var body: [UInt8] = []
+    body.reserveCapacity(96 + (properties.map { tape.text($0).count } ?? 0) + (name.map { tape.text($0).count } ?? 0))
+    body.appendUser(user, from: tape)
+    body.appendRaw(",\"name\":")
+    if let name {
+      CustomEventRules.checkName(tape, name, issues: &issues)
+      tape.encode(name, into: &body)
+    }
+    body.appendRaw(",\"properties\":")
+    if let properties {
+      CustomEventRules.checkProperties(tape, properties, limits: limits, issues: &issues, into: &body)
+    } else {
+      body.appendASCII("{}")
+    }
+    return body
   }
 }

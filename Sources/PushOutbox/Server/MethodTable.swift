@@ -4,9 +4,15 @@ package struct MethodTable: Sendable {
   /// Writes the result into the buffer, or returns a save's result that must wait for the commit.
   package typealias Handler = @Sendable (inout Params, Service, inout [UInt8]) throws -> SaveResult?
 
-  private var handlers: [String: Handler] = [:]
-  private var committingFirst: Set<String> = []
+  /// Registered methods in order; dispatch compares the method's bytes (code points), never hashes a String.
+  private var entries: [Entry] = []
   package private(set) var names: [String] = []
+
+  private struct Entry: Sendable {
+    var name: [UInt8]
+    var commitsFirst: Bool
+    var handler: Handler
+  }
 
   package init(_ methods: [any RPCMethod.Type]) {
     for method in methods { register(method) }
@@ -19,30 +25,53 @@ package struct MethodTable: Sendable {
   ])
 
   private mutating func register<M: RPCMethod>(_ method: M.Type) {
-    precondition(handlers[M.name] == nil, "method \(M.name) registered twice")
+    precondition(!names.contains { sameText($0, M.name) }, "method \(M.name) registered twice")
     names.append(M.name)
-    if M.commitsFirst { committingFirst.insert(M.name) }
-    handlers[M.name] = { params, service, out in
-      let result = try M.handle(&params, service)
-      if let save = result as? SaveResult, save.awaitsCommit { return save }
-      result.encodeJSON(into: &out)
-      return nil
-    }
+    entries.append(
+      Entry(name: Array(M.name.utf8), commitsFirst: M.commitsFirst) { params, service, out in
+        let result = try M.handle(&params, service)
+        if let save = result as? SaveResult, save.awaitsCommit { return save }
+        result.encodeJSON(into: &out)
+        return nil
+      })
   }
 
   /// True when `method` must see earlier saves committed to the journal first.
-  package func commitsFirst(_ method: String) -> Bool { committingFirst.contains(method) }
+  package func commitsFirst(_ method: String) -> Bool {
+    let count = method.utf8.count
+    return entries.contains { $0.commitsFirst && $0.name.count == count && $0.name.elementsEqual(method.utf8) }
+  }
+
+  /// The registered name equal (by code points) to string node `n`, as the table's own string.
+  func name(_ tape: JSONTape, _ n: Int) -> String? {
+    for (k, entry) in entries.enumerated() {
+      let found = entry.name.withUnsafeBufferPointer { tape.stringEquals(n, bytes: $0) }
+      if found { return names[k] }
+    }
+    return nil
+  }
+
+  /// The entry whose name is the method of `request`.
+  private func entry(_ request: Request) -> Entry? {
+    for entry in entries {
+      let found = entry.name.withUnsafeBufferPointer { request.tape.stringEquals(request.methodNode, bytes: $0) }
+      if found { return entry }
+    }
+    return nil
+  }
 
   /// Runs `request` and appends its result JSON to `out` (or returns a save result that waits for the
   /// journal commit), or throws the error to answer with.
   package func call(_ request: Request, _ service: Service, into out: inout [UInt8]) throws(RPCError) -> SaveResult? {
-    guard let handler = handlers[request.method] else { throw .methodNotFound(request.method) }
-    if request.mayHaveDuplicateKeys, let params = request.params, let path = duplicateKeyPath(in: params) {
+    guard let entry = entry(request) else { throw .methodNotFound(request.method) }
+    if request.mayHaveDuplicateKeys, request.paramsNode >= 0,
+      let path = request.tape.duplicateKeyPath(request.paramsNode)
+    {
       throw .invalidParams(path: path, code: "duplicate_key", "the key at \(path) appears more than once")
     }
-    var params = try Params(request.params)
+    var params = try Params(request)
     do {
-      return try handler(&params, service, &out)
+      return try entry.handler(&params, service, &out)
     } catch let error as RPCError {
       throw error
     } catch let error as StoreError {

@@ -13,8 +13,18 @@ package enum ISO8601 {
   /// Milliseconds since the Unix epoch for an ISO 8601 date-time, or nil.
   package static func parseDateTime(_ s: String) -> Int64? {
     var copy = s
-    return copy.withUTF8 { parse(Scanner(bytes: $0)) }
+    return copy.withUTF8 { parseDateTime(bytes: $0) }
   }
+
+  /// `parseDateTime` for UTF-8 bytes. A zone offset that moves the instant outside the years
+  /// 0000–9999 in UTC is refused, since no one could print it back.
+  package static func parseDateTime(bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
+    guard let ms = parse(Scanner(bytes: bytes)), validRange.contains(ms) else { return nil }
+    return ms
+  }
+
+  /// 0000-01-01T00:00:00.000Z through 9999-12-31T23:59:59.999Z.
+  package static let validRange: ClosedRange<Int64> = -62_167_219_200_000...253_402_300_799_999
 
   /// True for a real calendar date written exactly `YYYY-MM-DD` (years 0000–9999).
   package static func isDate(_ s: String) -> Bool {

@@ -113,7 +113,7 @@ struct CustomAttributeRulesTests {
     arguments: [
       (AttributeOp.inc, JSONValue.int(5), [String]()), (.inc, .int(-2), []), (.inc, .number("2.5"), ["wrong_type@value"]),
       (.inc, .number("1e3"), ["wrong_type@value"]), (.inc, .string("5"), ["wrong_type@value"]), (.inc, .null, ["wrong_type@value"]),
-      (.inc, .number("99999999999999999999"), ["wrong_type@value"]),
+      (.inc, .number("99999999999999999999"), ["out_of_range@value"]),
       (.add, .string("a"), ["wrong_type@value"]), (.remove, .null, ["wrong_type@value"]), (.add, .array([]), []),
       (.unset, .null, []), (.unset, .int(1), ["wrong_type@value"]), (.unset, .string(""), ["wrong_type@value"]),
     ])

@@ -86,6 +86,9 @@ final class ServerProcess {
       if deadline.timeIntervalSinceNow < 0 { return nil }
       usleep(2000)
     }
+    // The reader thread may still hold the last stderr bytes: wait (briefly) for its end of file.
+    let stderrDeadline = Date().addingTimeInterval(2)
+    while !stderrBuffer.isComplete && stderrDeadline.timeIntervalSinceNow > 0 { usleep(1000) }
     return process.terminationStatus
   }
 
@@ -104,8 +107,11 @@ private final class StderrBuffer: @unchecked Sendable {
   // Safety: every access holds `lock`.
   private let lock = NSLock()
   private var data = Data()
+  private var ended = false
 
-  func append(_ chunk: Data) { lock.withLock { data.append(chunk) } }
+  /// An empty chunk is end of file (the child and everything it started closed stderr).
+  func append(_ chunk: Data) { lock.withLock { if chunk.isEmpty { ended = true } else { data.append(chunk) } } }
+  var isComplete: Bool { lock.withLock { ended } }
   var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
 }
 
