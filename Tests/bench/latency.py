@@ -69,8 +69,8 @@ def latency(ctx):
 def cold_start(ctx):
     section = Section("cold_start", f"cold start to first reply (one realistic save), {ctx.cold_runs} runs",
                       "Spawn to the reply line; 3 untimed warm-up starts first. --store gets a new empty "
-                      "directory every start. Ratio: --memory over Node, the rest over --memory.")
-    rows = [("push-outbox --memory", lambda d: [ctx.binary, "--memory"], "node baseline"),
+                      "directory every start. Ratio: --memory over Node (else Python), the rest over --memory.")
+    rows = [("push-outbox --memory", lambda d: [ctx.binary, "--memory"], "node baseline" if ctx.node else "python baseline"),
             ("push-outbox --store, fresh", lambda d: [ctx.binary, "--store", d], "push-outbox --memory")]
     if ctx.node:
         rows.append(("node baseline", lambda d: [ctx.node, ctx.here("baseline_server.js")], "push-outbox --memory"))

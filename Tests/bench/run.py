@@ -6,6 +6,8 @@
     python3 Tests/bench/run.py --smoke                  # every section at tiny sizes (CI)
 
 The binary is $PUSH_OUTBOX_BIN, else .build/release/push-outbox. Node (for its baseline) is optional.
+On Linux, --static-swift-stdlib leaves only libc, libm, libstdc++ and libgcc_s dynamic (ldd; the header
+prints them); adding -Xswiftc -static-executable links everything and about halves the cold start.
 Sections, on the realistic mix (saveCustomEvent with a `user` on every line) unless named otherwise:
   realistic      N saves: cat (floor), --memory, --store onto a fresh store, Node and Python baselines
   nouser         the same on the older no-user input
