@@ -8,6 +8,7 @@ UNITS = {
     "us": lambda v: f"{v * 1e6:,.1f}",
     "MB": lambda v: f"{v / 1e6:,.1f}",
     "B": lambda v: f"{v:,.0f}",
+    "instr": lambda v: f"{v:,.0f}",
 }
 
 

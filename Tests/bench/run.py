@@ -17,6 +17,7 @@ Sections, on the realistic mix (saveCustomEvent with a `user` on every line) unl
   latency        p50 / p99 / p99.9 round trips, driver and server pinned to one core
   cold_start     spawn to first reply, --memory and a fresh --store (and the baselines)
   first_reply    spawn to the status reply with N and 2N items pending, and peak RSS
+  instructions   (only with --callgrind) instructions per save under callgrind, both mixes and modes
 Each figure prints as min / median / max over its runs and as a ratio to a figure of the same run.
 The suite asserts only correctness (every request answered, exact reply counts, no error replies,
 clean exits, the pending count of the prepared stores); it never fails on a time.
@@ -31,6 +32,7 @@ import tempfile
 import time
 
 import inputs
+import instructions
 import latency
 import procs
 import report
@@ -39,6 +41,7 @@ import throughput
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SECTIONS = ["realistic", "nouser", "backlog", "mixed", "bytes_per_item", "latency", "cold_start", "first_reply"]
+OPTIONAL = ["instructions"]
 
 
 class Context:
@@ -49,6 +52,7 @@ class Context:
         self.work = work
         self.requests, self.runs, self.cold_runs = args.requests, args.runs, args.cold_runs
         self.trips, self.warmup = args.trips, args.warmup
+        self.callgrind_saves, self.callgrind_runs = args.callgrind_saves, args.callgrind_runs
         self.backlog_dir = self.doubled_dir = None
 
     @staticmethod
@@ -77,11 +81,15 @@ def parse(argv):
     parser.add_argument("--json", metavar="FILE", help="also write the raw numbers here")
     parser.add_argument("--workdir", default=None, help="where inputs and stores go (default: the temp dir)")
     parser.add_argument("--no-node", action="store_true", help="skip the Node baseline")
+    parser.add_argument("--callgrind", action="store_true", help="add the instructions section (needs valgrind)")
+    parser.add_argument("--callgrind-saves", type=int, default=20_000, help="saves per callgrind count")
+    parser.add_argument("--callgrind-runs", type=int, default=1, help="callgrind counts per figure")
     args = parser.parse_args(argv)
     if args.smoke:
         args.requests, args.runs, args.cold_runs, args.trips, args.warmup = 2_000, 2, 2, 200, 20
-    args.sections = [s for s in args.sections.split(",") if s]
-    unknown = set(args.sections) - set(SECTIONS)
+        args.callgrind_saves = 500
+    args.sections = [s for s in args.sections.split(",") if s] + (["instructions"] if args.callgrind else [])
+    unknown = set(args.sections) - set(SECTIONS + OPTIONAL)
     if unknown:
         parser.error(f"unknown sections: {', '.join(sorted(unknown))}")
     if "first_reply" in args.sections and "backlog" not in args.sections:
@@ -128,8 +136,9 @@ def run_sections(ctx, wanted, out):
         "latency": lambda: latency.latency(ctx),
         "cold_start": lambda: latency.cold_start(ctx),
         "first_reply": lambda: latency.first_reply(ctx, cold_store_figure(done)),
+        "instructions": lambda: instructions.instructions(ctx),
     }
-    for key in SECTIONS:
+    for key in SECTIONS + OPTIONAL:
         if key in wanted:
             done[key] = steps[key]()
             results.append(done[key])

@@ -5,9 +5,12 @@ No time is judged. Binary: $PUSH_OUTBOX_BIN, else .build/debug/push-outbox.
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -67,3 +70,17 @@ def test_a_wrong_reply_count_fails_the_run(tmp_path):
                            "--workdir", str(tmp_path)], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0
     assert "replies to 2000 requests" in proc.stderr
+
+
+def test_callgrind_section_counts_instructions_per_save(tmp_path):
+    if not shutil.which("valgrind"):
+        pytest.skip("valgrind is not installed; the instructions section is optional (--callgrind)")
+    out = tmp_path / "bench.json"
+    env = dict(os.environ, PUSH_OUTBOX_BIN=str(binary()))
+    proc = subprocess.run([sys.executable, str(HERE / "run.py"), "--smoke", "--sections", "", "--callgrind",
+                           "--json", str(out), "--workdir", str(tmp_path)], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    figures = json.loads(out.read_text())["sections"]["instructions"]["figures"]
+    assert [f["label"] for f in figures] == [f"push-outbox {mode}, {mix}" for mix in ("realistic", "no user")
+                                             for mode in ("--memory", "--store, fresh")]
+    assert all(f["median"] > 0 for f in figures)
