@@ -68,10 +68,12 @@ def latency(ctx):
 
 def cold_start(ctx):
     section = Section("cold_start", f"cold start to first reply (one realistic save), {ctx.cold_runs} runs",
-                      "Spawn to the reply line; 3 untimed warm-up starts first. --store gets a new empty "
-                      "directory every start. Ratio: --memory over Node (else Python), the rest over --memory.")
+                      "Spawn to the reply line; 3 untimed warm-up starts first. --store DIR and the default "
+                      "store (no flag, XDG_STATE_HOME set) get a new empty directory every start. Ratio: --memory over Node (else Python), the rest over --memory.")
     rows = [("push-outbox --memory", lambda d: [ctx.binary, "--memory"], "node baseline" if ctx.node else "python baseline"),
-            ("push-outbox --store, fresh", lambda d: [ctx.binary, "--store", d], "push-outbox --memory")]
+            ("push-outbox --store, fresh", lambda d: [ctx.binary, "--store", d], "push-outbox --memory"),
+            ("push-outbox default store, fresh", lambda d: ([ctx.binary], dict(os.environ, XDG_STATE_HOME=d)),
+             "push-outbox --memory")]
     if ctx.node:
         rows.append(("node baseline", lambda d: [ctx.node, ctx.here("baseline_server.js")], "push-outbox --memory"))
     rows.append(("python baseline", lambda d: [ctx.python, ctx.here("baseline_server.py")], "push-outbox --memory"))
@@ -79,7 +81,9 @@ def cold_start(ctx):
     for n in range(3 + ctx.cold_runs):
         for label, command, _ in rows:
             directory = ctx.fresh_store()
-            seconds = procs.cold_start(command(directory), WARM_LINE)
+            spec = command(directory)
+            argv, env = spec if isinstance(spec, tuple) else (spec, None)
+            seconds = procs.cold_start(argv, WARM_LINE, env)
             ctx.discard(directory)
             if n >= 3:
                 times[label].append(seconds)

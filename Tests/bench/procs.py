@@ -79,10 +79,10 @@ def first_reply(command):
     return seconds, peak, reply
 
 
-def cold_start(command, line):
+def cold_start(command, line, env=None):
     """Seconds from spawn to the first reply to one request."""
     start = time.perf_counter()
-    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     proc.stdin.write(line)
     proc.stdin.flush()
     reply = proc.stdout.readline()
