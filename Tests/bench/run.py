@@ -81,6 +81,7 @@ def parse(argv):
     parser.add_argument("--json", metavar="FILE", help="also write the raw numbers here")
     parser.add_argument("--workdir", default=None, help="where inputs and stores go (default: the temp dir)")
     parser.add_argument("--no-node", action="store_true", help="skip the Node baseline")
+    parser.add_argument("--note", default="", help="free text for the header and the JSON (e.g. what the binary is)")
     parser.add_argument("--callgrind", action="store_true", help="add the instructions section (needs valgrind)")
     parser.add_argument("--callgrind-saves", type=int, default=20_000, help="saves per callgrind count")
     parser.add_argument("--callgrind-runs", type=int, default=1, help="callgrind counts per figure")
@@ -111,7 +112,7 @@ def describe(ctx, args):
         "python": platform.python_version(), "cpus": os.cpu_count(), "loadavg_start": os.getloadavg(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "workdir": ctx.work,
         "requests": ctx.requests, "runs": ctx.runs, "cold_runs": ctx.cold_runs, "trips": ctx.trips,
-        "warmup": ctx.warmup, "smoke": args.smoke, "command": " ".join(sys.argv),
+        "warmup": ctx.warmup, "smoke": args.smoke, "command": " ".join(sys.argv), "note": args.note,
     }
 
 
@@ -169,9 +170,10 @@ def main(argv=None):
         if not os.access(ctx.binary, os.X_OK):
             sys.exit(f"no binary at {ctx.binary}: run swift build -c release --static-swift-stdlib")
         meta = describe(ctx, args)
-        print(f"# push-outbox benchmark, {meta['date']}, commit {meta['commit']}, {meta['cpus']} CPUs, "
+        print(f"# push-outbox benchmark, {meta['date']}, checkout {meta['commit']}, {meta['cpus']} CPUs, "
               f"load {meta['loadavg_start'][0]:.2f}\nbinary {ctx.binary} (links {', '.join(meta['linked'])})\n"
-              f"node {meta['node'] or 'absent'}, python {meta['python']}\ncommand: {meta['command']}", flush=True)
+              f"node {meta['node'] or 'absent'}, python {meta['python']}\ncommand: {meta['command']}"
+              + (f"\nnote: {args.note}" if args.note else ""), flush=True)
         sections = run_sections(ctx, args.sections, sys.stdout)
         meta["loadavg_end"] = os.getloadavg()
         print(f"\nload average at the end: {meta['loadavg_end'][0]:.2f}; every request was answered.")
