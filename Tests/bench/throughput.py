@@ -1,0 +1,96 @@
+"""Throughput sections: pipelined saves from a file, replies drained and counted, whole process timed
+(spawn to exit, so a store's final snapshot is included). Runs are interleaved round-robin so that
+load from other work on the machine spreads over every contender alike."""
+import os
+import shutil
+
+import procs
+from report import Figure, Section
+
+
+def contenders(ctx, baselines=True):
+    """(label, command factory, baseline label) for the save benchmarks; a factory takes a store dir."""
+    rows = [
+        ("cat (floor)", lambda d: ["cat"], None),
+        ("push-outbox --memory", lambda d: [ctx.binary, "--memory"], "node baseline" if baselines and ctx.node else "cat (floor)"),
+        ("push-outbox --store, fresh", lambda d: [ctx.binary, "--store", d], "push-outbox --memory"),
+    ]
+    if baselines and ctx.node:
+        rows.append(("node baseline", lambda d: [ctx.node, ctx.here("baseline_server.js")], "cat (floor)"))
+    if baselines:
+        rows.append(("python baseline", lambda d: [ctx.python, ctx.here("baseline_server.py")], "push-outbox --memory"))
+    return rows
+
+
+def measure(ctx, rows, input_path, expect, store_dir):
+    """Runs every row ctx.runs times, round-robin; store_dir() makes the store each run starts from."""
+    seconds = {label: [] for label, _, _ in rows}
+    peaks = {label: [] for label, _, _ in rows}
+    for _ in range(ctx.runs):
+        for label, command, _ in rows:
+            directory = store_dir()
+            try:
+                secs, peak = procs.throughput(command(directory), input_path, expect)
+            finally:
+                shutil.rmtree(os.path.dirname(directory), ignore_errors=True)
+            seconds[label].append(secs)
+            peaks[label].append(peak)
+    return seconds, peaks
+
+
+def figures(section, rows, seconds, peaks, expect, outside=None):
+    made = dict(outside or {})
+    for label, _, _ in rows:
+        rates = [expect / s for s in seconds[label]]
+        made[label] = Figure(label, "req/s", rates, extra={"seconds": seconds[label], "peak_rss_bytes": peaks[label]})
+    for label, _, base in rows:
+        made[label].baseline = made.get(base)
+        section.add(made[label])
+    return made
+
+
+def saves(ctx, key, title, input_path):
+    section = Section(key, title, f"{ctx.requests:,} pipelined lines from a file; req/s = lines / (spawn to exit); "
+                                  f"{ctx.runs} runs. Ratio: this median req/s over the named figure's.")
+    rows = contenders(ctx)
+    seconds, peaks = measure(ctx, rows, input_path, ctx.requests, ctx.fresh_store)
+    section.made = figures(section, rows, seconds, peaks, ctx.requests)
+    return section
+
+
+def build_backlog(ctx, input_path):
+    """Saves the input once into a new store and returns its directory (the 1M backlog)."""
+    directory = ctx.fresh_store()
+    procs.throughput([ctx.binary, "--store", directory], input_path, ctx.requests)
+    return directory
+
+
+def backlog(ctx, input_path, empty_store_figure):
+    """Times the saves onto a copy of one backlog; keeps the last run's store (2x items) for later."""
+    ctx.backlog_dir = build_backlog(ctx, input_path)
+    section = Section("backlog", f"--store: the same {ctx.requests:,} saves onto a {ctx.requests:,}-item backlog",
+                      "Each run starts from a copy of one backlog built in this run. "
+                      "Ratio: over the fresh-store figure of the realistic section.")
+    label = "push-outbox --store, backlog"
+    seconds, peaks = {label: []}, {label: []}
+    for _ in range(ctx.runs):
+        directory = ctx.fresh_store()
+        shutil.copytree(ctx.backlog_dir, directory)
+        secs, peak = procs.throughput([ctx.binary, "--store", directory], input_path, ctx.requests)
+        seconds[label].append(secs)
+        peaks[label].append(peak)
+        ctx.discard(ctx.doubled_dir)
+        ctx.doubled_dir = directory
+    figures(section, [(label, None, "empty")], seconds, peaks, ctx.requests, {"empty": empty_store_figure})
+    return section
+
+
+def mixed(ctx, input_path):
+    section = Section("mixed", "mixed load: all three save kinds with a user, flushPending every 10,000 lines",
+                      f"{ctx.requests:,} lines (60% saveCustomEvent, 25% saveCustomAttribute, 15% saveUserAttribute); "
+                      f"{ctx.runs} runs.")
+    rows = contenders(ctx, baselines=False)
+    seconds, peaks = measure(ctx, rows, input_path, ctx.requests, ctx.fresh_store)
+    figures(section, rows, seconds, peaks, ctx.requests)
+    return section
+
