@@ -32,6 +32,12 @@ package final class PendingStore {
 
   package var count: Int { table.liveCount }
 
+  /// Makes room for `count` more rows at once (recovery knows the count from the checkpoint).
+  package func reserve(_ count: Int) {
+    guard count > 0 else { return }
+    table.reserve(table.seqs.count + count)
+  }
+
   // MARK: - Saving
 
   /// Takes the next sequence number. Numbers are never reused, even when a save is rolled back.

@@ -27,6 +27,8 @@ package struct Recovery {
   /// Items whose delivery count a lease-end record raised above their item record's: their segments
   /// must be rewritten before that record may be dropped.
   private var raised: [UInt64] = []
+  /// One buffer for every segment read.
+  private let buffer = ReadBuffer()
 
   package static func run(directory: String, store: Store, acceptLoss: Bool, log: Log) throws(StartupError)
     -> RecoveryOutcome
@@ -50,6 +52,10 @@ package struct Recovery {
     }
     let firsts = try list().compactMap(SegmentFormat.first(ofName:)).sorted()
     try checkForMissingSegments(firsts)
+    // Room for the rows at once; never more than the files could hold (a checkpoint may be hostile).
+    let root = self.directory
+    let fileBytes = firsts.reduce(0) { $0 + FileIO.size(root + "/" + SegmentFormat.name(first: $1)) }
+    store.items.reserve(min(outcome.checkpoint?.items ?? 0, fileBytes / (SegmentFormat.recordHeaderSize + 31)))
     leaseTable = outcome.checkpoint?.leases ?? []
     outcome.finished = outcome.checkpoint?.finished ?? []
     for (n, first) in firsts.enumerated() {
@@ -117,13 +123,15 @@ package struct Recovery {
 
   private mutating func replay(first: UInt64, isLast: Bool) throws(StartupError) {
     let name = SegmentFormat.name(first: first)
-    let bytes: [UInt8]
-    do { bytes = try FileIO.read(directory + "/" + name) ?? [] } catch {
+    var info = SegmentInfo(first: first)
+    do {
+      _ = try buffer.read(directory + "/" + name) { raw in
+        info.bytes = raw.count
+        replay(SegmentReader(raw), name: name, isLast: isLast, info: &info)
+      }
+    } catch {
       throw .refused("unreadable_store", "cannot read \(error)")
     }
-    var info = SegmentInfo(first: first)
-    info.bytes = bytes.count
-    bytes.withUnsafeBytes { raw in replay(SegmentReader(raw), name: name, isLast: isLast, info: &info) }
     outcome.segments.append(info)
   }
 
