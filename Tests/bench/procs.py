@@ -30,12 +30,15 @@ class ReplyCounter:
 
     def __init__(self, fd):
         self.fd, self.lines, self.errors, self.tail = fd, 0, 0, b""
+        self.first_at = None  # perf_counter() when the first reply bytes arrived
 
     def read_until(self, target=None):
         while target is None or self.lines < target:
             chunk = os.read(self.fd, 1 << 20)
             if not chunk:
                 return
+            if self.first_at is None:
+                self.first_at = time.perf_counter()
             self.lines += chunk.count(b"\n")
             joined = self.tail + chunk
             self.errors += joined.count(ERROR_MARK) - self.tail.count(ERROR_MARK)
@@ -48,15 +51,19 @@ class ReplyCounter:
             raise BenchError(f"{label}: {self.errors} error replies")
 
 
-def throughput(command, input_path, expect):
-    """Pipes the file through command; returns (seconds to exit, peak RSS bytes)."""
+def throughput(command, input_path, expect, serving=None):
+    """Pipes the file through command; returns (seconds to exit, peak RSS bytes). With a list as
+    `serving`, also appends the seconds from the first reply to exit (start-up left out)."""
     with open(input_path, "rb") as inp:
         start = time.perf_counter()
         proc = subprocess.Popen(command, stdin=inp, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         counter = ReplyCounter(proc.stdout.fileno())
         counter.read_until()
         peak = _reap(proc)
-        seconds = time.perf_counter() - start
+        end = time.perf_counter()
+        seconds = end - start
+        if serving is not None and counter.first_at is not None:
+            serving.append(end - counter.first_at)
     proc.stdout.close()
     counter.check(command[0], expect)
     return seconds, peak
