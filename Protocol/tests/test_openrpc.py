@@ -35,9 +35,9 @@ TRANSCRIPTS = sorted((PROTOCOL / "transcripts").glob("*.txt"))
 
 DOC_URI = "urn:push-outbox:openrpc"
 STANDARD_CODES = {-32700, -32600, -32601, -32602, -32603}
-OUR_CODES = {-32001, -32002, -32003, -32004, -32005, -32006}
+OUR_CODES = {-32001, -32002, -32003, -32004, -32005, -32006, -32007}
 ENVELOPE_CODES = {-32700, -32600, -32601}  # answered before any method runs
-STARTUP_ONLY_CODES = {-32005, -32006}  # one line with id null at start-up, then exit
+STARTUP_ONLY_CODES = {-32005, -32006, -32007}  # one line with id null at start-up, then exit
 
 
 # MARK: - Registry and validators
@@ -391,8 +391,9 @@ def test_transcripts_cover_every_method_and_error_code():
             if isinstance(response, dict) and "error" in response:
                 codes.add(response["error"]["code"])
     assert set(METHODS) <= called, f"no successful call of {sorted(set(METHODS) - called)}"
-    # -32603 cannot be triggered from outside; -32003/-32005/-32006 need disk faults (README, "Error codes").
-    untriggerable = {-32603, -32003, -32005, -32006}
+    # -32603 cannot be triggered from outside; -32003/-32005/-32006 need disk faults (README, "Error
+    # codes"); -32007 is written before a session starts.
+    untriggerable = {-32603, -32003, -32005, -32006, -32007}
     assert (STANDARD_CODES | OUR_CODES) - untriggerable <= codes, f"no transcript shows {sorted((STANDARD_CODES | OUR_CODES) - untriggerable - codes)}"
 
 
@@ -411,7 +412,8 @@ def test_discover_transcript_returns_this_document():
 
 
 def test_info_version_is_the_server_version():
-    help_text = (ROOT / "Sources/PushOutbox/Server/HelpText.swift").read_text(encoding="utf-8")
-    version = re.search(r'static let version = "([^"]+)"', help_text)
-    assert version, "HelpText.version not found"
-    assert DOC["info"]["version"] == version.group(1), "bump info.version in openrpc.json with the server version"
+    """Protocol/VERSION is the one version source; the binary embeds it at build time."""
+    version = (PROTOCOL / "VERSION").read_text(encoding="utf-8").strip()
+    assert DOC["info"]["version"] == version, "run: python3 .ci/version.py set " + version
+    out = subprocess.run([replay.find_binary(None), "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == f"push-outbox {version}"
