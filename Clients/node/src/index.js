@@ -48,18 +48,29 @@ const LONE_SURROGATE_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u[dD][89a-fA-F][0-9a-fA-F]{
 
 const moduleDir = path.dirname(fileURLToPath(import.meta.url));
 
+/** Where a package built by `.ci/package` carries its own binary. */
+export const BUNDLED_BINARY = path.join(moduleDir, '..', 'bin', BINARY_NAME);
+
 /**
- * Locates the push-outbox executable. Order: `binary` option, env PUSH_OUTBOX_BIN,
- * `push-outbox` on PATH, then `.build/release/push-outbox` and `.build/debug/push-outbox`
- * in every directory from `cwd` upwards, then from this module's directory upwards
- * (`searchDirs` replaces those two starting points).
+ * Locates the push-outbox executable (order documented in Protocol/README.md, "Finding the binary"):
+ * the `binary` option, env PUSH_OUTBOX_BIN, the binary bundled in this package (`bin/push-outbox`),
+ * `push-outbox` on PATH, then `.build/release/push-outbox` and `.build/debug/push-outbox` in every
+ * directory from `cwd` upwards, then from this module's directory upwards (`searchDirs` replaces
+ * those two starting points; `bundled` replaces the bundled path).
  * @returns {string}
  * @throws {BinaryNotFoundError}
  */
-export function findBinary({ binary, env = process.env, cwd = process.cwd(), searchDirs = [cwd, moduleDir] } = {}) {
+export function findBinary({
+  binary,
+  env = process.env,
+  cwd = process.cwd(),
+  searchDirs = [cwd, moduleDir],
+  bundled = BUNDLED_BINARY,
+} = {}) {
   if (binary) return binary;
   if (env.PUSH_OUTBOX_BIN) return env.PUSH_OUTBOX_BIN;
-  const searched = [];
+  if (bundled && isExecutableFile(bundled)) return bundled;
+  const searched = bundled ? [bundled] : [];
   for (const dir of (env.PATH ?? '').split(path.delimiter)) {
     if (!dir) continue;
     const candidate = path.join(dir, BINARY_NAME);

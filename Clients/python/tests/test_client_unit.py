@@ -147,13 +147,19 @@ def test_find_binary_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake
     with pytest.raises(push_outbox.BinaryNotFound):
         push_outbox.find_binary()
     monkeypatch.delenv("PUSH_OUTBOX_BIN")
-    # then PATH
+    # then the binary bundled in the package (a platform wheel), before PATH
     bindir = tmp_path / "bin"
     bindir.mkdir()
     on_path = bindir / "push-outbox"
     on_path.write_text("#!/bin/sh\n")
     on_path.chmod(0o755)
     monkeypatch.setenv("PATH", str(bindir))
+    assert push_outbox.find_binary(bundled=Path(fake_binary)) == fake_binary
+    monkeypatch.setenv("PUSH_OUTBOX_BIN", str(on_path))
+    assert push_outbox.find_binary(bundled=Path(fake_binary)) == str(on_path)
+    monkeypatch.delenv("PUSH_OUTBOX_BIN")
+    # then PATH (no bundled binary in a source checkout)
+    assert push_outbox.find_binary(bundled=tmp_path / "absent") == str(on_path)
     assert push_outbox.find_binary() == str(on_path)
     # then .build/{release,debug} walking up from the cwd (newest of the two first)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
