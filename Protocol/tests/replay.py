@@ -83,20 +83,34 @@ class Transcript:
 
 
 def read_transcript(path: Path) -> Transcript:
+    """Reads the one transcript format (Protocol/README.md, "Transcript format"); any other line is an error."""
+    return parse_transcript(path.read_bytes().decode("utf-8"), path)
+
+
+def parse_transcript(text: str, path: Path = Path("transcript")) -> Transcript:
     transcript = Transcript(path=path)
     # Split on "\n" only: str.splitlines() would also split on U+2028, U+0085 and friends.
-    text = path.read_bytes().decode("utf-8")
     for n, raw in enumerate(text.split("\n"), start=1):
-        if raw.startswith("#! args:"):
-            transcript.args += raw[len("#! args:"):].split()
-        elif raw.startswith("> "):
+        where = f"{path}:{n}"
+        if raw.strip(" \t") == "":
+            continue
+        if raw.startswith("#!"):
+            name, colon, value = raw[2:].partition(":")
+            if name.strip() != "args" or not colon:
+                raise ValueError(f"{where}: unknown directive {raw[:60]!r} (only '#! args:')")
+            transcript.args += value.split()
+        elif raw.startswith("#"):
+            continue
+        elif raw == ">" or raw.startswith("> "):
             transcript.lines.append(Line(">", raw[2:], n))
         elif raw.startswith("< "):
+            try:
+                loads(raw[2:])
+            except ValueError as exc:
+                raise ValueError(f"{where}: expected reply is not JSON: {exc}") from None
             transcript.lines.append(Line("<", raw[2:], n))
-        elif raw.startswith("#") or raw.strip() == "":
-            continue
         else:
-            raise ValueError(f"{path}:{n}: a line must start with '> ', '< ', '#' or be blank: {raw[:60]!r}")
+            raise ValueError(f"{where}: a line must be blank or start with '> ', '< ', '#': {raw[:60]!r}")
     return transcript
 
 

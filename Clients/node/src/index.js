@@ -42,6 +42,8 @@ export const DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024;
 const DEFAULT_STDERR_TAIL_BYTES = 64 * 1024;
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const NEWLINE = 0x0a;
+/** Error codes the server answers with id null when it cannot read a request's id. */
+const REQUEST_LEVEL_CODES = new Set([-32700, -32600]);
 // JSON.stringify escapes lone surrogates as \udXXX; paired ones are emitted raw.
 // Such a line is rejected by the server with an unattributable -32700 (id null).
 const LONE_SURROGATE_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u[dD][89a-fA-F][0-9a-fA-F]{2}/;
@@ -437,8 +439,10 @@ export class Outbox extends EventEmitter {
     }
     const hasError = 'error' in message;
     let pending = typeof message.id === 'number' ? this.#pending.get(message.id) : undefined;
-    // An error the server could not attribute (id null) belongs to our only pending call, if there is one.
-    if (!pending && message.id === null && hasError && this.#pending.size === 1) {
+    // The id-null rule (Protocol/README.md, "Errors with id null"): a -32700 or -32600 with id null
+    // answers the oldest pending call (the server answers lines in order); any other id-null error
+    // is a start-up notice that answers no call.
+    if (!pending && message.id === null && hasError && REQUEST_LEVEL_CODES.has(message.error?.code)) {
       pending = this.#pending.values().next().value;
     }
     if (!pending) {

@@ -11,7 +11,9 @@ import asyncio
 import datetime as dt
 import json
 import os
+import threading
 import time
+from typing import Any, List
 from pathlib import Path
 
 import pytest
@@ -221,6 +223,35 @@ def test_null_id_error_goes_to_the_oldest_pending_call(fake_binary: str) -> None
         with pytest.raises(push_outbox.ParseError) as info:
             ob.status()
         assert info.value.data == {"reason": "line_too_long", "limit": 10}
+
+
+def test_null_id_error_rejects_the_first_of_pipelined_calls(fake_binary: str) -> None:
+    # Protocol/README.md, "Errors with id null": -32700/-32600 with id null answer the oldest pending
+    # call. Ids are given out from 1, so the answered calls must be 2 and 3 and the failed one 1.
+    with Outbox.spawn(binary=fake_binary, args=["nullid-first", "3"], timeout=10) as ob:
+        results: List[Any] = []
+
+        def call(name: str) -> None:
+            try:
+                results.append(ob.call(name))
+            except push_outbox.ParseError as exc:
+                results.append(exc)
+
+        threads = [threading.Thread(target=call, args=(n,)) for n in ("a", "b", "c")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    failed = [r for r in results if isinstance(r, push_outbox.ParseError)]
+    assert len(failed) == 1 and sorted(r["id"] for r in results if r not in failed) == [2, 3]
+
+    async def main() -> None:
+        async with AsyncOutbox.spawn(binary=fake_binary, args=["nullid-first", "3"], timeout=10) as aob:
+            got = await asyncio.gather(aob.call("a"), aob.call("b"), aob.call("c"), return_exceptions=True)
+        assert isinstance(got[0], push_outbox.ParseError)
+        assert got[1]["method"] == "b" and got[2]["method"] == "c"
+
+    run(main())
 
 
 @pytest.mark.parametrize("delay", ["0", "0.3"])
