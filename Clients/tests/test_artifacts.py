@@ -48,13 +48,19 @@ try {
 
 def artifact(pattern: str) -> Path:
     found = sorted(DIST.glob(pattern))
-    assert len(found) == 1, f"expected one {pattern} in {DIST} (run: bash .ci/package), found {found}"
+    assert len(found) == 1, (
+        f"expected one {pattern} in {DIST} (run: bash .ci/package), found {found}"
+    )
     return found[0]
 
 
 def clean_env(home: Path, extra_path: str = "") -> Dict[str, str]:
     """A user's environment: nothing from this checkout or the Swift toolchain."""
-    env = {"PATH": (extra_path + ":" if extra_path else "") + BASE_PATH, "HOME": str(home), "LANG": "C.UTF-8"}
+    env = {
+        "PATH": (extra_path + ":" if extra_path else "") + BASE_PATH,
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+    }
     assert "swift" not in env["PATH"]
     return env
 
@@ -85,11 +91,17 @@ def check_self_contained(binary: Path) -> None:
 @pytest.mark.timeout(600)
 def test_wheel_in_a_fresh_venv(tmp_path: Path) -> None:
     wheel = artifact("push_outbox-*.whl")
-    assert "-py3-none-" in wheel.name and not wheel.name.endswith("-any.whl"), "not a platform wheel"
+    assert "-py3-none-" in wheel.name and not wheel.name.endswith("-any.whl"), (
+        "not a platform wheel"
+    )
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", str(venv)], tmp_path, clean_env(tmp_path))
     env = clean_env(tmp_path, str(venv / "bin"))
-    run(["python", "-m", "pip", "install", "-q", "--no-index", "--no-cache-dir", str(wheel)], tmp_path, env)
+    run(
+        ["python", "-m", "pip", "install", "-q", "--no-index", "--no-cache-dir", str(wheel)],
+        tmp_path,
+        env,
+    )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     check_session(run(["python", "-c", PY_SCRIPT], elsewhere, env), venv)
@@ -101,7 +113,9 @@ def test_npm_tarball_in_a_fresh_node_project(tmp_path: Path) -> None:
     tarball = artifact("push-outbox-*.tgz")
     project = tmp_path / "project"
     project.mkdir()
-    (project / "package.json").write_text(json.dumps({"name": "user-app", "private": True, "type": "module"}))
+    (project / "package.json").write_text(
+        json.dumps({"name": "user-app", "private": True, "type": "module"})
+    )
     env = clean_env(tmp_path)
     env["npm_config_cache"] = str(tmp_path / "npm-cache")
     run(["npm", "install", "--offline", "--no-audit", "--no-fund", str(tarball)], project, env)

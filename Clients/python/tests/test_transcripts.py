@@ -60,12 +60,16 @@ def parse_transcript(path: Path, data: Optional[bytes] = None) -> Transcript:
                 raise AssertionError(f"{where}: expected reply is not JSON: {exc}") from None
             t.expected_lines.append(number)
         else:
-            raise AssertionError(f"{where}: a line must be blank or start with '> ', '< ', '#': {raw[:80]!r}")
+            raise AssertionError(
+                f"{where}: a line must be blank or start with '> ', '< ', '#': {raw[:80]!r}"
+            )
     return t
 
 
 #: The cases every transcript parser must agree on (Protocol/README.md, "Transcript format").
-FORMAT_CASES = json.loads((TRANSCRIPTS_DIR.parent / "tests" / "transcript-format.json").read_text("utf-8"))
+FORMAT_CASES = json.loads(
+    (TRANSCRIPTS_DIR.parent / "tests" / "transcript-format.json").read_text("utf-8")
+)
 
 
 @pytest.mark.parametrize("line", FORMAT_CASES["malformed"])
@@ -83,11 +87,15 @@ def test_the_transcript_format() -> None:
 
 
 def test_transcripts_exist() -> None:
-    assert TRANSCRIPTS, f"no transcripts found in {TRANSCRIPTS_DIR} (expected Protocol/transcripts/*.txt)"
+    assert TRANSCRIPTS, (
+        f"no transcripts found in {TRANSCRIPTS_DIR} (expected Protocol/transcripts/*.txt)"
+    )
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("path", TRANSCRIPTS or [None], ids=[p.name for p in TRANSCRIPTS] or ["none"])
+@pytest.mark.parametrize(
+    "path", TRANSCRIPTS or [None], ids=[p.name for p in TRANSCRIPTS] or ["none"]
+)
 def test_transcript(binary: str, path: Optional[Path]) -> None:
     assert path is not None, f"no transcripts found in {TRANSCRIPTS_DIR}"
     t = parse_transcript(path)
@@ -96,20 +104,23 @@ def test_transcript(binary: str, path: Optional[Path]) -> None:
     proc = subprocess.run(
         [binary, *BASE_ARGS, *t.args],
         input=stdin,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        capture_output=True,
         env=server_env(),
         timeout=45,
     )
     stderr = proc.stderr.decode("utf-8", "replace")[-4000:]
     out_lines = proc.stdout.split(b"\n")
-    assert out_lines[-1] == b"", f"{path.name}: stdout does not end with a newline: {proc.stdout[-200:]!r}"
+    assert out_lines[-1] == b"", (
+        f"{path.name}: stdout does not end with a newline: {proc.stdout[-200:]!r}"
+    )
     actual: List[Any] = []
     for i, line in enumerate(out_lines[:-1], start=1):
         try:
             actual.append(json.loads(line.decode("utf-8")))
         except ValueError:
-            pytest.fail(f"{path.name}: stdout line {i} is not JSON: {line[:300]!r}\nstderr:\n{stderr}")
+            pytest.fail(
+                f"{path.name}: stdout line {i} is not JSON: {line[:300]!r}\nstderr:\n{stderr}"
+            )
     for i, (got, want) in enumerate(zip(actual, t.expected)):
         assert got == want, (
             f"{path.name}: reply #{i + 1} (transcript line {t.expected_lines[i]}) differs\n"
@@ -118,8 +129,12 @@ def test_transcript(binary: str, path: Optional[Path]) -> None:
         )
     assert len(actual) == len(t.expected), (
         f"{path.name}: expected {len(t.expected)} replies, got {len(actual)}\n"
-        + "".join(f"  extra: {json.dumps(x, ensure_ascii=False)}\n" for x in actual[len(t.expected):])
+        + "".join(
+            f"  extra: {json.dumps(x, ensure_ascii=False)}\n" for x in actual[len(t.expected) :]
+        )
         + f"stderr:\n{stderr}"
     )
     # Only death by a signal fails here; the exit status itself is not part of the format.
-    assert proc.returncode >= 0, f"{path.name}: server died by signal {-proc.returncode}\nstderr:\n{stderr}"
+    assert proc.returncode >= 0, (
+        f"{path.name}: server died by signal {-proc.returncode}\nstderr:\n{stderr}"
+    )

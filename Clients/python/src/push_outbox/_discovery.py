@@ -39,10 +39,7 @@ def candidate_build_binaries(start: PathLike) -> List[Path]:
     """
     found: List[Path] = []
     for directory in _walk_up(Path(start)):
-        level = [
-            directory / ".build" / config / BINARY_NAME
-            for config in ("release", "debug")
-        ]
+        level = [directory / ".build" / config / BINARY_NAME for config in ("release", "debug")]
         level = [p for p in level if _is_executable(p)]
         level.sort(key=lambda p: p.stat().st_mtime, reverse=True)
         found.extend(level)

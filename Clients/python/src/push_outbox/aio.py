@@ -13,12 +13,14 @@ from typing import (
     Dict,
     Generator,
     List,
+    Literal,
     Mapping,
     Optional,
     Sequence,
     Type,
     Union,
     cast,
+    overload,
 )
 
 from . import _protocol as P
@@ -84,15 +86,15 @@ class AsyncOutbox:
         self._new_session = os.name == "posix"
         self._proc: Optional[asyncio.subprocess.Process] = None
         self._ids = P.IdAllocator()
-        self._pending: Dict[int, "asyncio.Future[Dict[str, Any]]"] = {}
+        self._pending: Dict[int, asyncio.Future[Dict[str, Any]]] = {}
         self._write_lock: Optional[asyncio.Lock] = None
         self._closed = False
-        self._close_task: Optional["asyncio.Task[Optional[int]]"] = None
+        self._close_task: Optional[asyncio.Task[Optional[int]]] = None
         self._exit: Optional[ServerExited] = None
         self._server_error: Optional[RpcError] = None  # last id-null error not about a request
         self._stderr = P.StderrTail()
-        self._reader_task: Optional["asyncio.Task[None]"] = None
-        self._stderr_task: Optional["asyncio.Task[None]"] = None
+        self._reader_task: Optional[asyncio.Task[None]] = None
+        self._stderr_task: Optional[asyncio.Task[None]] = None
 
     # --- construction ------------------------------------------------------------------------
 
@@ -109,7 +111,7 @@ class AsyncOutbox:
         cwd: Optional[PathLike] = None,
         close_timeout: float = P.DEFAULT_CLOSE_TIMEOUT,
         stderr_handler: Optional[StderrHandler] = None,
-    ) -> "AsyncOutbox":
+    ) -> AsyncOutbox:
         """Describe a push-outbox server to start (same options as :meth:`Outbox.spawn`).
 
         The process starts on ``async with`` or ``await``.
@@ -124,7 +126,7 @@ class AsyncOutbox:
             stderr_handler=stderr_handler,
         )
 
-    async def start(self) -> "AsyncOutbox":
+    async def start(self) -> AsyncOutbox:
         """Start the server process (idempotent)."""
         if self._proc is not None:
             return self
@@ -146,7 +148,7 @@ class AsyncOutbox:
         self._reader_task = loop.create_task(self._read_stdout())
         return self
 
-    def __await__(self) -> Generator[Any, None, "AsyncOutbox"]:
+    def __await__(self) -> Generator[Any, None, AsyncOutbox]:
         return self.start().__await__()
 
     # --- process info ------------------------------------------------------------------------
@@ -234,7 +236,7 @@ class AsyncOutbox:
             return
         for response in responses:
             rid = P.match_id(response, list(self._pending))
-            target: "Optional[asyncio.Future[Dict[str, Any]]]" = None
+            target: Optional[asyncio.Future[Dict[str, Any]]] = None
             if rid is not None:
                 target = self._pending.pop(rid)
             if target is None:
@@ -260,7 +262,9 @@ class AsyncOutbox:
             except (asyncio.TimeoutError, Exception):
                 pass
         reason = "server closed its stdout" if returncode is None else "server exited"
-        self._exit = ServerExited(returncode, self._stderr.text(), reason=reason, server_error=self._server_error)
+        self._exit = ServerExited(
+            returncode, self._stderr.text(), reason=reason, server_error=self._server_error
+        )
         futures = list(self._pending.values())
         self._pending.clear()
         for fut in futures:
@@ -275,12 +279,18 @@ class AsyncOutbox:
     async def _exited_error(self) -> ServerExited:
         if self._reader_task is not None:
             try:
-                await asyncio.wait_for(asyncio.shield(self._reader_task), timeout=self.close_timeout + 3.0)
+                await asyncio.wait_for(
+                    asyncio.shield(self._reader_task), timeout=self.close_timeout + 3.0
+                )
             except (asyncio.TimeoutError, Exception):
                 pass
         if self._exit is None:
-            return ServerExited(self.returncode, self._stderr.text(), reason="server pipe broken",
-                                server_error=self._server_error)
+            return ServerExited(
+                self.returncode,
+                self._stderr.text(),
+                reason="server pipe broken",
+                server_error=self._server_error,
+            )
         return self._fresh_exit()
 
     # --- generic calls -----------------------------------------------------------------------
@@ -304,18 +314,22 @@ class AsyncOutbox:
         except (BrokenPipeError, ConnectionResetError, RuntimeError, OSError) as exc:
             raise (await self._exited_error()) from exc
 
-    async def _roundtrip(self, request_id: int, data: bytes, fut: "asyncio.Future[Dict[str, Any]]") -> Dict[str, Any]:
+    async def _roundtrip(
+        self, request_id: int, data: bytes, fut: asyncio.Future[Dict[str, Any]]
+    ) -> Dict[str, Any]:
         await self._write(data)
         return await fut
 
-    async def call(self, method: str, params: P.Params = None, *, timeout: Optional[float] = P.MISSING) -> Any:
+    async def call(
+        self, method: str, params: P.Params = None, *, timeout: Optional[float] = P.MISSING
+    ) -> Any:
         """Call *method* and return its result (see :meth:`Outbox.call`)."""
         if timeout is P.MISSING:
             timeout = self.timeout
         request_id = self._ids.next()
         data = P.encode_request(request_id, method, params)
         self._check_open()
-        fut: "asyncio.Future[Dict[str, Any]]" = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[Dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = fut
         try:
             response = await asyncio.wait_for(self._roundtrip(request_id, data, fut), timeout)
@@ -385,6 +399,39 @@ class AsyncOutbox:
         params = P.params_save_user_attribute(field, value, user, id)
         return cast(SaveResult, await self.call("saveUserAttribute", params, timeout=timeout))
 
+    @overload
+    async def flush_pending(
+        self,
+        *,
+        max: Optional[int] = None,
+        format: Literal["usersTrack"],
+        lease_ms: Optional[int] = None,
+        default_user: Optional[User] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> UsersTrackFlushResult: ...
+
+    @overload
+    async def flush_pending(
+        self,
+        *,
+        max: Optional[int] = None,
+        format: Optional[Literal["items"]] = None,
+        lease_ms: Optional[int] = None,
+        default_user: Optional[User] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> FlushResult: ...
+
+    @overload
+    async def flush_pending(
+        self,
+        *,
+        max: Optional[int] = None,
+        format: Optional[FlushFormat] = None,
+        lease_ms: Optional[int] = None,
+        default_user: Optional[User] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> Union[FlushResult, UsersTrackFlushResult]: ...
+
     async def flush_pending(
         self,
         *,
@@ -395,13 +442,20 @@ class AsyncOutbox:
         timeout: Optional[float] = P.MISSING,
     ) -> Union[FlushResult, UsersTrackFlushResult]:
         params = P.params_flush_pending(max, format, lease_ms, default_user)
-        return cast(FlushResult, await self.call("flushPending", params, timeout=timeout))
+        return cast(
+            Union[FlushResult, UsersTrackFlushResult],
+            await self.call("flushPending", params, timeout=timeout),
+        )
 
     async def ack_flush(self, flush_id: str, *, timeout: Optional[float] = P.MISSING) -> AckResult:
         return cast(AckResult, await self.call("ackFlush", {"flushId": flush_id}, timeout=timeout))
 
-    async def release_flush(self, flush_id: str, *, timeout: Optional[float] = P.MISSING) -> ReleaseResult:
-        return cast(ReleaseResult, await self.call("releaseFlush", {"flushId": flush_id}, timeout=timeout))
+    async def release_flush(
+        self, flush_id: str, *, timeout: Optional[float] = P.MISSING
+    ) -> ReleaseResult:
+        return cast(
+            ReleaseResult, await self.call("releaseFlush", {"flushId": flush_id}, timeout=timeout)
+        )
 
     async def status(self, *, timeout: Optional[float] = P.MISSING) -> StatusResult:
         return cast(StatusResult, await self.call("status", {}, timeout=timeout))
@@ -439,7 +493,11 @@ class AsyncOutbox:
         try:
             await asyncio.wait_for(proc.wait(), timeout=grace)
         except asyncio.TimeoutError:
-            log.warning("push-outbox pid %d did not exit %.1fs after stdin closed; sending SIGTERM", proc.pid, grace)
+            log.warning(
+                "push-outbox pid %d did not exit %.1fs after stdin closed; sending SIGTERM",
+                proc.pid,
+                grace,
+            )
             self._signal(P.SIGTERM)
             try:
                 await asyncio.wait_for(proc.wait(), timeout=P.TERM_TIMEOUT)
@@ -469,7 +527,7 @@ class AsyncOutbox:
         except (ProcessLookupError, PermissionError):
             pass
 
-    async def __aenter__(self) -> "AsyncOutbox":
+    async def __aenter__(self) -> AsyncOutbox:
         return await self.start()
 
     async def __aexit__(

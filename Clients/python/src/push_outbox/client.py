@@ -13,12 +13,14 @@ from typing import (
     Callable,
     Dict,
     List,
+    Literal,
     Mapping,
     Optional,
     Sequence,
     Type,
     Union,
     cast,
+    overload,
 )
 
 from . import _protocol as P
@@ -75,7 +77,7 @@ class Outbox:
 
     def __init__(
         self,
-        process: "subprocess.Popen[bytes]",
+        process: subprocess.Popen[bytes],
         *,
         argv: Sequence[str],
         timeout: Optional[float] = P.DEFAULT_TIMEOUT,
@@ -83,7 +85,9 @@ class Outbox:
         new_session: bool = True,
         stderr_handler: Optional[StderrHandler] = None,
     ) -> None:
-        assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+        assert (
+            process.stdin is not None and process.stdout is not None and process.stderr is not None
+        )
         self._proc = process
         self.argv: List[str] = list(argv)
         self.timeout = timeout
@@ -123,7 +127,7 @@ class Outbox:
         cwd: Optional[PathLike] = None,
         close_timeout: float = P.DEFAULT_CLOSE_TIMEOUT,
         stderr_handler: Optional[StderrHandler] = None,
-    ) -> "Outbox":
+    ) -> Outbox:
         """Start ``push-outbox`` and return a connected client.
 
         :param store: store directory (``--store``); omit to use the server's default
@@ -260,7 +264,9 @@ class Outbox:
             returncode = None
         self._stderr_thread.join(timeout=2.0)
         reason = "server closed its stdout" if returncode is None else "server exited"
-        exited = ServerExited(returncode, self._stderr.text(), reason=reason, server_error=self._server_error)
+        exited = ServerExited(
+            returncode, self._stderr.text(), reason=reason, server_error=self._server_error
+        )
         with self._lock:
             self._exit = exited
             slots = list(self._pending.values())
@@ -275,8 +281,12 @@ class Outbox:
         with self._lock:
             exited = self._exit
         if exited is None:
-            return ServerExited(self._proc.poll(), self._stderr.text(), reason="server pipe broken",
-                                server_error=self._server_error)
+            return ServerExited(
+                self._proc.poll(),
+                self._stderr.text(),
+                reason="server pipe broken",
+                server_error=self._server_error,
+            )
         return exited.copy()
 
     # --- generic calls -----------------------------------------------------------------------
@@ -293,7 +303,9 @@ class Outbox:
                 raise TransportError("Outbox is closed") from exc
             raise self._exited_error() from exc
 
-    def call(self, method: str, params: P.Params = None, *, timeout: Optional[float] = P.MISSING) -> Any:
+    def call(
+        self, method: str, params: P.Params = None, *, timeout: Optional[float] = P.MISSING
+    ) -> Any:
         """Call *method* with *params* (a mapping, a list, or ``None`` to omit) and return its result.
 
         Raises an :class:`RpcError` subclass for an error response,
@@ -400,6 +412,39 @@ class Outbox:
         params = P.params_save_user_attribute(field, value, user, id)
         return cast(SaveResult, self.call("saveUserAttribute", params, timeout=timeout))
 
+    @overload
+    def flush_pending(
+        self,
+        *,
+        max: Optional[int] = None,
+        format: Literal["usersTrack"],
+        lease_ms: Optional[int] = None,
+        default_user: Optional[User] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> UsersTrackFlushResult: ...
+
+    @overload
+    def flush_pending(
+        self,
+        *,
+        max: Optional[int] = None,
+        format: Optional[Literal["items"]] = None,
+        lease_ms: Optional[int] = None,
+        default_user: Optional[User] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> FlushResult: ...
+
+    @overload
+    def flush_pending(
+        self,
+        *,
+        max: Optional[int] = None,
+        format: Optional[FlushFormat] = None,
+        lease_ms: Optional[int] = None,
+        default_user: Optional[User] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> Union[FlushResult, UsersTrackFlushResult]: ...
+
     def flush_pending(
         self,
         *,
@@ -411,15 +456,22 @@ class Outbox:
     ) -> Union[FlushResult, UsersTrackFlushResult]:
         """``flushPending``: drain pending items, or lease them with ``lease_ms``."""
         params = P.params_flush_pending(max, format, lease_ms, default_user)
-        return cast(FlushResult, self.call("flushPending", params, timeout=timeout))
+        return cast(
+            Union[FlushResult, UsersTrackFlushResult],
+            self.call("flushPending", params, timeout=timeout),
+        )
 
     def ack_flush(self, flush_id: str, *, timeout: Optional[float] = P.MISSING) -> AckResult:
         """``ackFlush``: confirm a leased flush (its items are removed)."""
         return cast(AckResult, self.call("ackFlush", {"flushId": flush_id}, timeout=timeout))
 
-    def release_flush(self, flush_id: str, *, timeout: Optional[float] = P.MISSING) -> ReleaseResult:
+    def release_flush(
+        self, flush_id: str, *, timeout: Optional[float] = P.MISSING
+    ) -> ReleaseResult:
         """``releaseFlush``: give a leased flush back (its items become pending again)."""
-        return cast(ReleaseResult, self.call("releaseFlush", {"flushId": flush_id}, timeout=timeout))
+        return cast(
+            ReleaseResult, self.call("releaseFlush", {"flushId": flush_id}, timeout=timeout)
+        )
 
     def status(self, *, timeout: Optional[float] = P.MISSING) -> StatusResult:
         """``status``: counts, store path, snapshot and lease state."""
@@ -471,7 +523,11 @@ class Outbox:
             return
         except subprocess.TimeoutExpired:
             pass
-        log.warning("push-outbox pid %d did not exit %.1fs after stdin closed; sending SIGTERM", proc.pid, grace)
+        log.warning(
+            "push-outbox pid %d did not exit %.1fs after stdin closed; sending SIGTERM",
+            proc.pid,
+            grace,
+        )
         P.send_signal(proc, P.SIGTERM, self._new_session)
         try:
             proc.wait(timeout=P.TERM_TIMEOUT)
@@ -486,7 +542,7 @@ class Outbox:
         except OSError:
             pass
 
-    def __enter__(self) -> "Outbox":
+    def __enter__(self) -> Outbox:
         return self
 
     def __exit__(
@@ -500,4 +556,3 @@ class Outbox:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"<Outbox pid={self._proc.pid} {state} returncode={self._proc.poll()}>"
-
