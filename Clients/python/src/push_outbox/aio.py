@@ -17,6 +17,7 @@ from typing import (
     Mapping,
     Optional,
     Sequence,
+    Tuple,
     Type,
     Union,
     cast,
@@ -24,8 +25,9 @@ from typing import (
 )
 
 from . import _protocol as P
+from ._core import Outcome, Session, result_of
 from ._discovery import find_binary
-from .errors import CallTimeout, RpcError, ServerExited, TransportError, error_from_response
+from .errors import CallTimeout, ServerExited, TransportError
 from .types import (
     AckResult,
     AttributeOp,
@@ -85,13 +87,11 @@ class AsyncOutbox:
         self._stderr_handler = stderr_handler
         self._new_session = os.name == "posix"
         self._proc: Optional[asyncio.subprocess.Process] = None
-        self._ids = P.IdAllocator()
-        self._pending: Dict[int, asyncio.Future[Dict[str, Any]]] = {}
+        self._session: Session[asyncio.Future[Dict[str, Any]]] = Session()
         self._write_lock: Optional[asyncio.Lock] = None
         self._closed = False
         self._close_task: Optional[asyncio.Task[Optional[int]]] = None
         self._exit: Optional[ServerExited] = None
-        self._server_error: Optional[RpcError] = None  # last id-null error not about a request
         self._stderr = P.StderrTail()
         self._reader_task: Optional[asyncio.Task[None]] = None
         self._stderr_task: Optional[asyncio.Task[None]] = None
@@ -208,46 +208,26 @@ class AsyncOutbox:
         proc = self._process()
         stream = proc.stdout
         assert stream is not None
-        buffer = bytearray()
         try:
             while True:
                 chunk = await stream.read(P.READ_CHUNK)
                 if not chunk:
                     break
-                buffer += chunk
-                for line in P.split_lines(buffer):
-                    self._dispatch_line(line)
+                self._settle(self._session.receive(chunk))
         except (OSError, ValueError):
             pass
-        if buffer:
-            self._dispatch_line(bytes(buffer))
+        self._settle(self._session.end_of_stream())
         await self._on_eof()
 
-    def _dispatch_line(self, line: bytes) -> None:
-        try:
-            responses = P.decode_line(line)
-        except TransportError as exc:
-            log.error("%s", exc)
-            futures = list(self._pending.values())
-            self._pending.clear()
-            for fut in futures:
-                if not fut.done():
-                    fut.set_exception(TransportError(str(exc)))
-            return
-        for response in responses:
-            rid = P.match_id(response, list(self._pending))
-            target: Optional[asyncio.Future[Dict[str, Any]]] = None
-            if rid is not None:
-                target = self._pending.pop(rid)
-            if target is None:
-                if P.is_server_notice(response):
-                    self._server_error = error_from_response(response["error"])
-                    log.warning("push-outbox server error: %s", self._server_error)
-                else:
-                    log.debug("push-outbox: dropping unmatched response %r", response)
+    @staticmethod
+    def _settle(settled: List[Tuple[asyncio.Future[Dict[str, Any]], Outcome]]) -> None:
+        for fut, outcome in settled:
+            if fut.done():
                 continue
-            if not target.done():
-                target.set_result(response)
+            if isinstance(outcome, BaseException):
+                fut.set_exception(outcome)
+            else:
+                fut.set_result(outcome)
 
     async def _on_eof(self) -> None:
         proc = self._process()
@@ -263,13 +243,9 @@ class AsyncOutbox:
                 pass
         reason = "server closed its stdout" if returncode is None else "server exited"
         self._exit = ServerExited(
-            returncode, self._stderr.text(), reason=reason, server_error=self._server_error
+            returncode, self._stderr.text(), reason=reason, server_error=self._session.server_error
         )
-        futures = list(self._pending.values())
-        self._pending.clear()
-        for fut in futures:
-            if not fut.done():
-                fut.set_exception(self._fresh_exit())
+        self._settle([(fut, self._fresh_exit()) for fut in self._session.take_all()])
 
     def _fresh_exit(self) -> ServerExited:
         exited = self._exit
@@ -289,7 +265,7 @@ class AsyncOutbox:
                 self.returncode,
                 self._stderr.text(),
                 reason="server pipe broken",
-                server_error=self._server_error,
+                server_error=self._session.server_error,
             )
         return self._fresh_exit()
 
@@ -326,11 +302,9 @@ class AsyncOutbox:
         """Call *method* and return its result (see :meth:`Outbox.call`)."""
         if timeout is P.MISSING:
             timeout = self.timeout
-        request_id = self._ids.next()
-        data = P.encode_request(request_id, method, params)
-        self._check_open()
         fut: asyncio.Future[Dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = fut
+        self._check_open()
+        request_id, data = self._session.open_call(method, params, fut)
         try:
             response = await asyncio.wait_for(self._roundtrip(request_id, data, fut), timeout)
         except asyncio.TimeoutError:
@@ -339,10 +313,8 @@ class AsyncOutbox:
             else:
                 raise CallTimeout(method, cast(float, timeout), request_id) from None
         finally:
-            self._pending.pop(request_id, None)
-        if "error" in response:
-            raise error_from_response(response["error"], method=method, request_id=request_id)
-        return response.get("result")
+            self._session.forget(request_id)
+        return result_of(response, method, request_id)
 
     async def notify(self, method: str, params: P.Params = None) -> None:
         """Send a notification (never answered)."""

@@ -17,6 +17,7 @@ from typing import (
     Mapping,
     Optional,
     Sequence,
+    Tuple,
     Type,
     Union,
     cast,
@@ -24,13 +25,12 @@ from typing import (
 )
 
 from . import _protocol as P
+from ._core import Outcome, Session, result_of
 from ._discovery import find_binary
 from .errors import (
     CallTimeout,
-    RpcError,
     ServerExited,
     TransportError,
-    error_from_response,
 )
 from .types import (
     AckResult,
@@ -94,14 +94,12 @@ class Outbox:
         self.close_timeout = close_timeout
         self._new_session = new_session
         self._stderr_handler = stderr_handler
-        self._ids = P.IdAllocator()
-        self._pending: Dict[int, _Slot] = {}
-        self._lock = threading.Lock()  # guards _pending and _exit
+        self._lock = threading.RLock()  # guards the session's pending table and _exit
+        self._session: Session[_Slot] = Session(self._lock)
         self._write_lock = threading.Lock()
         self._close_lock = threading.Lock()
         self._closed = False
         self._exit: Optional[ServerExited] = None  # set once stdout reached EOF
-        self._server_error: Optional[RpcError] = None  # last id-null error not about a request
         self._stderr = P.StderrTail()
         self._stderr_thread = threading.Thread(
             target=self._drain_stderr, name=f"push-outbox-stderr-{process.pid}", daemon=True
@@ -214,48 +212,25 @@ class Outbox:
     def _read_stdout(self) -> None:
         stream = self._proc.stdout
         assert stream is not None
-        buffer = bytearray()
         try:
             while True:
                 chunk = stream.read1(P.READ_CHUNK)  # type: ignore[attr-defined]
                 if not chunk:
                     break
-                buffer += chunk
-                for line in P.split_lines(buffer):
-                    self._dispatch_line(line)
+                self._settle(self._session.receive(chunk))
         except (OSError, ValueError):
             pass
-        if buffer:
-            self._dispatch_line(bytes(buffer))
+        self._settle(self._session.end_of_stream())
         self._on_eof()
 
-    def _dispatch_line(self, line: bytes) -> None:
-        try:
-            responses = P.decode_line(line)
-        except TransportError as exc:
-            log.error("%s", exc)
-            with self._lock:
-                slots = list(self._pending.values())
-                self._pending.clear()
-            for slot in slots:
-                slot.error = TransportError(str(exc))
-                slot.event.set()
-            return
-        for response in responses:
-            target: Optional[_Slot] = None
-            with self._lock:
-                rid = P.match_id(response, list(self._pending))
-                if rid is not None:
-                    target = self._pending.pop(rid)
-            if target is None:
-                if P.is_server_notice(response):
-                    self._server_error = error_from_response(response["error"])
-                    log.warning("push-outbox server error: %s", self._server_error)
-                else:
-                    log.debug("push-outbox: dropping unmatched response %r", response)
-                continue
-            target.response = response
-            target.event.set()
+    @staticmethod
+    def _settle(settled: List[Tuple[_Slot, Outcome]]) -> None:
+        for slot, outcome in settled:
+            if isinstance(outcome, BaseException):
+                slot.error = outcome
+            else:
+                slot.response = outcome
+            slot.event.set()
 
     def _on_eof(self) -> None:
         try:
@@ -265,15 +240,12 @@ class Outbox:
         self._stderr_thread.join(timeout=2.0)
         reason = "server closed its stdout" if returncode is None else "server exited"
         exited = ServerExited(
-            returncode, self._stderr.text(), reason=reason, server_error=self._server_error
+            returncode, self._stderr.text(), reason=reason, server_error=self._session.server_error
         )
         with self._lock:
             self._exit = exited
-            slots = list(self._pending.values())
-            self._pending.clear()
-        for slot in slots:
-            slot.error = exited
-            slot.event.set()
+            slots = self._session.take_all()
+        self._settle([(slot, exited) for slot in slots])
 
     def _exited_error(self) -> ServerExited:
         """A fresh ServerExited once the reader saw EOF (waits for it briefly)."""
@@ -285,7 +257,7 @@ class Outbox:
                 self._proc.poll(),
                 self._stderr.text(),
                 reason="server pipe broken",
-                server_error=self._server_error,
+                server_error=self._session.server_error,
             )
         return exited.copy()
 
@@ -314,25 +286,21 @@ class Outbox:
         """
         if timeout is P.MISSING:
             timeout = self.timeout
-        request_id = self._ids.next()
-        data = P.encode_request(request_id, method, params)
+        slot = _Slot()
         with self._lock:
             if self._exit is not None:
                 exited = self._exit
                 raise exited.copy()
             if self._closed:
                 raise TransportError("Outbox is closed")
-            slot = _Slot()
-            self._pending[request_id] = slot
+            request_id, data = self._session.open_call(method, params, slot)
         try:
             self._write(data)
         except BaseException:
-            with self._lock:
-                self._pending.pop(request_id, None)
+            self._session.forget(request_id)
             raise
         if not slot.event.wait(timeout):
-            with self._lock:
-                self._pending.pop(request_id, None)
+            self._session.forget(request_id)
             if not slot.event.is_set():
                 raise CallTimeout(method, cast(float, timeout), request_id)
         if slot.error is not None:
@@ -342,9 +310,7 @@ class Outbox:
             raise err
         response = slot.response
         assert response is not None
-        if "error" in response:
-            raise error_from_response(response["error"], method=method, request_id=request_id)
-        return response.get("result")
+        return result_of(response, method, request_id)
 
     def notify(self, method: str, params: P.Params = None) -> None:
         """Send a notification: the server runs it but never answers (errors are silent)."""
