@@ -44,7 +44,8 @@ case .run(let config):
     fail(error.message, error.rpcError ?? .startupFailed("store_unavailable", error.message), exitCode: error.exitCode)
   }
   if isatty(0) == 1 { Log.stderr(HelpText.terminalHint(store: config.effectiveStorePath)) }
-  var loop = RunLoop(server: Server(service: service), persistence: persistence, transport: StdioTransport(wakeup: wakeup))
+  var loop = RunLoop(
+    server: Server(service: service), persistence: persistence, transport: StdioTransport(wakeup: wakeup))
   _ = loop.run()
   exit(0)
 }

@@ -20,8 +20,12 @@ import Testing
   }
 
   @Test func shortAndLongInfoFlags() throws {
-    for flag in ["-V", "--version"] { guard case .version = try parse([flag]) else { Testing.Issue.record("\(flag)"); continue } }
-    for flag in ["-h", "--help"] { guard case .help = try parse([flag]) else { Testing.Issue.record("\(flag)"); continue } }
+    for flag in ["-V", "--version"] {
+      guard case .version = try parse([flag]) else { Testing.Issue.record("\(flag)"); continue }
+    }
+    for flag in ["-h", "--help"] {
+      guard case .help = try parse([flag]) else { Testing.Issue.record("\(flag)"); continue }
+    }
   }
 
   @Test func defaultStoreFallsBackToLocalState() throws {
@@ -67,7 +71,9 @@ import Testing
 
   @Test func generatorFlags() throws {
     guard case .manPage = try parse(["--generate-man"]) else { Testing.Issue.record("man"); return }
-    guard case .completion(.zsh) = try parse(["--generate-completion", "zsh"]) else { Testing.Issue.record("zsh"); return }
+    guard case .completion(.zsh) = try parse(["--generate-completion", "zsh"]) else {
+      Testing.Issue.record("zsh"); return
+    }
     #expect(usageError(["--generate-completion", "tcsh"]) == "--generate-completion needs bash, zsh or fish")
   }
 

@@ -41,7 +41,8 @@ extension Configuration {
       guard !v.isEmpty else { throw UsageError("needs a directory, not an empty string") }
       c.storePath = v
     },
-    .init(name: "--memory", valueName: nil, help: "keep everything in memory; write no files") { c, v throws(UsageError) in
+    .init(name: "--memory", valueName: nil, help: "keep everything in memory; write no files") {
+      c, v throws(UsageError) in
       c.memory = try bool(v)
     },
     .init(name: "--snapshot-interval", valueName: "SECONDS", help: "snapshot period when dirty (default 1)") {
@@ -74,7 +75,9 @@ extension Configuration {
     .init(name: "--max-properties-bytes", valueName: "N", help: "largest event properties (default 51200)") {
       c, v throws(UsageError) in c.domain.maxPropertiesBytes = try int(v, min: 2)
     },
-    .init(name: "--max-nested-attribute-bytes", valueName: "N", help: "largest nested custom attribute (default 102400)") {
+    .init(
+      name: "--max-nested-attribute-bytes", valueName: "N", help: "largest nested custom attribute (default 102400)"
+    ) {
       c, v throws(UsageError) in c.domain.maxNestedAttributeBytes = try int(v, min: 2)
     },
     .init(name: "--track-batch-limit", valueName: "N", help: "objects per /users/track array (default 75)") {

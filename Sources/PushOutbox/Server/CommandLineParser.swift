@@ -32,7 +32,9 @@ extension Configuration {
       if option.valueName == nil {
         value = inline ?? "true"
       } else {
-        guard let v = inline ?? rest.popFirst() else { throw UsageError("\(name) needs a value (\(name) \(option.valueName!))") }
+        guard let v = inline ?? rest.popFirst() else {
+          throw UsageError("\(name) needs a value (\(name) \(option.valueName!))")
+        }
         value = v
       }
       do { try option.set(&config, value) } catch { throw UsageError("\(name) \(error.message)") }
