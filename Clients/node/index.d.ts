@@ -52,7 +52,12 @@ export interface FindBinaryOptions {
   cwd?: string;
   /** Where the upward search for .build/{release,debug}/push-outbox starts. Default: [cwd, this module's directory]. */
   searchDirs?: string[];
+  /** The binary bundled in the package (checked after PUSH_OUTBOX_BIN, before PATH). Default: BUNDLED_BINARY. */
+  bundled?: string;
 }
+
+/** Where a package built by `.ci/package` carries its own binary (`<package>/bin/push-outbox`). */
+export declare const BUNDLED_BINARY: string;
 
 // MARK: - Shared wire types
 

@@ -61,14 +61,14 @@ class Transcript:
 
     @property
     def sent(self) -> List[Line]:
-        return [l for l in self.lines if l.kind == ">"]
+        return [ln for ln in self.lines if ln.kind == ">"]
 
     @property
     def expected(self) -> List[Line]:
-        return [l for l in self.lines if l.kind == "<"]
+        return [ln for ln in self.lines if ln.kind == "<"]
 
     def input_bytes(self) -> bytes:
-        return b"".join(l.text.encode("utf-8") + b"\n" for l in self.sent)
+        return b"".join(ln.text.encode("utf-8") + b"\n" for ln in self.sent)
 
     def limit(self, flag: str) -> int:
         """The value of a numeric flag in ``#! args:``, or the server default."""
@@ -83,20 +83,36 @@ class Transcript:
 
 
 def read_transcript(path: Path) -> Transcript:
+    """Reads the one transcript format (Protocol/README.md, "Transcript format"); any other line is an error."""
+    return parse_transcript(path.read_bytes().decode("utf-8"), path)
+
+
+def parse_transcript(text: str, path: Path = Path("transcript")) -> Transcript:
     transcript = Transcript(path=path)
     # Split on "\n" only: str.splitlines() would also split on U+2028, U+0085 and friends.
-    text = path.read_bytes().decode("utf-8")
     for n, raw in enumerate(text.split("\n"), start=1):
-        if raw.startswith("#! args:"):
-            transcript.args += raw[len("#! args:"):].split()
-        elif raw.startswith("> "):
+        where = f"{path}:{n}"
+        if raw.strip(" \t") == "":
+            continue
+        if raw.startswith("#!"):
+            name, colon, value = raw[2:].partition(":")
+            if name.strip() != "args" or not colon:
+                raise ValueError(f"{where}: unknown directive {raw[:60]!r} (only '#! args:')")
+            transcript.args += value.split()
+        elif raw.startswith("#"):
+            continue
+        elif raw == ">" or raw.startswith("> "):
             transcript.lines.append(Line(">", raw[2:], n))
         elif raw.startswith("< "):
+            try:
+                loads(raw[2:])
+            except ValueError as exc:
+                raise ValueError(f"{where}: expected reply is not JSON: {exc}") from None
             transcript.lines.append(Line("<", raw[2:], n))
-        elif raw.startswith("#") or raw.strip() == "":
-            continue
         else:
-            raise ValueError(f"{path}:{n}: a line must start with '> ', '< ', '#' or be blank: {raw[:60]!r}")
+            raise ValueError(
+                f"{where}: a line must be blank or start with '> ', '< ', '#': {raw[:60]!r}"
+            )
     return transcript
 
 
@@ -225,7 +241,9 @@ def find_binary(explicit: Optional[str] = None) -> Path:
         path = ROOT / ".build" / build / "push-outbox"
         if path.exists():
             return path
-    raise FileNotFoundError("push-outbox binary not found: run `swift build`, or pass --binary / set PUSH_OUTBOX_BIN")
+    raise FileNotFoundError(
+        "push-outbox binary not found: run `swift build`, or pass --binary / set PUSH_OUTBOX_BIN"
+    )
 
 
 @dataclass
@@ -239,8 +257,7 @@ def run(transcript: Transcript, binary: Path, timeout: float = 60) -> Run:
     proc = subprocess.run(
         [str(binary), *BASE_ARGS, *transcript.args],
         input=transcript.input_bytes(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        capture_output=True,
         timeout=timeout,
     )
     out = proc.stdout.decode("utf-8")
@@ -255,7 +272,9 @@ def diff(transcript: Transcript, result: Run) -> List[str]:
     problems: List[str] = []
     name = transcript.path.name
     if result.status != 0:
-        problems.append(f"{name}: exit status {result.status}; stderr: {result.stderr.strip()[-500:]}")
+        problems.append(
+            f"{name}: exit status {result.status}; stderr: {result.stderr.strip()[-500:]}"
+        )
     expected = transcript.expected
     for n, want in enumerate(expected):
         if n >= len(result.replies):
@@ -265,7 +284,9 @@ def diff(transcript: Transcript, result: Run) -> List[str]:
         try:
             got = loads(got_text)
         except ValueError as error:
-            problems.append(f"{name}:{want.lineno}: reply {n + 1} is not JSON ({error})\n  got:      {got_text}")
+            problems.append(
+                f"{name}:{want.lineno}: reply {n + 1} is not JSON ({error})\n  got:      {got_text}"
+            )
             continue
         if not same(got, loads(want.text)):
             problems.append(
@@ -301,13 +322,15 @@ def _where(want: Any, got: Any, path: str = "$") -> List[str]:
 
 def fill(transcript: Transcript, result: Run) -> str:
     """The transcript text with its reply lines replaced by the actual replies."""
-    counts = [replies_for(l.text, transcript) for l in transcript.sent]
+    counts = [replies_for(ln.text, transcript) for ln in transcript.sent]
     if sum(counts) != len(result.replies):
         raise RuntimeError(
             f"{transcript.path}: predicted {sum(counts)} replies but the binary wrote {len(result.replies)}"
         )
     replies = iter(result.replies)
-    per_line = {l.lineno: [next(replies) for _ in range(c)] for l, c in zip(transcript.sent, counts)}
+    per_line = {
+        ln.lineno: [next(replies) for _ in range(c)] for ln, c in zip(transcript.sent, counts)
+    }
     out: List[str] = []
     for n, raw in enumerate(transcript.path.read_text(encoding="utf-8").split("\n"), start=1):
         if raw.startswith("< "):
@@ -322,7 +345,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("transcripts", nargs="+", type=Path)
     parser.add_argument("--binary", help="the push-outbox binary")
-    parser.add_argument("--fill", action="store_true", help="print the transcript with the actual replies")
+    parser.add_argument(
+        "--fill", action="store_true", help="print the transcript with the actual replies"
+    )
     options = parser.parse_args(argv)
     try:
         binary = find_binary(options.binary)
@@ -339,7 +364,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         problems = diff(transcript, result)
         if problems:
             failed += 1
-            print(f"FAIL {path} ({len(transcript.expected)} replies expected, {len(result.replies)} received)")
+            print(
+                f"FAIL {path} ({len(transcript.expected)} replies expected, {len(result.replies)} received)"
+            )
             for problem in problems:
                 print(problem)
         else:

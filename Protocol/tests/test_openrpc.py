@@ -29,15 +29,19 @@ import replay  # noqa: E402  (Protocol/tests/replay.py, standard library only)
 
 DOC_PATH = PROTOCOL / "openrpc.json"
 DOC: Dict[str, Any] = json.loads(DOC_PATH.read_text(encoding="utf-8"))
-OPENRPC_META = json.loads((PROTOCOL / "schema" / "openrpc-1.3.schema.json").read_text(encoding="utf-8"))
-TOOLS_META = json.loads((PROTOCOL / "schema" / "json-schema-tools-meta.schema.json").read_text(encoding="utf-8"))
+OPENRPC_META = json.loads(
+    (PROTOCOL / "schema" / "openrpc-1.3.schema.json").read_text(encoding="utf-8")
+)
+TOOLS_META = json.loads(
+    (PROTOCOL / "schema" / "json-schema-tools-meta.schema.json").read_text(encoding="utf-8")
+)
 TRANSCRIPTS = sorted((PROTOCOL / "transcripts").glob("*.txt"))
 
 DOC_URI = "urn:push-outbox:openrpc"
 STANDARD_CODES = {-32700, -32600, -32601, -32602, -32603}
-OUR_CODES = {-32001, -32002, -32003, -32004, -32005, -32006}
+OUR_CODES = {-32001, -32002, -32003, -32004, -32005, -32006, -32007}
 ENVELOPE_CODES = {-32700, -32600, -32601}  # answered before any method runs
-STARTUP_ONLY_CODES = {-32005, -32006}  # one line with id null at start-up, then exit
+STARTUP_ONLY_CODES = {-32005, -32006, -32007}  # one line with id null at start-up, then exit
 
 
 # MARK: - Registry and validators
@@ -93,14 +97,23 @@ STRICT = _registry(_strict_document())
 
 def validator(pointer: str) -> Draft7Validator:
     """A validator for the schema at `pointer` (a JSON pointer into openrpc.json), in strict mode."""
-    return Draft7Validator({"$ref": f"{DOC_URI}#{pointer}"}, registry=STRICT, format_checker=Draft7Validator.FORMAT_CHECKER)
+    return Draft7Validator(
+        {"$ref": f"{DOC_URI}#{pointer}"},
+        registry=STRICT,
+        format_checker=Draft7Validator.FORMAT_CHECKER,
+    )
 
 
 def errors_of(v: Draft7Validator, instance: Any) -> List[str]:
-    return [f"{'/'.join(map(str, e.absolute_path)) or '$'}: {e.message}" for e in v.iter_errors(instance)]
+    return [
+        f"{'/'.join(map(str, e.absolute_path)) or '$'}: {e.message}"
+        for e in v.iter_errors(instance)
+    ]
 
 
-METHODS: Dict[str, Tuple[int, Dict[str, Any]]] = {m["name"]: (n, m) for n, m in enumerate(DOC["methods"])}
+METHODS: Dict[str, Tuple[int, Dict[str, Any]]] = {
+    m["name"]: (n, m) for n, m in enumerate(DOC["methods"])
+}
 
 
 def resolve(obj: Dict[str, Any]) -> Dict[str, Any]:
@@ -123,7 +136,12 @@ def params_validator(method: str) -> Draft7Validator:
         properties[param["name"]] = {"$ref": f"{DOC_URI}#/methods/{index}/params/{k}/schema"}
         if param.get("required"):
             required.append(param["name"])
-    schema = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
     return Draft7Validator(schema, registry=STRICT, format_checker=Draft7Validator.FORMAT_CHECKER)
 
 
@@ -146,20 +164,36 @@ COMPONENT_ERRORS = {e["code"]: name for name, e in DOC["components"]["errors"].i
 def check_error(error: Any, method: Optional[str]) -> List[str]:
     """Problems with one `error` object, for a call of `method` (None: the request never reached a method)."""
     problems = []
-    if not isinstance(error, dict) or not isinstance(error.get("code"), int) or not isinstance(error.get("message"), str):
+    if (
+        not isinstance(error, dict)
+        or not isinstance(error.get("code"), int)
+        or not isinstance(error.get("message"), str)
+    ):
         return [f"malformed error object {error!r}"]
     if set(error) - {"code", "message", "data"}:
-        problems.append(f"unexpected error members {sorted(set(error) - {'code', 'message', 'data'})}")
+        problems.append(
+            f"unexpected error members {sorted(set(error) - {'code', 'message', 'data'})}"
+        )
     code = error["code"]
     if code not in COMPONENT_ERRORS:
         return problems + [f"error code {code} is not in components.errors"]
     name = COMPONENT_ERRORS[code]
     component = DOC["components"]["errors"][name]
     if error["message"] != component["message"]:
-        problems.append(f"message {error['message']!r} differs from components.errors.{name} {component['message']!r}")
+        problems.append(
+            f"message {error['message']!r} differs from components.errors.{name} {component['message']!r}"
+        )
     if "data" in error:
-        problems += [f"data {p}" for p in errors_of(validator(f"/components/errors/{name}/data"), error["data"])]
-    if method is not None and method in METHODS and code not in ENVELOPE_CODES and code not in method_error_codes(method):
+        problems += [
+            f"data {p}"
+            for p in errors_of(validator(f"/components/errors/{name}/data"), error["data"])
+        ]
+    if (
+        method is not None
+        and method in METHODS
+        and code not in ENVELOPE_CODES
+        and code not in method_error_codes(method)
+    ):
         problems.append(f"{method} answered {code}, which its `errors` do not list")
     return problems
 
@@ -171,8 +205,14 @@ def check_response(response: Any, request: Any) -> List[str]:
     if ("result" in response) == ("error" in response):
         return ["a response needs exactly one of result and error"]
     if set(response) - {"jsonrpc", "id", "result", "error"}:
-        return [f"unexpected response members {sorted(set(response) - {'jsonrpc', 'id', 'result', 'error'})}"]
-    method = request.get("method") if isinstance(request, dict) and isinstance(request.get("method"), str) else None
+        return [
+            f"unexpected response members {sorted(set(response) - {'jsonrpc', 'id', 'result', 'error'})}"
+        ]
+    method = (
+        request.get("method")
+        if isinstance(request, dict) and isinstance(request.get("method"), str)
+        else None
+    )
     if "error" in response:
         return check_error(response["error"], method)
     if method not in METHODS:
@@ -184,14 +224,16 @@ def check_response(response: Any, request: Any) -> List[str]:
 
 
 def test_document_validates_against_openrpc_1_3_meta_schema():
-    meta = Draft7Validator(OPENRPC_META, registry=_registry(DOC), format_checker=Draft7Validator.FORMAT_CHECKER)
+    meta = Draft7Validator(
+        OPENRPC_META, registry=_registry(DOC), format_checker=Draft7Validator.FORMAT_CHECKER
+    )
     problems = errors_of(meta, DOC)
     assert not problems, "\n".join(problems)
     assert DOC["openrpc"] == "1.3.2"
 
 
 def test_every_schema_is_a_valid_draft7_schema():
-    for name, schema in DOC["components"]["schemas"].items():
+    for _name, schema in DOC["components"]["schemas"].items():
         Draft7Validator.check_schema(schema)
     for method in DOC["methods"]:
         for param in method["params"]:
@@ -233,7 +275,9 @@ def _swift_method_names() -> List[str]:
     names = {}
     for source in (ROOT / "Sources/PushOutbox/Methods").glob("*.swift"):
         text = source.read_text(encoding="utf-8")
-        for type_name, wire in re.findall(r"enum (\w+): RPCMethod \{.*?static let name = \"([^\"]+)\"", text, re.S):
+        for type_name, wire in re.findall(
+            r"enum (\w+): RPCMethod \{.*?static let name = \"([^\"]+)\"", text, re.S
+        ):
             names[type_name] = wire
     missing = [t for t in types if t not in names]
     assert not missing, f"no `static let name` found for {missing}"
@@ -253,7 +297,9 @@ def test_every_method_is_by_name_with_a_result_errors_and_examples():
         assert "result" in method, name
         codes = method_error_codes(name)
         assert {-32602, -32603} <= set(codes), f"{name} must list -32602 and -32603"
-        assert not set(codes) & (ENVELOPE_CODES | STARTUP_ONLY_CODES), f"{name} lists an envelope or start-up code"
+        assert not set(codes) & (ENVELOPE_CODES | STARTUP_ONLY_CODES), (
+            f"{name} lists an envelope or start-up code"
+        )
         examples = method.get("examples", [])
         assert any("result" in e for e in examples), f"{name} needs an example with a result"
         assert any("x-error" in e for e in examples), f"{name} needs an error example"
@@ -272,9 +318,19 @@ def test_user_identifier_is_exactly_one_of_five():
     keys = sorted(branch["required"][0] for branch in user["oneOf"])
     assert keys == sorted(["externalId", "brazeId", "alias", "email", "phone"])
     v = validator("/components/schemas/UserIdentifier")
-    for good in ({"externalId": "u1"}, {"alias": {"name": "n", "label": "l"}}, {"phone": "+15550100000"}):
+    for good in (
+        {"externalId": "u1"},
+        {"alias": {"name": "n", "label": "l"}},
+        {"phone": "+15550100000"},
+    ):
         assert v.is_valid(good), good
-    for bad in ({}, {"externalId": "u1", "email": "a@b.c"}, {"externalId": ""}, {"alias": {"name": "n"}}, {"id": "x"}):
+    for bad in (
+        {},
+        {"externalId": "u1", "email": "a@b.c"},
+        {"externalId": ""},
+        {"alias": {"name": "n"}},
+        {"id": "x"},
+    ):
         assert not v.is_valid(bad), bad
 
 
@@ -282,7 +338,9 @@ def test_user_identifier_is_exactly_one_of_five():
 
 
 EXAMPLES = [
-    pytest.param(m["name"], e, id=f"{m['name']}:{e['name']}") for m in DOC["methods"] for e in m.get("examples", [])
+    pytest.param(m["name"], e, id=f"{m['name']}:{e['name']}")
+    for m in DOC["methods"]
+    for e in m.get("examples", [])
 ]
 
 
@@ -299,7 +357,9 @@ def test_example_matches_the_method_schemas(method: str, example: Dict[str, Any]
         # The schemas must refuse what the server refuses, except parsePayload's required-key
         # failures (issues with a `key`), which depend on the payload's content, not on the params' shape.
         content_only = all("key" in issue for issue in error.get("data", {}).get("errors", []))
-        assert param_problems or content_only, "the server answers -32602 but the params schema accepts these params"
+        assert param_problems or content_only, (
+            "the server answers -32602 but the params schema accepts these params"
+        )
         problems = []
     else:
         problems = param_problems
@@ -308,7 +368,10 @@ def test_example_matches_the_method_schemas(method: str, example: Dict[str, Any]
     else:
         problems += check_error(example["x-error"], method)
     for step in example.get("x-setup", []):
-        problems += [f"x-setup {step['method']}: {p}" for p in errors_of(params_validator(step["method"]), step["params"])]
+        problems += [
+            f"x-setup {step['method']}: {p}"
+            for p in errors_of(params_validator(step["method"]), step["params"])
+        ]
     assert not problems, "\n".join(problems)
 
 
@@ -324,10 +387,18 @@ def test_example_is_what_the_binary_answers(method: str, example: Dict[str, Any]
     binary = _binary()
     if binary is None:
         pytest.skip("push-outbox binary not built")
-    calls = [(s["method"], s["params"]) for s in example.get("x-setup", [])] + [(method, _example_params(example))]
-    lines = [json.dumps({"jsonrpc": "2.0", "id": n + 1, "method": m, "params": p}) for n, (m, p) in enumerate(calls)]
+    calls = [(s["method"], s["params"]) for s in example.get("x-setup", [])] + [
+        (method, _example_params(example))
+    ]
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": n + 1, "method": m, "params": p})
+        for n, (m, p) in enumerate(calls)
+    ]
     proc = subprocess.run(
-        [str(binary), *replay.BASE_ARGS], input=("\n".join(lines) + "\n").encode(), capture_output=True, timeout=30
+        [str(binary), *replay.BASE_ARGS],
+        input=("\n".join(lines) + "\n").encode(),
+        capture_output=True,
+        timeout=30,
     )
     replies = [replay.loads(line) for line in proc.stdout.decode().splitlines()]
     assert len(replies) == len(calls), proc.stderr.decode()
@@ -339,7 +410,9 @@ def test_example_is_what_the_binary_answers(method: str, example: Dict[str, Any]
         want = replay.loads(json.dumps(resolve(example["result"])["value"]))
         assert replay.same(reply.get("result"), want), f"got {json.dumps(reply, default=str)}"
     else:
-        assert replay.same(reply.get("error"), replay.loads(json.dumps(example["x-error"]))), f"got {json.dumps(reply, default=str)}"
+        assert replay.same(reply.get("error"), replay.loads(json.dumps(example["x-error"]))), (
+            f"got {json.dumps(reply, default=str)}"
+        )
 
 
 # MARK: - Transcripts
@@ -352,7 +425,9 @@ def _pairs(transcript: replay.Transcript) -> Iterator[Tuple[int, Any, Any]]:
         if replay.replies_for(sent.text, transcript) == 0:
             continue
         reply = next(replies, None)
-        assert reply is not None, f"{transcript.path.name}:{sent.lineno}: this line needs a `<` reply"
+        assert reply is not None, (
+            f"{transcript.path.name}:{sent.lineno}: this line needs a `<` reply"
+        )
         response = json.loads(reply.text)
         try:
             text = sent.text[1:] if sent.text.startswith("\ufeff") else sent.text
@@ -363,13 +438,17 @@ def _pairs(transcript: replay.Transcript) -> Iterator[Tuple[int, Any, Any]]:
             request = None
         if isinstance(request, list) and request and isinstance(response, list):
             answered = [m for m in request if replay.member_answered(m)]
-            assert len(answered) == len(response), f"{transcript.path.name}:{reply.lineno}: batch reply size"
+            assert len(answered) == len(response), (
+                f"{transcript.path.name}:{reply.lineno}: batch reply size"
+            )
             for member, item in zip(answered, response):
                 yield reply.lineno, member, item
         else:
             yield reply.lineno, (request if isinstance(request, dict) else None), response
     leftover = next(replies, None)
-    assert leftover is None, f"{transcript.path.name}:{leftover.lineno}: a `<` line no `>` line accounts for"
+    assert leftover is None, (
+        f"{transcript.path.name}:{leftover.lineno}: a `<` line no `>` line accounts for"
+    )
 
 
 @pytest.mark.parametrize("path", TRANSCRIPTS, ids=[p.name for p in TRANSCRIPTS])
@@ -391,9 +470,12 @@ def test_transcripts_cover_every_method_and_error_code():
             if isinstance(response, dict) and "error" in response:
                 codes.add(response["error"]["code"])
     assert set(METHODS) <= called, f"no successful call of {sorted(set(METHODS) - called)}"
-    # -32603 cannot be triggered from outside; -32003/-32005/-32006 need disk faults (README, "Error codes").
-    untriggerable = {-32603, -32003, -32005, -32006}
-    assert (STANDARD_CODES | OUR_CODES) - untriggerable <= codes, f"no transcript shows {sorted((STANDARD_CODES | OUR_CODES) - untriggerable - codes)}"
+    # -32603 cannot be triggered from outside; -32003/-32005/-32006 need disk faults (README, "Error
+    # codes"); -32007 is written before a session starts.
+    untriggerable = {-32603, -32003, -32005, -32006, -32007}
+    assert (STANDARD_CODES | OUR_CODES) - untriggerable <= codes, (
+        f"no transcript shows {sorted((STANDARD_CODES | OUR_CODES) - untriggerable - codes)}"
+    )
 
 
 def test_discover_transcript_returns_this_document():
@@ -401,7 +483,11 @@ def test_discover_transcript_returns_this_document():
     transcript = replay.read_transcript(path)
     found = False
     for _, request, response in _pairs(transcript):
-        if isinstance(request, dict) and request.get("method") == "rpc.discover" and "result" in response:
+        if (
+            isinstance(request, dict)
+            and request.get("method") == "rpc.discover"
+            and "result" in response
+        ):
             found = True
             assert response["result"] == DOC, (
                 "discover.txt is out of date with openrpc.json: "
@@ -411,7 +497,10 @@ def test_discover_transcript_returns_this_document():
 
 
 def test_info_version_is_the_server_version():
-    help_text = (ROOT / "Sources/PushOutbox/Server/HelpText.swift").read_text(encoding="utf-8")
-    version = re.search(r'static let version = "([^"]+)"', help_text)
-    assert version, "HelpText.version not found"
-    assert DOC["info"]["version"] == version.group(1), "bump info.version in openrpc.json with the server version"
+    """Protocol/VERSION is the one version source; the binary embeds it at build time."""
+    version = (PROTOCOL / "VERSION").read_text(encoding="utf-8").strip()
+    assert DOC["info"]["version"] == version, "run: python3 .ci/version.py set " + version
+    out = subprocess.run(
+        [replay.find_binary(None), "--version"], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == f"push-outbox {version}"

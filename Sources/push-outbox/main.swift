@@ -1,33 +1,46 @@
 import PushOutbox
 
 // The executable: parse the command line, open the store, serve stdin until it ends.
+// Every start-up failure is one line on stderr AND one JSON-RPC error line with `id: null` on stdout.
 let environment: (String) -> String? = { name in getenv(name).map { String(cString: $0) } }
+if environment("PUSH_OUTBOX_LOG_FORMAT") == "json" { Log.format = .json }
+
+func fail(_ message: String, _ rpcError: RPCError, exitCode: Int32) -> Never {
+  Log.stderr("push-outbox: \(message)")
+  print(Server.startupFailureLine(rpcError))
+  exit(exitCode)
+}
 
 let command: Command
 do {
   command = try Configuration.parse(Array(CommandLine.arguments.dropFirst()), env: environment)
 } catch {
-  Log.stderr("push-outbox: \(error.message) (see --help)")
-  exit(2)
+  fail("\(error.message) (see --help)", .startupFailed("usage", error.message), exitCode: 2)
 }
 
 switch command {
 case .help:
-  print(HelpText.usage)
+  print(HelpText.usage(defaultStore: Configuration.defaultStorePath(env: environment)))
   exit(0)
 case .version:
   print("push-outbox \(HelpText.version)")
   exit(0)
+case .manPage:
+  print(CommandLineDocs.manPage(), terminator: "")
+  exit(0)
+case .completion(let shell):
+  print(CommandLineDocs.completion(shell), terminator: "")
+  exit(0)
 case .run(let config):
+  Log.format = config.logFormat
   let service = Service(config: config)
   let wakeup = Signals.install()
   do {
     try service.openDisk()
   } catch {
-    Log.stderr("push-outbox: \(error.message)")
-    if let rpcError = error.rpcError { print(Server.startupFailureLine(rpcError)) }
-    exit(error.exitCode)
+    fail(error.message, error.rpcError ?? .startupFailed("store_unavailable", error.message), exitCode: error.exitCode)
   }
+  if isatty(0) == 1 { Log.stderr(HelpText.terminalHint(store: config.effectiveStorePath)) }
   var loop = RunLoop(server: Server(service: service), transport: StdioTransport(wakeup: wakeup))
   _ = loop.run()
   exit(0)

@@ -116,7 +116,9 @@ import Testing
     for bad in [["--nope"], ["--max-line-bytes", "x"], ["--fsync", "sometimes"], ["--store"]] {
       let run = try runBinary(bad, input: [])
       #expect(run.status == 2, "\(bad)")
-      #expect(run.stdout.isEmpty)
+      // A start-up failure is also one JSON-RPC error line with id null on stdout (-32007, reason usage).
+      let reply = try JSONReader.parse(try #require(lines(run.stdout).first))
+      #expect(lines(run.stdout).count == 1 && reply["id"] == .null && reply.at("error.code") == .int(-32007))
       #expect(run.stderr.split(separator: "\n").count == 1, "\(bad): \(run.stderr)")
     }
   }

@@ -114,7 +114,9 @@ import Testing
     let before = try Data(contentsOf: file)
     let run = try runBinary(["--store", store.path], input: Array((EndToEndTests.request(1, "status") + "\n").utf8))
     #expect(run.status == 1)
-    #expect(run.stdout.isEmpty)
+    // Not the status reply: only the start-up failure line (-32007 store_unavailable, id null).
+    let reply = try JSONReader.parse(try #require(lines(run.stdout).first))
+    #expect(lines(run.stdout).count == 1 && reply["id"] == .null && reply.at("error.code") == .int(-32007))
     #expect(run.stderr.contains("corrupt"))
     #expect(try Data(contentsOf: file) == before)
   }

@@ -45,24 +45,73 @@ import Testing
   }
 }
 
-/// A golden session: `>` lines sent verbatim, `<` lines expected back (compared as parsed JSON),
-/// `#` comments, and `#! args:` extra command-line arguments.
+/// A golden session in the one transcript format (Protocol/README.md, "Transcript format"): `>` lines
+/// sent verbatim, `<` lines expected back (compared as parsed JSON), `#` comments, `#! args:` extra
+/// command-line arguments, blank lines. Any other line is an error.
 struct Transcript {
   static let baseArguments = ["--memory", "--fixed-clock", "2026-01-01T00:00:00.000Z", "--id-seed", "1"]
   var input: [UInt8] = []
   var expected: [JSONValue] = []
   var arguments: [String] = []
 
+  struct Malformed: Error, CustomStringConvertible {
+    var description: String
+  }
+
   init(contentsOf url: URL) throws {
-    for raw in try String(contentsOf: url, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false) {
-      let line = String(raw)
-      if line.hasPrefix("#! args:") {
-        arguments += line.dropFirst(8).split(separator: " ").map(String.init)
-      } else if line.hasPrefix("> ") {
-        input += Array(line.dropFirst(2).utf8) + [0x0A]
-      } else if line.hasPrefix("< ") {
-        expected.append(try JSONReader.parse(String(line.dropFirst(2)), maxDepth: 1000))
+    try self.init(bytes: [UInt8](Data(contentsOf: url)), name: url.lastPathComponent)
+  }
+
+  /// Splits on `\n` bytes only (a Swift `Character` split would join `\r\n`).
+  init(bytes: [UInt8], name: String = "transcript") throws {
+    for (index, raw) in bytes.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
+      let line = Array(raw)
+      let text = String(decoding: line, as: UTF8.self)
+      let fail = { (why: String) in Malformed(description: "\(name):\(index + 1): \(why): \(text.prefix(60))") }
+      if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
+      if text.hasPrefix("#!") {
+        let directive = text.dropFirst(2).split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+        guard directive.count == 2, directive[0].trimmingCharacters(in: .whitespaces) == "args" else {
+          throw fail("unknown directive (only '#! args:')")
+        }
+        arguments += directive[1].split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+      } else if text.hasPrefix("#") {
+        continue
+      } else if text == ">" || text.hasPrefix("> ") {
+        input += line.dropFirst(2) + [0x0A]
+      } else if text.hasPrefix("< ") {
+        guard let value = try? JSONReader.parse(Array(line.dropFirst(2)), maxDepth: 1000) else {
+          throw fail("expected reply is not JSON")
+        }
+        expected.append(value)
+      } else {
+        throw fail("a line must be blank or start with '> ', '< ', '#'")
       }
     }
+  }
+}
+
+/// The cases every transcript parser must agree on (Protocol/tests/transcript-format.json).
+@Suite struct TranscriptFormatTests {
+  static let cases: JSONValue = {
+    let url = Paths.root.appendingPathComponent("Protocol/tests/transcript-format.json")
+    return (try? JSONReader.parse([UInt8](Data(contentsOf: url)), maxDepth: 100)) ?? .null
+  }()
+
+  @Test func aMalformedLineIsAnError() throws {
+    let malformed = try #require(Self.cases["malformed"]?.arrayValue)
+    #expect(!malformed.isEmpty)
+    for line in malformed.compactMap(\.stringValue) {
+      #expect(throws: Transcript.Malformed.self, "\(line)") { try Transcript(bytes: Array("> {}\n\(line)\n".utf8)) }
+    }
+  }
+
+  @Test func aWellFormedTranscript() throws {
+    let good = try #require(Self.cases["good"])
+    let transcript = try Transcript(bytes: Array(try #require(good["text"]?.stringValue).utf8))
+    #expect(transcript.arguments == good["args"]?.arrayValue?.compactMap(\.stringValue))
+    let sends = try #require(good["sends"]?.arrayValue).compactMap(\.stringValue)
+    #expect(transcript.input == Array(sends.map { $0 + "\n" }.joined().utf8))
+    #expect(transcript.expected == good["expected"]?.arrayValue)
   }
 }

@@ -42,24 +42,37 @@ export const DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024;
 const DEFAULT_STDERR_TAIL_BYTES = 64 * 1024;
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const NEWLINE = 0x0a;
+/** Error codes the server answers with id null when it cannot read a request's id. */
+const REQUEST_LEVEL_CODES = new Set([-32700, -32600]);
 // JSON.stringify escapes lone surrogates as \udXXX; paired ones are emitted raw.
 // Such a line is rejected by the server with an unattributable -32700 (id null).
 const LONE_SURROGATE_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u[dD][89a-fA-F][0-9a-fA-F]{2}/;
 
 const moduleDir = path.dirname(fileURLToPath(import.meta.url));
 
+/** Where a package built by `.ci/package` carries its own binary. */
+export const BUNDLED_BINARY = path.join(moduleDir, '..', 'bin', BINARY_NAME);
+
 /**
- * Locates the push-outbox executable. Order: `binary` option, env PUSH_OUTBOX_BIN,
- * `push-outbox` on PATH, then `.build/release/push-outbox` and `.build/debug/push-outbox`
- * in every directory from `cwd` upwards, then from this module's directory upwards
- * (`searchDirs` replaces those two starting points).
+ * Locates the push-outbox executable (order documented in Protocol/README.md, "Finding the binary"):
+ * the `binary` option, env PUSH_OUTBOX_BIN, the binary bundled in this package (`bin/push-outbox`),
+ * `push-outbox` on PATH, then `.build/release/push-outbox` and `.build/debug/push-outbox` in every
+ * directory from `cwd` upwards, then from this module's directory upwards (`searchDirs` replaces
+ * those two starting points; `bundled` replaces the bundled path).
  * @returns {string}
  * @throws {BinaryNotFoundError}
  */
-export function findBinary({ binary, env = process.env, cwd = process.cwd(), searchDirs = [cwd, moduleDir] } = {}) {
+export function findBinary({
+  binary,
+  env = process.env,
+  cwd = process.cwd(),
+  searchDirs = [cwd, moduleDir],
+  bundled = BUNDLED_BINARY,
+} = {}) {
   if (binary) return binary;
   if (env.PUSH_OUTBOX_BIN) return env.PUSH_OUTBOX_BIN;
-  const searched = [];
+  if (bundled && isExecutableFile(bundled)) return bundled;
+  const searched = bundled ? [bundled] : [];
   for (const dir of (env.PATH ?? '').split(path.delimiter)) {
     if (!dir) continue;
     const candidate = path.join(dir, BINARY_NAME);
@@ -426,8 +439,10 @@ export class Outbox extends EventEmitter {
     }
     const hasError = 'error' in message;
     let pending = typeof message.id === 'number' ? this.#pending.get(message.id) : undefined;
-    // An error the server could not attribute (id null) belongs to our only pending call, if there is one.
-    if (!pending && message.id === null && hasError && this.#pending.size === 1) {
+    // The id-null rule (Protocol/README.md, "Errors with id null"): a -32700 or -32600 with id null
+    // answers the oldest pending call (the server answers lines in order); any other id-null error
+    // is a start-up notice that answers no call.
+    if (!pending && message.id === null && hasError && REQUEST_LEVEL_CODES.has(message.error?.code)) {
       pending = this.#pending.values().next().value;
     }
     if (!pending) {

@@ -1,4 +1,4 @@
-// Binary discovery order: option, PUSH_OUTBOX_BIN, PATH, then .build/{release,debug} walking up.
+// Binary discovery order: option, PUSH_OUTBOX_BIN, bundled, PATH, then .build/{release,debug} walking up.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -25,6 +25,17 @@ describe('findBinary', () => {
 
   test('then PUSH_OUTBOX_BIN', () => {
     assert.equal(findBinary({ env: { PUSH_OUTBOX_BIN: '/env', PATH: path.dirname(onPath) }, cwd: deep }), '/env');
+  });
+
+  test('then the binary bundled in the package', () => {
+    const bundled = fakeExecutable(path.join(tempDir(), 'bin', 'push-outbox'));
+    assert.equal(findBinary({ env: { PATH: path.dirname(onPath) }, cwd: deep, bundled }), bundled);
+    assert.equal(findBinary({ env: { PUSH_OUTBOX_BIN: '/env' }, cwd: deep, bundled }), '/env');
+  });
+
+  test('a missing bundled binary is skipped', () => {
+    const bundled = path.join(tempDir(), 'bin', 'push-outbox');
+    assert.equal(findBinary({ env: { PATH: path.dirname(onPath) }, cwd: deep, bundled }), onPath);
   });
 
   test('then push-outbox on PATH', () => {

@@ -99,15 +99,24 @@ describe('error classes (scripted server)', () => {
     }
   });
 
-  test('an id-null error goes to the only pending call; with two pending it cannot be attributed', async () => {
+  test('an id-null -32700 goes to the oldest pending call (Protocol/README.md)', async () => {
     const ob = await Outbox.spawn({ binary: nodeServer('id-null') });
     try {
       await rejectsWith(ob.status(), ParseError, (err) => assert.equal(err.data.reason, 'line_too_long'));
-      const unmatched = [];
-      ob.on('unmatched', (message) => unmatched.push(message));
-      const both = [ob.status({}, { timeoutMs: 300 }), ob.status({}, { timeoutMs: 300 })];
-      for (const result of await Promise.allSettled(both)) assert.ok(result.reason instanceof TimeoutError);
-      assert.equal(unmatched.length, 2);
+      const both = await Promise.allSettled([ob.status(), ob.status()]);
+      for (const result of both) assert.ok(result.reason instanceof ParseError);
+    } finally {
+      await ob.close();
+    }
+  });
+
+  test('with three calls pipelined, the id-null error rejects the first and the others resolve', async () => {
+    const ob = await Outbox.spawn({ binary: nodeServer('id-null-first', '3') });
+    try {
+      const [first, second, third] = await Promise.allSettled([ob.call('a'), ob.call('b'), ob.call('c')]);
+      assert.ok(first.reason instanceof ParseError);
+      assert.equal(second.value.echo.method, 'b');
+      assert.equal(third.value.echo.method, 'c');
     } finally {
       await ob.close();
     }

@@ -1,7 +1,8 @@
 // Replays every Protocol/transcripts/*.txt against the real binary, byte for byte.
 //
-// Format: "> " + raw line sent verbatim; "< " + expected reply (compared as parsed JSON);
-// "#" comment; "#! args: --foo bar" extra command-line args; blank lines ignored.
+// Format (Protocol/README.md, "Transcript format"; a malformed line is an error): "> " + raw line
+// sent verbatim (a bare ">" sends an empty line); "< " + expected reply (compared as parsed JSON);
+// "#" comment; "#! args: --foo bar" extra command-line args; blank lines (spaces and tabs) ignored.
 // The server runs with --memory --fixed-clock 2026-01-01T00:00:00.000Z --id-seed 1 plus
 // those args; every ">" line is written, stdin is closed, and the list of parsed stdout
 // lines must equal the list of "<" lines, in order.
@@ -35,9 +36,11 @@ export function parseTranscript(buffer, name = 'transcript') {
   splitLines(buffer).forEach((line, index) => {
     const where = `${name}:${index + 1}`;
     const text = line.toString('utf8');
-    if (text.trim() === '') return;
-    if (text.startsWith('#! args:')) {
-      args.push(...text.slice('#! args:'.length).trim().split(/\s+/).filter(Boolean));
+    if (/^[ \t]*$/.test(text)) return;
+    if (text.startsWith('#!')) {
+      const match = /^#!\s*args\s*:(.*)$/s.exec(text);
+      if (!match) throw new Error(`${where}: unknown directive ${JSON.stringify(text.slice(0, 60))} (only '#! args:')`);
+      args.push(...match[1].split(/[ \t]+/).filter(Boolean));
     } else if (text.startsWith('#')) {
       // comment
     } else if (text === '>' || text.startsWith('> ')) {
@@ -49,7 +52,7 @@ export function parseTranscript(buffer, name = 'transcript') {
         throw new Error(`${where}: expected reply is not JSON: ${err.message}`);
       }
     } else {
-      throw new Error(`${where}: unrecognised line ${JSON.stringify(text.slice(0, 80))}`);
+      throw new Error(`${where}: a line must be blank or start with '> ', '< ', '#': ${JSON.stringify(text.slice(0, 80))}`);
     }
   });
   return { send, expect, args };
@@ -79,6 +82,21 @@ function run(binary, args, input) {
 const files = fs.existsSync(transcriptsDir)
   ? fs.readdirSync(transcriptsDir).filter((f) => f.endsWith('.txt')).sort()
   : [];
+
+describe('the transcript format (Protocol/tests/transcript-format.json)', () => {
+  const cases = JSON.parse(fs.readFileSync(path.join(transcriptsDir, '..', 'tests', 'transcript-format.json'), 'utf8'));
+  for (const line of cases.malformed) {
+    test(`malformed: ${JSON.stringify(line)}`, () => {
+      assert.throws(() => parseTranscript(Buffer.from(`> {}\n${line}\n`), 'bad.txt'));
+    });
+  }
+  test('a well-formed transcript', () => {
+    const { send, expect, args } = parseTranscript(Buffer.from(cases.good.text), 'good.txt');
+    assert.deepEqual(args, cases.good.args);
+    assert.deepEqual(send.map((b) => b.toString('utf8')), cases.good.sends);
+    assert.deepEqual(expect, cases.good.expected);
+  });
+});
 
 describe('Protocol/transcripts', () => {
   test('at least one transcript exists', () => {

@@ -7,6 +7,7 @@ Usage: fake_server.py MODE [ARG]
   hang            never read, never answer, ignore EOF (sleep forever)
   delay SECONDS   answer like echo, but the first request only after SECONDS
   nullid          answer every request with -32700 and id null
+  nullid-first N  hold N requests, then answer the first with an id-null -32700, the rest like echo
   big BYTES       answer with a result string of BYTES characters (incl. U+2028)
   batch           answer each request wrapped in a one-element array, CRLF-terminated
   die CODE        write ~200 KiB to stderr, then "FATAL: boom", then exit CODE on the first request
@@ -33,7 +34,17 @@ def main() -> int:
 
     if mode == "locked":
         time.sleep(float(arg or 0))
-        send({"jsonrpc": "2.0", "id": None, "error": {"code": -32005, "message": "Store locked", "data": {"reason": "store_locked"}}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {
+                    "code": -32005,
+                    "message": "Store locked",
+                    "data": {"reason": "store_locked"},
+                },
+            }
+        )
         sys.stderr.write("push-outbox: the store is in use\n")
         return 3
 
@@ -42,6 +53,7 @@ def main() -> int:
             time.sleep(3600)
 
     first = True
+    held = []
     for raw in sys.stdin.buffer:
         if log_path:
             with open(log_path, "ab") as f:
@@ -51,15 +63,27 @@ def main() -> int:
             continue  # notification
         rid = msg["id"]
         if mode == "echo":
-            send({"jsonrpc": "2.0", "id": rid, "result": {"method": msg["method"], "params": msg.get("params", "<absent>"), "id": rid}})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "result": {
+                        "method": msg["method"],
+                        "params": msg.get("params", "<absent>"),
+                        "id": rid,
+                    },
+                }
+            )
         elif mode == "error":
             code = int(arg)
             err = {"code": code, "message": f"error {code}"}
             if code == -32602:
-                err["data"] = {"errors": [
-                    {"path": "name", "code": "missing", "message": "name is required"},
-                    {"path": "bogus", "code": "unknown_param", "message": "unknown param"},
-                ]}
+                err["data"] = {
+                    "errors": [
+                        {"path": "name", "code": "missing", "message": "name is required"},
+                        {"path": "bogus", "code": "unknown_param", "message": "unknown param"},
+                    ]
+                }
             elif code != -32601:
                 err["data"] = {"detail": code}
             send({"jsonrpc": "2.0", "id": rid, "error": err})
@@ -70,7 +94,44 @@ def main() -> int:
                 time.sleep(float(arg))
             send({"jsonrpc": "2.0", "id": rid, "result": {"id": rid}})
         elif mode == "nullid":
-            send({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error", "data": {"reason": "line_too_long", "limit": 10}}})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {
+                        "code": -32700,
+                        "message": "Parse error",
+                        "data": {"reason": "line_too_long", "limit": 10},
+                    },
+                }
+            )
+        elif mode == "nullid-first":
+            held.append(msg)
+            if len(held) == int(arg):
+                send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": None,
+                        "error": {
+                            "code": -32700,
+                            "message": "Parse error",
+                            "data": {"reason": "line_too_long"},
+                        },
+                    }
+                )
+                for m in held[1:]:
+                    send(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": m["id"],
+                            "result": {
+                                "method": m["method"],
+                                "params": m.get("params", "<absent>"),
+                                "id": m["id"],
+                            },
+                        }
+                    )
+                held = []
         elif mode == "big":
             n = int(arg)
             s = ("x" * 1023 + "\u2028") * (n // 1024) + "y" * (n % 1024)

@@ -11,13 +11,14 @@ import asyncio
 import datetime as dt
 import json
 import os
+import threading
 import time
 from pathlib import Path
-
-import pytest
-from conftest import run, write_script
+from typing import Any, List
 
 import push_outbox
+import pytest
+from conftest import run, write_script
 from push_outbox import (
     AsyncOutbox,
     CallTimeout,
@@ -53,7 +54,9 @@ ALL_CODES = {
 
 def test_error_classes_by_code() -> None:
     for code, cls in ALL_CODES.items():
-        err = push_outbox.error_from_response({"code": code, "message": "m", "data": {"x": 1}}, method="status")
+        err = push_outbox.error_from_response(
+            {"code": code, "message": "m", "data": {"x": 1}}, method="status"
+        )
         assert type(err) is cls
         assert isinstance(err, RpcError)
         assert (err.code, err.message, err.data, err.method) == (code, "m", {"x": 1}, "status")
@@ -65,7 +68,9 @@ def test_error_classes_by_code() -> None:
 
 def test_invalid_params_errors_property() -> None:
     errors = [{"path": "properties.foo", "code": "string_too_long", "message": "too long"}]
-    err = push_outbox.error_from_response({"code": -32602, "message": "Invalid params", "data": {"errors": errors}})
+    err = push_outbox.error_from_response(
+        {"code": -32602, "message": "Invalid params", "data": {"errors": errors}}
+    )
     assert isinstance(err, InvalidParams)
     assert err.errors == errors
     assert err.codes == ["string_too_long"]
@@ -84,8 +89,12 @@ def test_encode_is_compact_one_line_and_strict() -> None:
     line = P.encode_request(1, "saveCustomEvent", {"name": "a\nb\u2028", "properties": {"k": 1}})
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     assert b" " not in line
-    assert json.loads(line) == {"jsonrpc": "2.0", "id": 1, "method": "saveCustomEvent",
-                                "params": {"name": "a\nb\u2028", "properties": {"k": 1}}}
+    assert json.loads(line) == {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "saveCustomEvent",
+        "params": {"name": "a\nb\u2028", "properties": {"k": 1}},
+    }
     assert b"params" not in P.encode_request(2, "status", None)
     with pytest.raises(ValueError):
         P.encode_request(3, "x", {"v": float("nan")})
@@ -121,11 +130,24 @@ def test_format_time() -> None:
 
 def test_param_builders_omit_unset_but_keep_explicit_null() -> None:
     assert P.params_save_custom_event("e", None, None, None, None) == {"name": "e"}
-    assert P.params_save_custom_attribute("k", None, None, None, None) == {"key": "k", "value": None}
-    assert P.params_save_custom_attribute("k", P.MISSING, "unset", None, None) == {"key": "k", "op": "unset"}
-    assert P.params_save_user_attribute("email", None, None, None) == {"field": "email", "value": None}
+    assert P.params_save_custom_attribute("k", None, None, None, None) == {
+        "key": "k",
+        "value": None,
+    }
+    assert P.params_save_custom_attribute("k", P.MISSING, "unset", None, None) == {
+        "key": "k",
+        "op": "unset",
+    }
+    assert P.params_save_user_attribute("email", None, None, None) == {
+        "field": "email",
+        "value": None,
+    }
     assert P.params_flush_pending(5, "usersTrack", 1000, {"externalId": "u"}) == {
-        "max": 5, "format": "usersTrack", "leaseMs": 1000, "defaultUser": {"externalId": "u"}}
+        "max": 5,
+        "format": "usersTrack",
+        "leaseMs": 1000,
+        "defaultUser": {"externalId": "u"},
+    }
 
 
 def test_wire_method_table_matches_client_methods() -> None:
@@ -135,7 +157,9 @@ def test_wire_method_table_matches_client_methods() -> None:
     assert set(P.WIRE_METHODS) == set(P.WIRE_PARAMS)
 
 
-def test_find_binary_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_binary: str) -> None:
+def test_find_binary_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_binary: str
+) -> None:
     # explicit argument wins
     assert push_outbox.find_binary(fake_binary) == fake_binary
     with pytest.raises(push_outbox.BinaryNotFound):
@@ -147,13 +171,19 @@ def test_find_binary_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake
     with pytest.raises(push_outbox.BinaryNotFound):
         push_outbox.find_binary()
     monkeypatch.delenv("PUSH_OUTBOX_BIN")
-    # then PATH
+    # then the binary bundled in the package (a platform wheel), before PATH
     bindir = tmp_path / "bin"
     bindir.mkdir()
     on_path = bindir / "push-outbox"
     on_path.write_text("#!/bin/sh\n")
     on_path.chmod(0o755)
     monkeypatch.setenv("PATH", str(bindir))
+    assert push_outbox.find_binary(bundled=Path(fake_binary)) == fake_binary
+    monkeypatch.setenv("PUSH_OUTBOX_BIN", str(on_path))
+    assert push_outbox.find_binary(bundled=Path(fake_binary)) == str(on_path)
+    monkeypatch.delenv("PUSH_OUTBOX_BIN")
+    # then PATH (no bundled binary in a source checkout)
+    assert push_outbox.find_binary(bundled=tmp_path / "absent") == str(on_path)
     assert push_outbox.find_binary() == str(on_path)
     # then .build/{release,debug} walking up from the cwd (newest of the two first)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
@@ -176,10 +206,16 @@ def test_find_binary_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake
 
 def test_ids_are_small_integers_from_one(tmp_path: Path, fake_binary: str) -> None:
     log = tmp_path / "received.jsonl"
-    with Outbox.spawn(binary=fake_binary, args=["echo"], env={"FAKE_LOG": str(log)}, timeout=10) as ob:
+    with Outbox.spawn(
+        binary=fake_binary, args=["echo"], env={"FAKE_LOG": str(log)}, timeout=10
+    ) as ob:
         assert ob.status() == {"method": "status", "params": {}, "id": 1}
         r = ob.save_custom_event("e", {"n": 1}, user={"externalId": "u"})
-        assert r == {"method": "saveCustomEvent", "params": {"name": "e", "properties": {"n": 1}, "user": {"externalId": "u"}}, "id": 2}
+        assert r == {
+            "method": "saveCustomEvent",
+            "params": {"name": "e", "properties": {"n": 1}, "user": {"externalId": "u"}},
+            "id": 2,
+        }
         ob.notify("saveCustomEvent", {"name": "n"})
         assert ob.call("anything")["params"] == "<absent>"
         assert ob.flush_pending(max=3, lease_ms=10)["params"] == {"max": 3, "leaseMs": 10}
@@ -203,7 +239,9 @@ def test_every_error_code_maps_to_its_class(fake_binary: str) -> None:
 
 def test_async_error_mapping(fake_binary: str) -> None:
     async def main() -> None:
-        async with AsyncOutbox.spawn(binary=fake_binary, args=["error", "-32601"], timeout=10) as ob:
+        async with AsyncOutbox.spawn(
+            binary=fake_binary, args=["error", "-32601"], timeout=10
+        ) as ob:
             with pytest.raises(MethodNotFound):
                 await ob.call("nope")
 
@@ -215,6 +253,39 @@ def test_null_id_error_goes_to_the_oldest_pending_call(fake_binary: str) -> None
         with pytest.raises(push_outbox.ParseError) as info:
             ob.status()
         assert info.value.data == {"reason": "line_too_long", "limit": 10}
+
+
+def test_null_id_error_rejects_the_first_of_pipelined_calls(fake_binary: str) -> None:
+    # Protocol/README.md, "Errors with id null": -32700/-32600 with id null answer the oldest pending
+    # call. Ids are given out from 1, so the answered calls must be 2 and 3 and the failed one 1.
+    with Outbox.spawn(binary=fake_binary, args=["nullid-first", "3"], timeout=10) as ob:
+        results: List[Any] = []
+
+        def call(name: str) -> None:
+            try:
+                results.append(ob.call(name))
+            except push_outbox.ParseError as exc:
+                results.append(exc)
+
+        threads = [threading.Thread(target=call, args=(n,)) for n in ("a", "b", "c")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    failed = [r for r in results if isinstance(r, push_outbox.ParseError)]
+    assert len(failed) == 1 and sorted(r["id"] for r in results if r not in failed) == [2, 3]
+
+    async def main() -> None:
+        async with AsyncOutbox.spawn(
+            binary=fake_binary, args=["nullid-first", "3"], timeout=10
+        ) as aob:
+            got = await asyncio.gather(
+                aob.call("a"), aob.call("b"), aob.call("c"), return_exceptions=True
+            )
+        assert isinstance(got[0], push_outbox.ParseError)
+        assert got[1]["method"] == "b" and got[2]["method"] == "c"
+
+    run(main())
 
 
 @pytest.mark.parametrize("delay", ["0", "0.3"])
@@ -321,7 +392,9 @@ def test_death_with_noisy_stderr_async(fake_binary: str) -> None:
 
 def test_stderr_handler_gets_lines(fake_binary: str) -> None:
     lines = []
-    with Outbox.spawn(binary=fake_binary, args=["die", "1"], stderr_handler=lines.append, timeout=10) as ob:
+    with Outbox.spawn(
+        binary=fake_binary, args=["die", "1"], stderr_handler=lines.append, timeout=10
+    ) as ob:
         with pytest.raises(ServerExited):
             ob.status()
     assert lines[-1] == "FATAL: boom"

@@ -10,7 +10,6 @@ from typing import Callable
 
 import pytest
 from conftest import run
-
 from push_outbox import AsyncOutbox, Outbox
 
 pytestmark = pytest.mark.timeout(120)
@@ -22,7 +21,12 @@ def test_1000_concurrent_async_saves(aspawn: Callable[..., AsyncOutbox]) -> None
     async def main() -> None:
         async with aspawn(timeout=60) as ob:
             results = await asyncio.gather(
-                *(ob.save_custom_event("concurrent", properties={"i": i}, user={"externalId": f"u{i % 7}"}) for i in range(n))
+                *(
+                    ob.save_custom_event(
+                        "concurrent", properties={"i": i}, user={"externalId": f"u{i % 7}"}
+                    )
+                    for i in range(n)
+                )
             )
             ids = [r["id"] for r in results]
             seqs = [r["seq"] for r in results]
@@ -68,7 +72,9 @@ def test_threads_share_one_sync_client(spawn: Callable[..., Outbox]) -> None:
 
     def worker(t: int):
         barrier.wait()
-        return [ob.save_custom_event("threaded", properties={"t": t, "i": i}) for i in range(per_thread)]
+        return [
+            ob.save_custom_event("threaded", properties={"t": t, "i": i}) for i in range(per_thread)
+        ]
 
     with ThreadPoolExecutor(threads) as pool:
         results = [r for rs in pool.map(worker, range(threads)) for r in rs]
@@ -79,7 +85,7 @@ def test_threads_share_one_sync_client(spawn: Callable[..., Outbox]) -> None:
 
 def test_u2028_and_unicode_round_trip(spawn: Callable[..., Outbox]) -> None:
     ob = spawn()
-    props = {"s": "line\u2028sep\u2029par", "emoji": "\U0001F600", "quote": "\"'\\"}
+    props = {"s": "line\u2028sep\u2029par", "emoji": "\U0001f600", "quote": "\"'\\"}
     ob.save_custom_event("unicode \u2028 name", properties=props)
     [item] = ob.flush_pending()["items"]
     assert item["name"] == "unicode \u2028 name"

@@ -6,7 +6,6 @@ from typing import Callable
 
 import pytest
 from conftest import run
-
 from push_outbox import (
     AsyncOutbox,
     InvalidParams,
@@ -67,7 +66,9 @@ def test_positional_params_are_invalid_params(spawn: Callable[..., Outbox]) -> N
 def test_parse_payload_require_errors(spawn: Callable[..., Outbox]) -> None:
     ob = spawn()
     with pytest.raises(InvalidParams) as info:
-        ob.parse_payload({"label": "x", "count": "abc"}, require={"missing_key": "string", "count": "integer"})
+        ob.parse_payload(
+            {"label": "x", "count": "abc"}, require={"missing_key": "string", "count": "integer"}
+        )
     by_key = {e.get("key"): e for e in info.value.errors}
     assert set(by_key) == {"missing_key", "count"}
     m = by_key["missing_key"]

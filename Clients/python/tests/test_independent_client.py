@@ -15,7 +15,10 @@ def _import_jsonrpcclient():
     try:
         from jsonrpcclient import Error, Ok, parse, request
     except ImportError:  # a missing test dependency is a failure, not a skip
-        pytest.fail("jsonrpcclient is required: pip install -r Clients/python/requirements-test.txt", pytrace=False)
+        pytest.fail(
+            "jsonrpcclient is required: pip install -r Clients/python/requirements-test.txt",
+            pytrace=False,
+        )
     return request, parse, Ok, Error
 
 
@@ -41,8 +44,12 @@ def test_save_and_flush_cycle_with_jsonrpcclient(binary: str) -> None:
 
     try:
         props = {"step": 1, "opened": True, "ratio": 0.5, "label": "hi"}
-        saved = roundtrip(request("saveCustomEvent", params={"name": "push_opened", "properties": props,
-                                                              "user": {"externalId": "u1"}}))
+        saved = roundtrip(
+            request(
+                "saveCustomEvent",
+                params={"name": "push_opened", "properties": props, "user": {"externalId": "u1"}},
+            )
+        )
         assert isinstance(saved, Ok), saved
         assert saved.result["pending"] == 1
         assert isinstance(saved.result["id"], str)

@@ -12,7 +12,6 @@ from typing import Callable
 
 import pytest
 from conftest import run, server_env, write_script
-
 from push_outbox import AsyncOutbox, CallTimeout, Outbox, ServerExited, StoreLocked
 
 pytestmark = pytest.mark.timeout(60)
@@ -120,7 +119,9 @@ def test_bad_flag_value_exits_2(spawn: Callable[..., Outbox]) -> None:
     assert info.value.returncode == 2
 
 
-def test_store_locked_by_another_process_exits_3(spawn: Callable[..., Outbox], tmp_path: Path) -> None:
+def test_store_locked_by_another_process_exits_3(
+    spawn: Callable[..., Outbox], tmp_path: Path
+) -> None:
     store = tmp_path / "store"
     first = spawn(store=store)
     assert first.status()["store"] is not None

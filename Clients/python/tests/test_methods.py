@@ -9,7 +9,6 @@ from typing import Any, Callable, Dict
 
 import pytest
 from conftest import OPENRPC_PATH, run
-
 from push_outbox import AsyncOutbox, Outbox
 
 pytestmark = pytest.mark.timeout(60)
@@ -61,11 +60,26 @@ def check_save_result(r: Dict[str, Any], pending: int) -> None:
 
 
 def check_status(s: Dict[str, Any]) -> None:
-    assert set(s) == {"version", "store", "pending", "bytes", "lastSnapshotAt", "snapshotSeq",
-                      "journalBytes", "fsync", "lease", "recovery"}
+    assert set(s) == {
+        "version",
+        "store",
+        "pending",
+        "bytes",
+        "lastSnapshotAt",
+        "snapshotSeq",
+        "journalBytes",
+        "fsync",
+        "lease",
+        "recovery",
+    }
     assert isinstance(s["version"], str)
     assert set(s["pending"]) == {"total", "customEvent", "customAttribute", "userAttribute"}
-    assert s["pending"]["total"] == s["pending"]["customEvent"] + s["pending"]["customAttribute"] + s["pending"]["userAttribute"]
+    assert (
+        s["pending"]["total"]
+        == s["pending"]["customEvent"]
+        + s["pending"]["customAttribute"]
+        + s["pending"]["userAttribute"]
+    )
     assert isinstance(s["recovery"], list)
     assert s["fsync"] in ("always", "everysec", "never")
 
@@ -136,7 +150,9 @@ def test_client_supplied_id_and_duplicate(spawn: Callable[..., Outbox]) -> None:
 def test_save_custom_attribute(spawn: Callable[..., Outbox]) -> None:
     ob = spawn()
     check_save_result(ob.save_custom_attribute("level", 3, user={"brazeId": "b1"}), pending=1)
-    check_save_result(ob.save_custom_attribute("visits", 1, op="inc", user={"brazeId": "b1"}), pending=2)
+    check_save_result(
+        ob.save_custom_attribute("visits", 1, op="inc", user={"brazeId": "b1"}), pending=2
+    )
     s = ob.status()
     assert s["pending"]["customAttribute"] == 2 and s["pending"]["total"] == 2
     items = ob.flush_pending()["items"]
@@ -150,11 +166,22 @@ def test_save_custom_attribute(spawn: Callable[..., Outbox]) -> None:
 
 def test_save_user_attribute(spawn: Callable[..., Outbox]) -> None:
     ob = spawn()
-    check_save_result(ob.save_user_attribute("email", "a@example.com", user={"alias": {"name": "n", "label": "l"}}), pending=1)
-    check_save_result(ob.save_user_attribute("first_name", None, user={"email": "a@example.com"}), pending=2)
+    check_save_result(
+        ob.save_user_attribute(
+            "email", "a@example.com", user={"alias": {"name": "n", "label": "l"}}
+        ),
+        pending=1,
+    )
+    check_save_result(
+        ob.save_user_attribute("first_name", None, user={"email": "a@example.com"}), pending=2
+    )
     assert ob.status()["pending"]["userAttribute"] == 2
     first, second = ob.flush_pending()["items"]
-    assert (first["kind"], first["field"], first["value"]) == ("userAttribute", "email", "a@example.com")
+    assert (first["kind"], first["field"], first["value"]) == (
+        "userAttribute",
+        "email",
+        "a@example.com",
+    )
     assert first["user"] == {"alias": {"name": "n", "label": "l"}}
     assert (second["field"], second["value"]) == ("first_name", None)
     assert second["user"] == {"email": "a@example.com"}
@@ -224,7 +251,11 @@ def test_flush_users_track_format(spawn: Callable[..., Outbox]) -> None:
     assert [e["name"] for e in events] == ["push_opened"]
     assert events[0]["external_id"] == "u1"
     assert events[0]["properties"] == {"step": 1}
-    assert len(attributes) == 1 and attributes[0]["external_id"] == "u1" and attributes[0]["level"] == 3
+    assert (
+        len(attributes) == 1
+        and attributes[0]["external_id"] == "u1"
+        and attributes[0]["level"] == 3
+    )
 
 
 def test_flush_users_track_default_user(spawn: Callable[..., Outbox]) -> None:
@@ -239,9 +270,30 @@ def test_flush_users_track_default_user(spawn: Callable[..., Outbox]) -> None:
 def test_parse_payload_braze(spawn: Callable[..., Outbox]) -> None:
     ob = spawn()
     r = ob.parse_payload(BRAZE_PAYLOAD)
-    assert set(r) == {"braze", "silent", "internal", "pushStory", "category", "threadId", "mutableContent",
-                      "alert", "badge", "sound", "deepLink", "attachment", "brazeId", "extras", "values", "warnings"}
-    assert r["braze"] is True and r["silent"] is False and r["internal"] is False and r["pushStory"] is False
+    assert set(r) == {
+        "braze",
+        "silent",
+        "internal",
+        "pushStory",
+        "category",
+        "threadId",
+        "mutableContent",
+        "alert",
+        "badge",
+        "sound",
+        "deepLink",
+        "attachment",
+        "brazeId",
+        "extras",
+        "values",
+        "warnings",
+    }
+    assert (
+        r["braze"] is True
+        and r["silent"] is False
+        and r["internal"] is False
+        and r["pushStory"] is False
+    )
     assert r["category"] == "lab_register"
     assert r["threadId"] == "thread-1"
     assert r["mutableContent"] is True
@@ -276,7 +328,9 @@ def test_parse_payload_silent_braze(spawn: Callable[..., Outbox]) -> None:
 
 def test_parse_payload_require_gives_typed_values(spawn: Callable[..., Outbox]) -> None:
     ob = spawn()
-    r = ob.parse_payload(BRAZE_PAYLOAD, require={"cert_title": "string", "completed_session_count": "integer"})
+    r = ob.parse_payload(
+        BRAZE_PAYLOAD, require={"cert_title": "string", "completed_session_count": "integer"}
+    )
     assert_type_exact(r["values"], {"cert_title": "Swift", "completed_session_count": 3})
 
 
@@ -329,21 +383,37 @@ def test_every_method_async(aspawn: Callable[..., AsyncOutbox]) -> None:
         async with aspawn() as ob:
             check_status(await ob.status())
             check_status(await ob.call("status"))
-            r = await ob.save_custom_event("push_opened", properties=PROPS, user={"externalId": "u1"})
+            r = await ob.save_custom_event(
+                "push_opened", properties=PROPS, user={"externalId": "u1"}
+            )
             check_save_result(r, pending=1)
-            check_save_result(await ob.save_custom_attribute("level", 3, user={"externalId": "u1"}), pending=2)
-            check_save_result(await ob.save_user_attribute("email", "a@example.com", user={"externalId": "u1"}), pending=3)
+            check_save_result(
+                await ob.save_custom_attribute("level", 3, user={"externalId": "u1"}), pending=2
+            )
+            check_save_result(
+                await ob.save_user_attribute("email", "a@example.com", user={"externalId": "u1"}),
+                pending=3,
+            )
             await ob.notify("saveCustomEvent", {"name": "note"})
             lease = await ob.flush_pending(lease_ms=60_000, max=2)
             assert len(lease["items"]) == 2 and lease["remaining"] == 2
             assert_type_exact(lease["items"][0]["properties"], PROPS)
             assert await ob.release_flush(lease["flushId"]) == {"released": 2}
             lease = await ob.flush_pending(lease_ms=60_000)
-            assert [i["kind"] for i in lease["items"]] == ["customEvent", "customAttribute", "userAttribute", "customEvent"]
+            assert [i["kind"] for i in lease["items"]] == [
+                "customEvent",
+                "customAttribute",
+                "userAttribute",
+                "customEvent",
+            ]
             assert await ob.ack_flush(lease["flushId"]) == {"acked": 4}
             track = await ob.flush_pending(format="usersTrack")
-            assert track["requests"] == [] or all(not r["events"] and not r["attributes"] for r in track["requests"])
-            p = await ob.parse_payload(BRAZE_PAYLOAD, require={"completed_session_count": "integer"})
+            assert track["requests"] == [] or all(
+                not r["events"] and not r["attributes"] for r in track["requests"]
+            )
+            p = await ob.parse_payload(
+                BRAZE_PAYLOAD, require={"completed_session_count": "integer"}
+            )
             assert p["braze"] is True and p["values"] == {"completed_session_count": 3}
             doc = await ob.discover()
             assert isinstance(doc, dict) and "methods" in doc

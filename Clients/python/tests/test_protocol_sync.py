@@ -7,7 +7,6 @@ from typing import Any, Callable, Dict
 
 import pytest
 from conftest import OPENRPC_PATH, PROTOCOL_DIR, openrpc_document
-
 from push_outbox import WIRE_METHODS, WIRE_PARAMS, Outbox
 
 pytestmark = pytest.mark.timeout(60)
@@ -28,7 +27,11 @@ def _doc_methods(doc: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
 
 def _resolve(doc: Dict[str, Any], node: Any) -> Any:
     """Follow a local "$ref" (e.g. to #/components/contentDescriptors/X)."""
-    while isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#/"):
+    while (
+        isinstance(node, dict)
+        and isinstance(node.get("$ref"), str)
+        and node["$ref"].startswith("#/")
+    ):
         target: Any = doc
         for part in node["$ref"][2:].split("/"):
             target = target[part.replace("~1", "/").replace("~0", "~")]
@@ -60,9 +63,13 @@ def test_client_params_equal_openrpc_params() -> None:
         if wire not in methods:
             continue  # covered by test_client_wire_methods_equal_openrpc_methods
         documented = {_resolve(doc, p)["name"] for p in methods[wire].get("params", [])}
-        assert set(params) == documented, f"{wire}: client sends {sorted(params)}, openrpc.json has {sorted(documented)}"
+        assert set(params) == documented, (
+            f"{wire}: client sends {sorted(params)}, openrpc.json has {sorted(documented)}"
+        )
         by_name = methods[wire].get("paramStructure")
-        assert by_name in (None, "by-name"), f"{wire}: paramStructure {by_name!r}; the server takes params by name"
+        assert by_name in (None, "by-name"), (
+            f"{wire}: paramStructure {by_name!r}; the server takes params by name"
+        )
 
 
 def _validator(doc: Dict[str, Any], wire: str):
@@ -74,19 +81,26 @@ def _validator(doc: Dict[str, Any], wire: str):
     result = _resolve(doc, doc["methods"][index]["result"])
     assert "schema" in result, f"{wire}: result has no schema"
     uri = "urn:push-outbox:openrpc"
-    registry = Registry().with_resource(uri, Resource.from_contents(doc, default_specification=DRAFT7))
+    registry = Registry().with_resource(
+        uri, Resource.from_contents(doc, default_specification=DRAFT7)
+    )
     # rpc.discover's result refs the OpenRPC meta-schema: use the copies vendored in Protocol/schema.
     tools_path = SCHEMA_DIR / "json-schema-tools-meta.schema.json"
     openrpc_path = SCHEMA_DIR / "openrpc-1.3.schema.json"
     if tools_path.exists() and openrpc_path.exists():
         tools = DRAFT7.create_resource(json.loads(tools_path.read_bytes()))
-        registry = registry.with_resources([
-            ("https://meta.json-schema.tools", tools),
-            ("https://meta.json-schema.tools/", tools),
-            ("https://meta.open-rpc.org/", DRAFT7.create_resource(json.loads(openrpc_path.read_bytes()))),
-        ])
+        registry = registry.with_resources(
+            [
+                ("https://meta.json-schema.tools", tools),
+                ("https://meta.json-schema.tools/", tools),
+                (
+                    "https://meta.open-rpc.org/",
+                    DRAFT7.create_resource(json.loads(openrpc_path.read_bytes())),
+                ),
+            ]
+        )
     # Point into the document so its "#/components/..." refs resolve against it.
-    pointer = "/methods/%d/result" % index
+    pointer = f"/methods/{index}/result"
     if "$ref" in doc["methods"][index]["result"]:
         pointer = doc["methods"][index]["result"]["$ref"][1:]
     schema = {"$ref": f"{uri}#{pointer}/schema"}
@@ -99,9 +113,13 @@ def test_real_results_match_openrpc_result_schemas(spawn: Callable[..., Outbox])
     ob = spawn()
     results: Dict[str, Any] = {}
     results["status"] = ob.status()
-    results["saveCustomEvent"] = ob.save_custom_event("e", properties={"n": 1}, user={"externalId": "u"})
+    results["saveCustomEvent"] = ob.save_custom_event(
+        "e", properties={"n": 1}, user={"externalId": "u"}
+    )
     results["saveCustomAttribute"] = ob.save_custom_attribute("level", 3, user={"externalId": "u"})
-    results["saveUserAttribute"] = ob.save_user_attribute("email", "a@example.com", user={"externalId": "u"})
+    results["saveUserAttribute"] = ob.save_user_attribute(
+        "email", "a@example.com", user={"externalId": "u"}
+    )
     lease = ob.flush_pending(lease_ms=60_000)
     results["flushPending"] = lease
     results["ackFlush"] = ob.ack_flush(lease["flushId"])

@@ -11,6 +11,7 @@ package struct Configuration: Sendable {
   package var maxDepth = 128
   package var maxBatch = 10_000
   package var logLevel = LogLevel.warn
+  package var logFormat = LogFormat.text
   package var domain = DomainLimits()
   package var trackBatchLimit = 75
   package var fsync = FsyncPolicy.everysec
@@ -23,7 +24,10 @@ package struct Configuration: Sendable {
   /// The directory to use, or nil when running in memory.
   package var effectiveStorePath: String? { memory ? nil : storePath }
 
-  /// `$XDG_STATE_HOME/push-outbox`, else `~/.local/state/push-outbox`.
+  /// How the default store is chosen, for `--help` and the man page.
+  package static let defaultStoreRule = "$XDG_STATE_HOME/push-outbox, else ~/.local/state/push-outbox"
+
+  /// `$XDG_STATE_HOME/push-outbox` (when absolute), else `~/.local/state/push-outbox`.
   package static func defaultStorePath(env: (String) -> String?) -> String? {
     if let state = env("XDG_STATE_HOME"), state.hasPrefix("/") { return state + "/push-outbox" }
     guard let home = env("HOME"), !home.isEmpty else { return nil }
@@ -42,4 +46,21 @@ package enum Command: Sendable {
   case run(Configuration)
   case help
   case version
+  /// `--generate-man`: the man page (roff), from the option table.
+  case manPage
+  /// `--generate-completion SHELL`: a completion script, from the option table.
+  case completion(Shell)
+}
+
+/// The shells `--generate-completion` writes for.
+package enum Shell: String, Sendable, CaseIterable {
+  case bash, zsh, fish
+}
+
+extension RPCError {
+  /// `-32007 Start-up failed`: the `id: null` stdout line for a start-up failure that has no code of
+  /// its own (a usage error, exit 2; a store that cannot be created or read, exit 1).
+  package static func startupFailed(_ reason: String, _ detail: String) -> RPCError {
+    .app(ErrorCode(rawValue: -32007), reason, "Start-up failed", [JSONMember("detail", .string(detail))])
+  }
 }

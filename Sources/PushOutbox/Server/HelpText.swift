@@ -1,11 +1,22 @@
 /// The `--help` text, built from the option table so it never drifts from the parser.
 package enum HelpText {
-  package static let version = "0.1.0"
+  package static var version: String { embeddedVersion }
 
-  package static var usage: String {
+  package static let summary = "a pending-analytics outbox for Braze push data, speaking line-delimited JSON-RPC 2.0"
+
+  /// Exit codes, for `--help` and the man page (Protocol/README.md "Shutdown and exit codes").
+  package static let exitCodes: [(code: Int32, meaning: String)] = [
+    (0, "clean stop: end of input, SIGTERM, SIGINT, or a closed stdout"),
+    (1, "start-up failure: the store cannot be created, read or recovered"),
+    (2, "usage error, or a store written by a newer format"),
+    (3, "the store is locked by another push-outbox"),
+  ]
+
+  /// `defaultStore` is the directory this run would use without `--store` (nil when there is none).
+  package static func usage(defaultStore: String?) -> String {
     var lines = [
-      "push-outbox \(version): a pending-analytics outbox for Braze push data, speaking",
-      "line-delimited JSON-RPC 2.0 on stdin/stdout (one request per line, one response per line).",
+      "push-outbox \(version): \(summary)",
+      "on stdin/stdout (one request per line, one response per line).",
       "",
       "USAGE: push-outbox [options]",
       "",
@@ -13,11 +24,14 @@ package enum HelpText {
     ]
     for option in Configuration.options {
       let flag = option.name + (option.valueName.map { " " + $0 } ?? "")
-      lines.append("  " + flag.padding(to: 30) + option.help)
+      lines.append("  " + flag.padding(to: 32) + optionHelp(option, defaultStore: defaultStore))
     }
+    for info in Configuration.infoOptions {
+      lines.append("  " + "\(info.short), \(info.name)".padding(to: 32) + info.help)
+    }
+    lines += ["", "EXIT CODES:"]
+    lines += exitCodes.map { "  \($0.code)  \($0.meaning)" }
     lines += [
-      "  " + "--help".padding(to: 30) + "show this help",
-      "  " + "--version".padding(to: 30) + "print the version",
       "",
       "EXAMPLE:",
       #"  echo '{"jsonrpc":"2.0","id":1,"method":"saveCustomEvent","params":{"name":"push_opened"}}' \"#,
@@ -26,6 +40,19 @@ package enum HelpText {
       "Stdout carries only JSON-RPC responses; logs go to stderr. Methods: see Protocol/openrpc.json.",
     ]
     return lines.joined(separator: "\n")
+  }
+
+  /// The option's help, with the store default spelled out.
+  package static func optionHelp(_ option: CommandLineOption, defaultStore: String?) -> String {
+    guard option.name == "--store" else { return option.help }
+    let rule = "\(option.help) (default \(Configuration.defaultStoreRule))"
+    return defaultStore.map { rule + "; here: \($0)" } ?? rule
+  }
+
+  /// The one stderr line when stdin is a terminal, so a person knows what the silence means.
+  package static func terminalHint(store: String?) -> String {
+    "push-outbox: reading JSON-RPC 2.0 requests, one per line, from stdin; store: "
+      + (store ?? "memory") + ". Ctrl-D ends; --help for more."
   }
 }
 

@@ -19,9 +19,18 @@ package enum LogLevel: Int, Sendable, Comparable, CaseIterable {
   package static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
 }
 
-/// A tiny stderr logger: one line per message, `push-outbox: warn: …`.
+/// The shape of a stderr line: `push-outbox: warn: …` (text) or one JSON object (json).
+package enum LogFormat: String, Sendable, CaseIterable {
+  case text, json
+}
+
+/// A tiny stderr logger: one line per message, `push-outbox: warn: …`, or with `--log-format json`
+/// `{"time":"…","level":"warn","message":"…"}`.
 package struct Log: Sendable {
   package var level: LogLevel
+
+  /// Set once by the executable before anything else runs (`--log-format`); read-only afterwards.
+  nonisolated(unsafe) package static var format = LogFormat.text
 
   package init(level: LogLevel) { self.level = level }
 
@@ -32,11 +41,38 @@ package struct Log: Sendable {
 
   private func write(_ at: LogLevel, _ message: () -> String) {
     guard at <= level else { return }
-    Log.stderr("push-outbox: \(at.name): \(message())")
+    Log.line(at, message())
+  }
+
+  /// Writes one message at `level` in the chosen format, whatever the configured level.
+  package static func line(_ level: LogLevel, _ message: String) {
+    switch format {
+    case .text: writeStderr("push-outbox: \(level.name): \(message)")
+    case .json: writeStderr(jsonLine(level, message))
+    }
+  }
+
+  /// A start-up or usage message: `push-outbox: message` as text, an error-level object as JSON.
+  package static func stderr(_ line: String) {
+    guard format == .json else { return writeStderr(line) }
+    let prefix = "push-outbox: "
+    Log.line(.error, line.hasPrefix(prefix) ? String(line.dropFirst(prefix.count)) : line)
+  }
+
+  private static func jsonLine(_ level: LogLevel, _ message: String) -> String {
+    var out: [UInt8] = []
+    out.appendASCII("{\"time\":\"")
+    UTCTime.append(ms: Clock.system.now(), to: &out)
+    out.appendASCII("\",\"level\":")
+    out.appendJSONString(level.name)
+    out.appendASCII(",\"message\":")
+    out.appendJSONString(message)
+    out.append(UInt8(ascii: "}"))
+    return String(decoding: out, as: UTF8.self)
   }
 
   /// Writes one line to stderr, ignoring failures (stderr may be closed).
-  package static func stderr(_ line: String) {
+  private static func writeStderr(_ line: String) {
     var bytes = Array((line + "\n").utf8)
     bytes.withUnsafeMutableBytes { raw in
       var offset = 0

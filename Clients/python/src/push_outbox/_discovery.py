@@ -9,10 +9,12 @@ from typing import Iterable, List, Optional, Union
 
 from .errors import BinaryNotFound
 
-__all__ = ["BINARY_NAME", "ENV_BINARY", "find_binary", "candidate_build_binaries"]
+__all__ = ["BINARY_NAME", "BUNDLED_BINARY", "ENV_BINARY", "find_binary", "candidate_build_binaries"]
 
 BINARY_NAME = "push-outbox"
 ENV_BINARY = "PUSH_OUTBOX_BIN"
+# Where a platform wheel built by `.ci/package` carries its own binary.
+BUNDLED_BINARY = Path(__file__).resolve().parent / "bin" / BINARY_NAME
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -37,20 +39,19 @@ def candidate_build_binaries(start: PathLike) -> List[Path]:
     """
     found: List[Path] = []
     for directory in _walk_up(Path(start)):
-        level = [
-            directory / ".build" / config / BINARY_NAME
-            for config in ("release", "debug")
-        ]
+        level = [directory / ".build" / config / BINARY_NAME for config in ("release", "debug")]
         level = [p for p in level if _is_executable(p)]
         level.sort(key=lambda p: p.stat().st_mtime, reverse=True)
         found.extend(level)
     return found
 
 
-def find_binary(binary: Optional[PathLike] = None) -> str:
+def find_binary(binary: Optional[PathLike] = None, *, bundled: Path = BUNDLED_BINARY) -> str:
     """Return the path of the push-outbox executable.
 
-    Order: the *binary* argument; ``$PUSH_OUTBOX_BIN``; ``push-outbox`` on
+    Order (Protocol/README.md, "Finding the binary"): the *binary* argument;
+    ``$PUSH_OUTBOX_BIN``; the binary bundled in this package (*bundled*,
+    ``push_outbox/bin/push-outbox`` in a platform wheel); ``push-outbox`` on
     ``PATH``; then a SwiftPM build (``.build/release`` or ``.build/debug``)
     found by walking up from the current directory, then from this package's
     location (which finds the build of the source checkout the package lives in).
@@ -75,6 +76,9 @@ def find_binary(binary: Optional[PathLike] = None) -> str:
             return env
         raise BinaryNotFound(f"${ENV_BINARY}={env!r} is not an executable file")
 
+    if _is_executable(bundled):
+        return str(bundled)
+
     on_path = shutil.which(BINARY_NAME)
     if on_path:
         return on_path
@@ -87,7 +91,8 @@ def find_binary(binary: Optional[PathLike] = None) -> str:
         searched.append(str(start))
 
     raise BinaryNotFound(
-        f"{BINARY_NAME} executable not found: pass binary=..., set ${ENV_BINARY}, put "
+        f"{BINARY_NAME} executable not found: pass binary=..., set ${ENV_BINARY}, install a "
+        f"platform wheel (which bundles it), put "
         f"{BINARY_NAME} on PATH, or build it with `swift build` (looked for "
         f".build/{{release,debug}}/{BINARY_NAME} above: {', '.join(searched)})"
     )

@@ -127,7 +127,9 @@ def decode_line(line: bytes) -> List[Dict[str, Any]]:
     try:
         value = json.loads(line.decode("utf-8", "strict"), parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError) as exc:
-        raise TransportError(f"server wrote a non-JSON line to stdout: {line[:200]!r} ({exc})") from None
+        raise TransportError(
+            f"server wrote a non-JSON line to stdout: {line[:200]!r} ({exc})"
+        ) from None
     members = value if isinstance(value, list) else [value]
     for member in members:
         if not isinstance(member, dict) or ("result" not in member and "error" not in member):
@@ -213,7 +215,9 @@ def params_parse_payload(payload: Any, require: Any, categories: Any) -> Dict[st
     return params
 
 
-def params_save_custom_event(name: str, properties: Any, time: Any, user: Any, id: Any) -> Dict[str, Any]:
+def params_save_custom_event(
+    name: str, properties: Any, time: Any, user: Any, id: Any
+) -> Dict[str, Any]:
     params: Dict[str, Any] = {"name": name}
     _put(params, "properties", properties)
     _put(params, "time", format_time(time) if time is not None else None)
@@ -222,7 +226,9 @@ def params_save_custom_event(name: str, properties: Any, time: Any, user: Any, i
     return params
 
 
-def params_save_custom_attribute(key: str, value: Any, op: Any, user: Any, id: Any) -> Dict[str, Any]:
+def params_save_custom_attribute(
+    key: str, value: Any, op: Any, user: Any, id: Any
+) -> Dict[str, Any]:
     params: Dict[str, Any] = {"key": key}
     if value is not MISSING:
         params["value"] = value  # None is sent as JSON null
@@ -254,9 +260,9 @@ def params_flush_pending(max: Any, format: Any, lease_ms: Any, default_user: Any
 def build_argv(
     binary: str,
     *,
-    store: Optional[Union[str, "os.PathLike[str]"]],
+    store: Optional[Union[str, os.PathLike[str]]],
     memory: bool,
-    args: Sequence[Union[str, "os.PathLike[str]"]],
+    args: Sequence[Union[str, os.PathLike[str]]],
 ) -> List[str]:
     argv = [binary]
     if store is not None and memory:
@@ -269,7 +275,7 @@ def build_argv(
     return argv
 
 
-def send_signal(proc: "subprocess.Popen[bytes]", sig: int, new_session: bool) -> None:
+def send_signal(proc: subprocess.Popen[bytes], sig: int, new_session: bool) -> None:
     """Signal the server (its whole process group when it leads its own session)."""
     if proc.poll() is not None:
         return
@@ -301,7 +307,7 @@ class StderrTail:
         with self._lock:
             if len(data) >= self._limit:
                 self._chunks.clear()
-                self._chunks.append(data[-self._limit:])
+                self._chunks.append(data[-self._limit :])
                 self._size = self._limit
                 return
             self._chunks.append(data)

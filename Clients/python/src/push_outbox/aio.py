@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import datetime as _dt
 import logging
 import os
 from types import TracebackType
@@ -16,27 +15,17 @@ from typing import (
     Mapping,
     Optional,
     Sequence,
+    Tuple,
     Type,
     Union,
     cast,
 )
 
 from . import _protocol as P
+from ._async_methods import AsyncMethods
+from ._core import Outcome, Session, result_of
 from ._discovery import find_binary
-from .errors import CallTimeout, RpcError, ServerExited, TransportError, error_from_response
-from .types import (
-    AckResult,
-    AttributeOp,
-    FieldType,
-    FlushFormat,
-    FlushResult,
-    ParsePayloadResult,
-    ReleaseResult,
-    SaveResult,
-    StatusResult,
-    User,
-    UsersTrackFlushResult,
-)
+from .errors import CallTimeout, ServerExited, TransportError
 
 __all__ = ["AsyncOutbox"]
 
@@ -51,7 +40,7 @@ StderrHandler = Callable[[str], None]
 STREAM_LIMIT = 64 * 1024 * 1024
 
 
-class AsyncOutbox:
+class AsyncOutbox(AsyncMethods):
     """A running push-outbox server driven from asyncio.
 
     ::
@@ -83,16 +72,14 @@ class AsyncOutbox:
         self._stderr_handler = stderr_handler
         self._new_session = os.name == "posix"
         self._proc: Optional[asyncio.subprocess.Process] = None
-        self._ids = P.IdAllocator()
-        self._pending: Dict[int, "asyncio.Future[Dict[str, Any]]"] = {}
+        self._session: Session[asyncio.Future[Dict[str, Any]]] = Session()
         self._write_lock: Optional[asyncio.Lock] = None
         self._closed = False
-        self._close_task: Optional["asyncio.Task[Optional[int]]"] = None
+        self._close_task: Optional[asyncio.Task[Optional[int]]] = None
         self._exit: Optional[ServerExited] = None
-        self._server_error: Optional[RpcError] = None  # last id-null error not about a request
         self._stderr = P.StderrTail()
-        self._reader_task: Optional["asyncio.Task[None]"] = None
-        self._stderr_task: Optional["asyncio.Task[None]"] = None
+        self._reader_task: Optional[asyncio.Task[None]] = None
+        self._stderr_task: Optional[asyncio.Task[None]] = None
 
     # --- construction ------------------------------------------------------------------------
 
@@ -109,7 +96,7 @@ class AsyncOutbox:
         cwd: Optional[PathLike] = None,
         close_timeout: float = P.DEFAULT_CLOSE_TIMEOUT,
         stderr_handler: Optional[StderrHandler] = None,
-    ) -> "AsyncOutbox":
+    ) -> AsyncOutbox:
         """Describe a push-outbox server to start (same options as :meth:`Outbox.spawn`).
 
         The process starts on ``async with`` or ``await``.
@@ -124,7 +111,7 @@ class AsyncOutbox:
             stderr_handler=stderr_handler,
         )
 
-    async def start(self) -> "AsyncOutbox":
+    async def start(self) -> AsyncOutbox:
         """Start the server process (idempotent)."""
         if self._proc is not None:
             return self
@@ -146,7 +133,7 @@ class AsyncOutbox:
         self._reader_task = loop.create_task(self._read_stdout())
         return self
 
-    def __await__(self) -> Generator[Any, None, "AsyncOutbox"]:
+    def __await__(self) -> Generator[Any, None, AsyncOutbox]:
         return self.start().__await__()
 
     # --- process info ------------------------------------------------------------------------
@@ -206,46 +193,26 @@ class AsyncOutbox:
         proc = self._process()
         stream = proc.stdout
         assert stream is not None
-        buffer = bytearray()
         try:
             while True:
                 chunk = await stream.read(P.READ_CHUNK)
                 if not chunk:
                     break
-                buffer += chunk
-                for line in P.split_lines(buffer):
-                    self._dispatch_line(line)
+                self._settle(self._session.receive(chunk))
         except (OSError, ValueError):
             pass
-        if buffer:
-            self._dispatch_line(bytes(buffer))
+        self._settle(self._session.end_of_stream())
         await self._on_eof()
 
-    def _dispatch_line(self, line: bytes) -> None:
-        try:
-            responses = P.decode_line(line)
-        except TransportError as exc:
-            log.error("%s", exc)
-            futures = list(self._pending.values())
-            self._pending.clear()
-            for fut in futures:
-                if not fut.done():
-                    fut.set_exception(TransportError(str(exc)))
-            return
-        for response in responses:
-            rid = P.match_id(response, list(self._pending))
-            target: "Optional[asyncio.Future[Dict[str, Any]]]" = None
-            if rid is not None:
-                target = self._pending.pop(rid)
-            if target is None:
-                if P.is_server_notice(response):
-                    self._server_error = error_from_response(response["error"])
-                    log.warning("push-outbox server error: %s", self._server_error)
-                else:
-                    log.debug("push-outbox: dropping unmatched response %r", response)
+    @staticmethod
+    def _settle(settled: List[Tuple[asyncio.Future[Dict[str, Any]], Outcome]]) -> None:
+        for fut, outcome in settled:
+            if fut.done():
                 continue
-            if not target.done():
-                target.set_result(response)
+            if isinstance(outcome, BaseException):
+                fut.set_exception(outcome)
+            else:
+                fut.set_result(outcome)
 
     async def _on_eof(self) -> None:
         proc = self._process()
@@ -260,12 +227,10 @@ class AsyncOutbox:
             except (asyncio.TimeoutError, Exception):
                 pass
         reason = "server closed its stdout" if returncode is None else "server exited"
-        self._exit = ServerExited(returncode, self._stderr.text(), reason=reason, server_error=self._server_error)
-        futures = list(self._pending.values())
-        self._pending.clear()
-        for fut in futures:
-            if not fut.done():
-                fut.set_exception(self._fresh_exit())
+        self._exit = ServerExited(
+            returncode, self._stderr.text(), reason=reason, server_error=self._session.server_error
+        )
+        self._settle([(fut, self._fresh_exit()) for fut in self._session.take_all()])
 
     def _fresh_exit(self) -> ServerExited:
         exited = self._exit
@@ -275,12 +240,18 @@ class AsyncOutbox:
     async def _exited_error(self) -> ServerExited:
         if self._reader_task is not None:
             try:
-                await asyncio.wait_for(asyncio.shield(self._reader_task), timeout=self.close_timeout + 3.0)
+                await asyncio.wait_for(
+                    asyncio.shield(self._reader_task), timeout=self.close_timeout + 3.0
+                )
             except (asyncio.TimeoutError, Exception):
                 pass
         if self._exit is None:
-            return ServerExited(self.returncode, self._stderr.text(), reason="server pipe broken",
-                                server_error=self._server_error)
+            return ServerExited(
+                self.returncode,
+                self._stderr.text(),
+                reason="server pipe broken",
+                server_error=self._session.server_error,
+            )
         return self._fresh_exit()
 
     # --- generic calls -----------------------------------------------------------------------
@@ -304,19 +275,21 @@ class AsyncOutbox:
         except (BrokenPipeError, ConnectionResetError, RuntimeError, OSError) as exc:
             raise (await self._exited_error()) from exc
 
-    async def _roundtrip(self, request_id: int, data: bytes, fut: "asyncio.Future[Dict[str, Any]]") -> Dict[str, Any]:
+    async def _roundtrip(
+        self, request_id: int, data: bytes, fut: asyncio.Future[Dict[str, Any]]
+    ) -> Dict[str, Any]:
         await self._write(data)
         return await fut
 
-    async def call(self, method: str, params: P.Params = None, *, timeout: Optional[float] = P.MISSING) -> Any:
+    async def call(
+        self, method: str, params: P.Params = None, *, timeout: Optional[float] = P.MISSING
+    ) -> Any:
         """Call *method* and return its result (see :meth:`Outbox.call`)."""
         if timeout is P.MISSING:
             timeout = self.timeout
-        request_id = self._ids.next()
-        data = P.encode_request(request_id, method, params)
+        fut: asyncio.Future[Dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._check_open()
-        fut: "asyncio.Future[Dict[str, Any]]" = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = fut
+        request_id, data = self._session.open_call(method, params, fut)
         try:
             response = await asyncio.wait_for(self._roundtrip(request_id, data, fut), timeout)
         except asyncio.TimeoutError:
@@ -325,89 +298,12 @@ class AsyncOutbox:
             else:
                 raise CallTimeout(method, cast(float, timeout), request_id) from None
         finally:
-            self._pending.pop(request_id, None)
-        if "error" in response:
-            raise error_from_response(response["error"], method=method, request_id=request_id)
-        return response.get("result")
+            self._session.forget(request_id)
+        return result_of(response, method, request_id)
 
     async def notify(self, method: str, params: P.Params = None) -> None:
         """Send a notification (never answered)."""
         await self._write(P.encode_notification(method, params))
-
-    # --- typed methods -----------------------------------------------------------------------
-
-    async def parse_payload(
-        self,
-        payload: Union[Mapping[str, Any], str],
-        *,
-        require: Optional[Mapping[str, FieldType]] = None,
-        categories: Optional[Sequence[str]] = None,
-        timeout: Optional[float] = P.MISSING,
-    ) -> ParsePayloadResult:
-        params = P.params_parse_payload(payload, require, categories)
-        return cast(ParsePayloadResult, await self.call("parsePayload", params, timeout=timeout))
-
-    async def save_custom_event(
-        self,
-        name: str,
-        properties: Optional[Mapping[str, Any]] = None,
-        *,
-        time: Union[str, _dt.datetime, None] = None,
-        user: Optional[User] = None,
-        id: Optional[str] = None,
-        timeout: Optional[float] = P.MISSING,
-    ) -> SaveResult:
-        params = P.params_save_custom_event(name, properties, time, user, id)
-        return cast(SaveResult, await self.call("saveCustomEvent", params, timeout=timeout))
-
-    async def save_custom_attribute(
-        self,
-        key: str,
-        value: Any = P.MISSING,
-        *,
-        op: Optional[AttributeOp] = None,
-        user: Optional[User] = None,
-        id: Optional[str] = None,
-        timeout: Optional[float] = P.MISSING,
-    ) -> SaveResult:
-        params = P.params_save_custom_attribute(key, value, op, user, id)
-        return cast(SaveResult, await self.call("saveCustomAttribute", params, timeout=timeout))
-
-    async def save_user_attribute(
-        self,
-        field: str,
-        value: Optional[str],
-        *,
-        user: Optional[User] = None,
-        id: Optional[str] = None,
-        timeout: Optional[float] = P.MISSING,
-    ) -> SaveResult:
-        params = P.params_save_user_attribute(field, value, user, id)
-        return cast(SaveResult, await self.call("saveUserAttribute", params, timeout=timeout))
-
-    async def flush_pending(
-        self,
-        *,
-        max: Optional[int] = None,
-        format: Optional[FlushFormat] = None,
-        lease_ms: Optional[int] = None,
-        default_user: Optional[User] = None,
-        timeout: Optional[float] = P.MISSING,
-    ) -> Union[FlushResult, UsersTrackFlushResult]:
-        params = P.params_flush_pending(max, format, lease_ms, default_user)
-        return cast(FlushResult, await self.call("flushPending", params, timeout=timeout))
-
-    async def ack_flush(self, flush_id: str, *, timeout: Optional[float] = P.MISSING) -> AckResult:
-        return cast(AckResult, await self.call("ackFlush", {"flushId": flush_id}, timeout=timeout))
-
-    async def release_flush(self, flush_id: str, *, timeout: Optional[float] = P.MISSING) -> ReleaseResult:
-        return cast(ReleaseResult, await self.call("releaseFlush", {"flushId": flush_id}, timeout=timeout))
-
-    async def status(self, *, timeout: Optional[float] = P.MISSING) -> StatusResult:
-        return cast(StatusResult, await self.call("status", {}, timeout=timeout))
-
-    async def discover(self, *, timeout: Optional[float] = P.MISSING) -> Dict[str, Any]:
-        return cast(Dict[str, Any], await self.call("rpc.discover", {}, timeout=timeout))
 
     # --- shutdown ----------------------------------------------------------------------------
 
@@ -439,7 +335,11 @@ class AsyncOutbox:
         try:
             await asyncio.wait_for(proc.wait(), timeout=grace)
         except asyncio.TimeoutError:
-            log.warning("push-outbox pid %d did not exit %.1fs after stdin closed; sending SIGTERM", proc.pid, grace)
+            log.warning(
+                "push-outbox pid %d did not exit %.1fs after stdin closed; sending SIGTERM",
+                proc.pid,
+                grace,
+            )
             self._signal(P.SIGTERM)
             try:
                 await asyncio.wait_for(proc.wait(), timeout=P.TERM_TIMEOUT)
@@ -469,7 +369,7 @@ class AsyncOutbox:
         except (ProcessLookupError, PermissionError):
             pass
 
-    async def __aenter__(self) -> "AsyncOutbox":
+    async def __aenter__(self) -> AsyncOutbox:
         return await self.start()
 
     async def __aexit__(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 import logging
 import os
 import subprocess
@@ -16,32 +15,20 @@ from typing import (
     Mapping,
     Optional,
     Sequence,
+    Tuple,
     Type,
     Union,
     cast,
 )
 
 from . import _protocol as P
+from ._core import Outcome, Session, result_of
 from ._discovery import find_binary
+from ._sync_methods import SyncMethods
 from .errors import (
     CallTimeout,
-    RpcError,
     ServerExited,
     TransportError,
-    error_from_response,
-)
-from .types import (
-    AckResult,
-    AttributeOp,
-    FieldType,
-    FlushFormat,
-    FlushResult,
-    ParsePayloadResult,
-    ReleaseResult,
-    SaveResult,
-    StatusResult,
-    User,
-    UsersTrackFlushResult,
 )
 
 __all__ = ["Outbox"]
@@ -61,7 +48,7 @@ class _Slot:
         self.error: Optional[BaseException] = None
 
 
-class Outbox:
+class Outbox(SyncMethods):
     """A running push-outbox server and a client talking to it over stdio.
 
     Create with :meth:`spawn`; use as a context manager (or call :meth:`close`)::
@@ -75,7 +62,7 @@ class Outbox:
 
     def __init__(
         self,
-        process: "subprocess.Popen[bytes]",
+        process: subprocess.Popen[bytes],
         *,
         argv: Sequence[str],
         timeout: Optional[float] = P.DEFAULT_TIMEOUT,
@@ -83,21 +70,21 @@ class Outbox:
         new_session: bool = True,
         stderr_handler: Optional[StderrHandler] = None,
     ) -> None:
-        assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+        assert (
+            process.stdin is not None and process.stdout is not None and process.stderr is not None
+        )
         self._proc = process
         self.argv: List[str] = list(argv)
         self.timeout = timeout
         self.close_timeout = close_timeout
         self._new_session = new_session
         self._stderr_handler = stderr_handler
-        self._ids = P.IdAllocator()
-        self._pending: Dict[int, _Slot] = {}
-        self._lock = threading.Lock()  # guards _pending and _exit
+        self._lock = threading.RLock()  # guards the session's pending table and _exit
+        self._session: Session[_Slot] = Session(self._lock)
         self._write_lock = threading.Lock()
         self._close_lock = threading.Lock()
         self._closed = False
         self._exit: Optional[ServerExited] = None  # set once stdout reached EOF
-        self._server_error: Optional[RpcError] = None  # last id-null error not about a request
         self._stderr = P.StderrTail()
         self._stderr_thread = threading.Thread(
             target=self._drain_stderr, name=f"push-outbox-stderr-{process.pid}", daemon=True
@@ -123,7 +110,7 @@ class Outbox:
         cwd: Optional[PathLike] = None,
         close_timeout: float = P.DEFAULT_CLOSE_TIMEOUT,
         stderr_handler: Optional[StderrHandler] = None,
-    ) -> "Outbox":
+    ) -> Outbox:
         """Start ``push-outbox`` and return a connected client.
 
         :param store: store directory (``--store``); omit to use the server's default
@@ -210,48 +197,25 @@ class Outbox:
     def _read_stdout(self) -> None:
         stream = self._proc.stdout
         assert stream is not None
-        buffer = bytearray()
         try:
             while True:
                 chunk = stream.read1(P.READ_CHUNK)  # type: ignore[attr-defined]
                 if not chunk:
                     break
-                buffer += chunk
-                for line in P.split_lines(buffer):
-                    self._dispatch_line(line)
+                self._settle(self._session.receive(chunk))
         except (OSError, ValueError):
             pass
-        if buffer:
-            self._dispatch_line(bytes(buffer))
+        self._settle(self._session.end_of_stream())
         self._on_eof()
 
-    def _dispatch_line(self, line: bytes) -> None:
-        try:
-            responses = P.decode_line(line)
-        except TransportError as exc:
-            log.error("%s", exc)
-            with self._lock:
-                slots = list(self._pending.values())
-                self._pending.clear()
-            for slot in slots:
-                slot.error = TransportError(str(exc))
-                slot.event.set()
-            return
-        for response in responses:
-            target: Optional[_Slot] = None
-            with self._lock:
-                rid = P.match_id(response, list(self._pending))
-                if rid is not None:
-                    target = self._pending.pop(rid)
-            if target is None:
-                if P.is_server_notice(response):
-                    self._server_error = error_from_response(response["error"])
-                    log.warning("push-outbox server error: %s", self._server_error)
-                else:
-                    log.debug("push-outbox: dropping unmatched response %r", response)
-                continue
-            target.response = response
-            target.event.set()
+    @staticmethod
+    def _settle(settled: List[Tuple[_Slot, Outcome]]) -> None:
+        for slot, outcome in settled:
+            if isinstance(outcome, BaseException):
+                slot.error = outcome
+            else:
+                slot.response = outcome
+            slot.event.set()
 
     def _on_eof(self) -> None:
         try:
@@ -260,14 +224,13 @@ class Outbox:
             returncode = None
         self._stderr_thread.join(timeout=2.0)
         reason = "server closed its stdout" if returncode is None else "server exited"
-        exited = ServerExited(returncode, self._stderr.text(), reason=reason, server_error=self._server_error)
+        exited = ServerExited(
+            returncode, self._stderr.text(), reason=reason, server_error=self._session.server_error
+        )
         with self._lock:
             self._exit = exited
-            slots = list(self._pending.values())
-            self._pending.clear()
-        for slot in slots:
-            slot.error = exited
-            slot.event.set()
+            slots = self._session.take_all()
+        self._settle([(slot, exited) for slot in slots])
 
     def _exited_error(self) -> ServerExited:
         """A fresh ServerExited once the reader saw EOF (waits for it briefly)."""
@@ -275,8 +238,12 @@ class Outbox:
         with self._lock:
             exited = self._exit
         if exited is None:
-            return ServerExited(self._proc.poll(), self._stderr.text(), reason="server pipe broken",
-                                server_error=self._server_error)
+            return ServerExited(
+                self._proc.poll(),
+                self._stderr.text(),
+                reason="server pipe broken",
+                server_error=self._session.server_error,
+            )
         return exited.copy()
 
     # --- generic calls -----------------------------------------------------------------------
@@ -293,7 +260,9 @@ class Outbox:
                 raise TransportError("Outbox is closed") from exc
             raise self._exited_error() from exc
 
-    def call(self, method: str, params: P.Params = None, *, timeout: Optional[float] = P.MISSING) -> Any:
+    def call(
+        self, method: str, params: P.Params = None, *, timeout: Optional[float] = P.MISSING
+    ) -> Any:
         """Call *method* with *params* (a mapping, a list, or ``None`` to omit) and return its result.
 
         Raises an :class:`RpcError` subclass for an error response,
@@ -302,25 +271,21 @@ class Outbox:
         """
         if timeout is P.MISSING:
             timeout = self.timeout
-        request_id = self._ids.next()
-        data = P.encode_request(request_id, method, params)
+        slot = _Slot()
         with self._lock:
             if self._exit is not None:
                 exited = self._exit
                 raise exited.copy()
             if self._closed:
                 raise TransportError("Outbox is closed")
-            slot = _Slot()
-            self._pending[request_id] = slot
+            request_id, data = self._session.open_call(method, params, slot)
         try:
             self._write(data)
         except BaseException:
-            with self._lock:
-                self._pending.pop(request_id, None)
+            self._session.forget(request_id)
             raise
         if not slot.event.wait(timeout):
-            with self._lock:
-                self._pending.pop(request_id, None)
+            self._session.forget(request_id)
             if not slot.event.is_set():
                 raise CallTimeout(method, cast(float, timeout), request_id)
         if slot.error is not None:
@@ -330,9 +295,7 @@ class Outbox:
             raise err
         response = slot.response
         assert response is not None
-        if "error" in response:
-            raise error_from_response(response["error"], method=method, request_id=request_id)
-        return response.get("result")
+        return result_of(response, method, request_id)
 
     def notify(self, method: str, params: P.Params = None) -> None:
         """Send a notification: the server runs it but never answers (errors are silent)."""
@@ -344,90 +307,6 @@ class Outbox:
             if self._closed:
                 raise TransportError("Outbox is closed")
         self._write(data)
-
-    # --- typed methods -----------------------------------------------------------------------
-
-    def parse_payload(
-        self,
-        payload: Union[Mapping[str, Any], str],
-        *,
-        require: Optional[Mapping[str, FieldType]] = None,
-        categories: Optional[Sequence[str]] = None,
-        timeout: Optional[float] = P.MISSING,
-    ) -> ParsePayloadResult:
-        """``parsePayload``: classify a push payload (an object, or a string holding a JSON object)."""
-        params = P.params_parse_payload(payload, require, categories)
-        return cast(ParsePayloadResult, self.call("parsePayload", params, timeout=timeout))
-
-    def save_custom_event(
-        self,
-        name: str,
-        properties: Optional[Mapping[str, Any]] = None,
-        *,
-        time: Union[str, _dt.datetime, None] = None,
-        user: Optional[User] = None,
-        id: Optional[str] = None,
-        timeout: Optional[float] = P.MISSING,
-    ) -> SaveResult:
-        """``saveCustomEvent``: queue a custom event."""
-        params = P.params_save_custom_event(name, properties, time, user, id)
-        return cast(SaveResult, self.call("saveCustomEvent", params, timeout=timeout))
-
-    def save_custom_attribute(
-        self,
-        key: str,
-        value: Any = P.MISSING,
-        *,
-        op: Optional[AttributeOp] = None,
-        user: Optional[User] = None,
-        id: Optional[str] = None,
-        timeout: Optional[float] = P.MISSING,
-    ) -> SaveResult:
-        """``saveCustomAttribute``: queue a custom attribute change (``value=None`` sends JSON null)."""
-        params = P.params_save_custom_attribute(key, value, op, user, id)
-        return cast(SaveResult, self.call("saveCustomAttribute", params, timeout=timeout))
-
-    def save_user_attribute(
-        self,
-        field: str,
-        value: Optional[str],
-        *,
-        user: Optional[User] = None,
-        id: Optional[str] = None,
-        timeout: Optional[float] = P.MISSING,
-    ) -> SaveResult:
-        """``saveUserAttribute``: queue a standard user attribute (``value=None`` unsets it)."""
-        params = P.params_save_user_attribute(field, value, user, id)
-        return cast(SaveResult, self.call("saveUserAttribute", params, timeout=timeout))
-
-    def flush_pending(
-        self,
-        *,
-        max: Optional[int] = None,
-        format: Optional[FlushFormat] = None,
-        lease_ms: Optional[int] = None,
-        default_user: Optional[User] = None,
-        timeout: Optional[float] = P.MISSING,
-    ) -> Union[FlushResult, UsersTrackFlushResult]:
-        """``flushPending``: drain pending items, or lease them with ``lease_ms``."""
-        params = P.params_flush_pending(max, format, lease_ms, default_user)
-        return cast(FlushResult, self.call("flushPending", params, timeout=timeout))
-
-    def ack_flush(self, flush_id: str, *, timeout: Optional[float] = P.MISSING) -> AckResult:
-        """``ackFlush``: confirm a leased flush (its items are removed)."""
-        return cast(AckResult, self.call("ackFlush", {"flushId": flush_id}, timeout=timeout))
-
-    def release_flush(self, flush_id: str, *, timeout: Optional[float] = P.MISSING) -> ReleaseResult:
-        """``releaseFlush``: give a leased flush back (its items become pending again)."""
-        return cast(ReleaseResult, self.call("releaseFlush", {"flushId": flush_id}, timeout=timeout))
-
-    def status(self, *, timeout: Optional[float] = P.MISSING) -> StatusResult:
-        """``status``: counts, store path, snapshot and lease state."""
-        return cast(StatusResult, self.call("status", {}, timeout=timeout))
-
-    def discover(self, *, timeout: Optional[float] = P.MISSING) -> Dict[str, Any]:
-        """``rpc.discover``: the OpenRPC document (``Protocol/openrpc.json``)."""
-        return cast(Dict[str, Any], self.call("rpc.discover", {}, timeout=timeout))
 
     # --- shutdown ----------------------------------------------------------------------------
 
@@ -471,7 +350,11 @@ class Outbox:
             return
         except subprocess.TimeoutExpired:
             pass
-        log.warning("push-outbox pid %d did not exit %.1fs after stdin closed; sending SIGTERM", proc.pid, grace)
+        log.warning(
+            "push-outbox pid %d did not exit %.1fs after stdin closed; sending SIGTERM",
+            proc.pid,
+            grace,
+        )
         P.send_signal(proc, P.SIGTERM, self._new_session)
         try:
             proc.wait(timeout=P.TERM_TIMEOUT)
@@ -486,7 +369,7 @@ class Outbox:
         except OSError:
             pass
 
-    def __enter__(self) -> "Outbox":
+    def __enter__(self) -> Outbox:
         return self
 
     def __exit__(
@@ -500,4 +383,3 @@ class Outbox:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"<Outbox pid={self._proc.pid} {state} returncode={self._proc.poll()}>"
-

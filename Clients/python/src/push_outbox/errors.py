@@ -192,16 +192,22 @@ def error_from_response(
 ) -> RpcError:
     """Build the right :class:`RpcError` subclass from a response's ``error`` member."""
     if not isinstance(error, Mapping):
-        return RpcError(-32603, f"malformed error object: {error!r}", None,
-                        method=method, request_id=request_id)
+        return RpcError(
+            -32603, f"malformed error object: {error!r}", None, method=method, request_id=request_id
+        )
     code = error.get("code")
     message = error.get("message")
     if not isinstance(message, str):
         message = str(message)
     data = error.get("data")
     if isinstance(code, bool) or not isinstance(code, int):
-        return RpcError(-32603, f"malformed error code {code!r}: {message}", data,
-                        method=method, request_id=request_id)
+        return RpcError(
+            -32603,
+            f"malformed error code {code!r}: {message}",
+            data,
+            method=method,
+            request_id=request_id,
+        )
     cls = ERROR_CLASSES.get(code)
     if cls is None:
         cls = ServerError if -32099 <= code <= -32000 else RpcError
@@ -252,9 +258,11 @@ class ServerExited(TransportError):
             return -self.returncode
         return None
 
-    def copy(self) -> "ServerExited":
+    def copy(self) -> ServerExited:
         """A fresh exception with the same information (each raise gets its own traceback)."""
-        return ServerExited(self.returncode, self.stderr_tail, reason=self.reason, server_error=self.server_error)
+        return ServerExited(
+            self.returncode, self.stderr_tail, reason=self.reason, server_error=self.server_error
+        )
 
     def _describe_status(self) -> str:
         if self.returncode is None:

@@ -77,7 +77,9 @@ class PhoneUser(TypedDict):
 User = Union[ExternalIdUser, BrazeIdUser, AliasUser, EmailUser, PhoneUser]
 """The ``user`` param: exactly one of ``externalId``, ``brazeId``, ``alias``, ``email``, ``phone``."""
 
-FieldType = Literal["string", "integer", "number", "boolean", "object", "array", "url", "date", "datetime"]
+FieldType = Literal[
+    "string", "integer", "number", "boolean", "object", "array", "url", "date", "datetime"
+]
 AttributeOp = Literal["set", "inc", "add", "remove", "unset"]
 FlushFormat = Literal["items", "usersTrack"]
 ItemKind = Literal["customEvent", "customAttribute", "userAttribute"]

@@ -1,0 +1,146 @@
+"""The typed methods of AsyncOutbox: one per wire method, each a thin wrapper over ``call``
+(params built by ``_protocol``; the method table is ``openrpc.json``)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any, Dict, Literal, Mapping, Optional, Sequence, Union, cast, overload
+
+from . import _protocol as P
+from .types import (
+    AckResult,
+    AttributeOp,
+    FieldType,
+    FlushFormat,
+    FlushResult,
+    ParsePayloadResult,
+    ReleaseResult,
+    SaveResult,
+    StatusResult,
+    User,
+    UsersTrackFlushResult,
+)
+
+__all__ = ["AsyncMethods"]
+
+
+class AsyncMethods:
+    """Typed methods; the class using it provides ``call``."""
+
+    async def call(
+        self, method: str, params: P.Params = None, *, timeout: Optional[float] = P.MISSING
+    ) -> Any:
+        raise NotImplementedError
+
+    async def parse_payload(
+        self,
+        payload: Union[Mapping[str, Any], str],
+        *,
+        require: Optional[Mapping[str, FieldType]] = None,
+        categories: Optional[Sequence[str]] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> ParsePayloadResult:
+        params = P.params_parse_payload(payload, require, categories)
+        return cast(ParsePayloadResult, await self.call("parsePayload", params, timeout=timeout))
+
+    async def save_custom_event(
+        self,
+        name: str,
+        properties: Optional[Mapping[str, Any]] = None,
+        *,
+        time: Union[str, _dt.datetime, None] = None,
+        user: Optional[User] = None,
+        id: Optional[str] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> SaveResult:
+        params = P.params_save_custom_event(name, properties, time, user, id)
+        return cast(SaveResult, await self.call("saveCustomEvent", params, timeout=timeout))
+
+    async def save_custom_attribute(
+        self,
+        key: str,
+        value: Any = P.MISSING,
+        *,
+        op: Optional[AttributeOp] = None,
+        user: Optional[User] = None,
+        id: Optional[str] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> SaveResult:
+        params = P.params_save_custom_attribute(key, value, op, user, id)
+        return cast(SaveResult, await self.call("saveCustomAttribute", params, timeout=timeout))
+
+    async def save_user_attribute(
+        self,
+        field: str,
+        value: Optional[str],
+        *,
+        user: Optional[User] = None,
+        id: Optional[str] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> SaveResult:
+        params = P.params_save_user_attribute(field, value, user, id)
+        return cast(SaveResult, await self.call("saveUserAttribute", params, timeout=timeout))
+
+    @overload
+    async def flush_pending(
+        self,
+        *,
+        max: Optional[int] = None,
+        format: Literal["usersTrack"],
+        lease_ms: Optional[int] = None,
+        default_user: Optional[User] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> UsersTrackFlushResult: ...
+
+    @overload
+    async def flush_pending(
+        self,
+        *,
+        max: Optional[int] = None,
+        format: Optional[Literal["items"]] = None,
+        lease_ms: Optional[int] = None,
+        default_user: Optional[User] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> FlushResult: ...
+
+    @overload
+    async def flush_pending(
+        self,
+        *,
+        max: Optional[int] = None,
+        format: Optional[FlushFormat] = None,
+        lease_ms: Optional[int] = None,
+        default_user: Optional[User] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> Union[FlushResult, UsersTrackFlushResult]: ...
+
+    async def flush_pending(
+        self,
+        *,
+        max: Optional[int] = None,
+        format: Optional[FlushFormat] = None,
+        lease_ms: Optional[int] = None,
+        default_user: Optional[User] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> Union[FlushResult, UsersTrackFlushResult]:
+        params = P.params_flush_pending(max, format, lease_ms, default_user)
+        return cast(
+            Union[FlushResult, UsersTrackFlushResult],
+            await self.call("flushPending", params, timeout=timeout),
+        )
+
+    async def ack_flush(self, flush_id: str, *, timeout: Optional[float] = P.MISSING) -> AckResult:
+        return cast(AckResult, await self.call("ackFlush", {"flushId": flush_id}, timeout=timeout))
+
+    async def release_flush(
+        self, flush_id: str, *, timeout: Optional[float] = P.MISSING
+    ) -> ReleaseResult:
+        return cast(
+            ReleaseResult, await self.call("releaseFlush", {"flushId": flush_id}, timeout=timeout)
+        )
+
+    async def status(self, *, timeout: Optional[float] = P.MISSING) -> StatusResult:
+        return cast(StatusResult, await self.call("status", {}, timeout=timeout))
+
+    async def discover(self, *, timeout: Optional[float] = P.MISSING) -> Dict[str, Any]:
+        return cast(Dict[str, Any], await self.call("rpc.discover", {}, timeout=timeout))

@@ -1,0 +1,104 @@
+"""The sans-I/O protocol core that :class:`Outbox` and :class:`AsyncOutbox` share.
+
+It owns the framing of stdout into lines, the pending-call table and the routing of replies
+(including the id-null rule of Protocol/README.md, "Errors with id null"). It does no I/O and
+starts no threads or tasks: a client registers a *waiter* (a threading slot, an asyncio future)
+per call, feeds in the bytes it read, and settles the waiters it is handed back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any, ContextManager, Dict, Generic, List, Optional, Tuple, TypeVar, Union
+
+from . import _protocol as P
+from .errors import RpcError, TransportError, error_from_response
+
+__all__ = ["Outcome", "Session", "result_of"]
+
+log = logging.getLogger("push_outbox")
+
+W = TypeVar("W")
+#: What a waiter is settled with: the response object, or the exception the call fails with.
+Outcome = Union[Dict[str, Any], BaseException]
+
+
+class Session(Generic[W]):
+    """Framing, pending table and reply routing for one server connection."""
+
+    def __init__(self, lock: Optional[ContextManager[Any]] = None) -> None:
+        # The sync client passes its (reentrant) lock: calls register from many threads.
+        self._lock: ContextManager[Any] = lock if lock is not None else contextlib.nullcontext()
+        self._ids = P.IdAllocator()
+        self._pending: Dict[int, W] = {}
+        self._buffer = bytearray()
+        #: The last id-null error that answered no call (a start-up notice such as -32005).
+        self.server_error: Optional[RpcError] = None
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+    def open_call(self, method: str, params: P.Params, waiter: W) -> Tuple[int, bytes]:
+        """Registers *waiter* under a new id and returns the id and the request line to write."""
+        request_id = self._ids.next()
+        data = P.encode_request(request_id, method, params)  # a bad param raises before registering
+        with self._lock:
+            self._pending[request_id] = waiter
+        return request_id, data
+
+    def forget(self, request_id: int) -> None:
+        """Drops a call that timed out, was cancelled or could not be written."""
+        with self._lock:
+            self._pending.pop(request_id, None)
+
+    def take_all(self) -> List[W]:
+        """Removes and returns every pending waiter (the server has gone)."""
+        with self._lock:
+            waiters = list(self._pending.values())
+            self._pending.clear()
+        return waiters
+
+    def receive(self, chunk: bytes) -> List[Tuple[W, Outcome]]:
+        """Feeds bytes read from stdout; returns the waiters answered by the complete lines."""
+        self._buffer += chunk
+        settled: List[Tuple[W, Outcome]] = []
+        for line in P.split_lines(self._buffer):
+            settled += self._route(line)
+        return settled
+
+    def end_of_stream(self) -> List[Tuple[W, Outcome]]:
+        """Stdout ended: a last line without a newline still counts."""
+        if not self._buffer:
+            return []
+        line = bytes(self._buffer)
+        self._buffer.clear()
+        return self._route(line)
+
+    def _route(self, line: bytes) -> List[Tuple[W, Outcome]]:
+        try:
+            responses = P.decode_line(line)
+        except TransportError as exc:
+            log.error("%s", exc)
+            return [(waiter, TransportError(str(exc))) for waiter in self.take_all()]
+        settled: List[Tuple[W, Outcome]] = []
+        for response in responses:
+            with self._lock:
+                rid = P.match_id(response, list(self._pending))
+                target = self._pending.pop(rid) if rid is not None else None
+            if target is not None:
+                settled.append((target, response))
+            elif P.is_server_notice(response):
+                self.server_error = error_from_response(response["error"])
+                log.warning("push-outbox server error: %s", self.server_error)
+            else:
+                log.debug("push-outbox: dropping unmatched response %r", response)
+        return settled
+
+
+def result_of(response: Dict[str, Any], method: str, request_id: int) -> Any:
+    """The result of a response, or the typed error it carries, raised."""
+    if "error" in response:
+        raise error_from_response(response["error"], method=method, request_id=request_id)
+    return response.get("result")

@@ -1,0 +1,155 @@
+"""The typed methods of Outbox: one per wire method, each a thin wrapper over ``call``
+(params built by ``_protocol``; the method table is ``openrpc.json``)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any, Dict, Literal, Mapping, Optional, Sequence, Union, cast, overload
+
+from . import _protocol as P
+from .types import (
+    AckResult,
+    AttributeOp,
+    FieldType,
+    FlushFormat,
+    FlushResult,
+    ParsePayloadResult,
+    ReleaseResult,
+    SaveResult,
+    StatusResult,
+    User,
+    UsersTrackFlushResult,
+)
+
+__all__ = ["SyncMethods"]
+
+
+class SyncMethods:
+    """Typed methods; the class using it provides ``call``."""
+
+    def call(
+        self, method: str, params: P.Params = None, *, timeout: Optional[float] = P.MISSING
+    ) -> Any:
+        raise NotImplementedError
+
+    def parse_payload(
+        self,
+        payload: Union[Mapping[str, Any], str],
+        *,
+        require: Optional[Mapping[str, FieldType]] = None,
+        categories: Optional[Sequence[str]] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> ParsePayloadResult:
+        """``parsePayload``: classify a push payload (an object, or a string holding a JSON object)."""
+        params = P.params_parse_payload(payload, require, categories)
+        return cast(ParsePayloadResult, self.call("parsePayload", params, timeout=timeout))
+
+    def save_custom_event(
+        self,
+        name: str,
+        properties: Optional[Mapping[str, Any]] = None,
+        *,
+        time: Union[str, _dt.datetime, None] = None,
+        user: Optional[User] = None,
+        id: Optional[str] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> SaveResult:
+        """``saveCustomEvent``: queue a custom event."""
+        params = P.params_save_custom_event(name, properties, time, user, id)
+        return cast(SaveResult, self.call("saveCustomEvent", params, timeout=timeout))
+
+    def save_custom_attribute(
+        self,
+        key: str,
+        value: Any = P.MISSING,
+        *,
+        op: Optional[AttributeOp] = None,
+        user: Optional[User] = None,
+        id: Optional[str] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> SaveResult:
+        """``saveCustomAttribute``: queue a custom attribute change (``value=None`` sends JSON null)."""
+        params = P.params_save_custom_attribute(key, value, op, user, id)
+        return cast(SaveResult, self.call("saveCustomAttribute", params, timeout=timeout))
+
+    def save_user_attribute(
+        self,
+        field: str,
+        value: Optional[str],
+        *,
+        user: Optional[User] = None,
+        id: Optional[str] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> SaveResult:
+        """``saveUserAttribute``: queue a standard user attribute (``value=None`` unsets it)."""
+        params = P.params_save_user_attribute(field, value, user, id)
+        return cast(SaveResult, self.call("saveUserAttribute", params, timeout=timeout))
+
+    @overload
+    def flush_pending(
+        self,
+        *,
+        max: Optional[int] = None,
+        format: Literal["usersTrack"],
+        lease_ms: Optional[int] = None,
+        default_user: Optional[User] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> UsersTrackFlushResult: ...
+
+    @overload
+    def flush_pending(
+        self,
+        *,
+        max: Optional[int] = None,
+        format: Optional[Literal["items"]] = None,
+        lease_ms: Optional[int] = None,
+        default_user: Optional[User] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> FlushResult: ...
+
+    @overload
+    def flush_pending(
+        self,
+        *,
+        max: Optional[int] = None,
+        format: Optional[FlushFormat] = None,
+        lease_ms: Optional[int] = None,
+        default_user: Optional[User] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> Union[FlushResult, UsersTrackFlushResult]: ...
+
+    def flush_pending(
+        self,
+        *,
+        max: Optional[int] = None,
+        format: Optional[FlushFormat] = None,
+        lease_ms: Optional[int] = None,
+        default_user: Optional[User] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> Union[FlushResult, UsersTrackFlushResult]:
+        """``flushPending``: drain pending items, or lease them with ``lease_ms``."""
+        params = P.params_flush_pending(max, format, lease_ms, default_user)
+        return cast(
+            Union[FlushResult, UsersTrackFlushResult],
+            self.call("flushPending", params, timeout=timeout),
+        )
+
+    def ack_flush(self, flush_id: str, *, timeout: Optional[float] = P.MISSING) -> AckResult:
+        """``ackFlush``: confirm a leased flush (its items are removed)."""
+        return cast(AckResult, self.call("ackFlush", {"flushId": flush_id}, timeout=timeout))
+
+    def release_flush(
+        self, flush_id: str, *, timeout: Optional[float] = P.MISSING
+    ) -> ReleaseResult:
+        """``releaseFlush``: give a leased flush back (its items become pending again)."""
+        return cast(
+            ReleaseResult, self.call("releaseFlush", {"flushId": flush_id}, timeout=timeout)
+        )
+
+    def status(self, *, timeout: Optional[float] = P.MISSING) -> StatusResult:
+        """``status``: counts, store path, snapshot and lease state."""
+        return cast(StatusResult, self.call("status", {}, timeout=timeout))
+
+    def discover(self, *, timeout: Optional[float] = P.MISSING) -> Dict[str, Any]:
+        """``rpc.discover``: the OpenRPC document (``Protocol/openrpc.json``)."""
+        return cast(Dict[str, Any], self.call("rpc.discover", {}, timeout=timeout))

@@ -1,0 +1,124 @@
+"""The built artifacts, installed the way their users install them.
+
+`.ci/package` builds dist/push_outbox-*.whl and dist/push-outbox-*.tgz, each carrying the
+self-contained binary. Here each is installed into a fresh environment in a temporary directory
+(a new venv; a new Node project), then used from another directory with a clean environment:
+no PUSH_OUTBOX_* variables, no LD_LIBRARY_PATH, and PATH without the Swift toolchain, so the
+only push-outbox to be found is the one inside the package. Run by `.ci/test-packages`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DIST = Path(os.environ.get("PUSH_OUTBOX_DIST", ROOT / "dist"))
+BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+PY_SCRIPT = """
+import json
+from push_outbox import Outbox, find_binary
+with Outbox.spawn(memory=True, timeout=30) as ob:
+    ob.save_custom_event("push_opened", properties={"step": 1}, user={"externalId": "u1"})
+    flushed = ob.flush_pending(format="usersTrack")
+    status = ob.status()
+print(json.dumps({"binary": find_binary(), "requests": flushed["requests"], "version": status["version"]}))
+"""
+
+NODE_SCRIPT = """
+import { Outbox, findBinary } from 'push-outbox';
+const ob = await Outbox.spawn({ memory: true });
+try {
+  await ob.saveCustomEvent({ name: 'push_opened', properties: { step: 1 }, user: { externalId: 'u1' } });
+  const flushed = await ob.flushPending({ format: 'usersTrack' });
+  const status = await ob.status();
+  console.log(JSON.stringify({ binary: findBinary(), requests: flushed.requests, version: status.version }));
+} finally {
+  await ob.close();
+}
+"""
+
+
+def artifact(pattern: str) -> Path:
+    found = sorted(DIST.glob(pattern))
+    assert len(found) == 1, (
+        f"expected one {pattern} in {DIST} (run: bash .ci/package), found {found}"
+    )
+    return found[0]
+
+
+def clean_env(home: Path, extra_path: str = "") -> Dict[str, str]:
+    """A user's environment: nothing from this checkout or the Swift toolchain."""
+    env = {
+        "PATH": (extra_path + ":" if extra_path else "") + BASE_PATH,
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+    }
+    assert "swift" not in env["PATH"]
+    return env
+
+
+def run(args: List[str], cwd: Path, env: Dict[str, str]) -> str:
+    done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"{args} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def check_session(output: str, inside: Path) -> None:
+    result = json.loads(output.strip().splitlines()[-1])
+    binary = Path(result["binary"]).resolve()
+    assert inside.resolve() in binary.parents, f"{binary} is not the bundled binary under {inside}"
+    assert result["version"] == (ROOT / "Protocol" / "VERSION").read_text().strip()
+    events = [e for request in result["requests"] for e in request.get("events", [])]
+    assert [e["name"] for e in events] == ["push_opened"], result
+
+
+def check_self_contained(binary: Path) -> None:
+    if not sys.platform.startswith("linux"):
+        return
+    libraries = run(["ldd", str(binary)], binary.parent, clean_env(binary.parent))
+    for runtime in ("libswift", "libdispatch", "libFoundation", "libstdc++", "libgcc_s"):
+        assert runtime not in libraries, f"{binary} links {runtime}:\n{libraries}"
+
+
+@pytest.mark.timeout(600)
+def test_wheel_in_a_fresh_venv(tmp_path: Path) -> None:
+    wheel = artifact("push_outbox-*.whl")
+    assert "-py3-none-" in wheel.name and not wheel.name.endswith("-any.whl"), (
+        "not a platform wheel"
+    )
+    venv = tmp_path / "venv"
+    run([sys.executable, "-m", "venv", str(venv)], tmp_path, clean_env(tmp_path))
+    env = clean_env(tmp_path, str(venv / "bin"))
+    run(
+        ["python", "-m", "pip", "install", "-q", "--no-index", "--no-cache-dir", str(wheel)],
+        tmp_path,
+        env,
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    check_session(run(["python", "-c", PY_SCRIPT], elsewhere, env), venv)
+    check_self_contained(next(venv.glob("lib/python*/site-packages/push_outbox/bin/push-outbox")))
+
+
+@pytest.mark.timeout(600)
+def test_npm_tarball_in_a_fresh_node_project(tmp_path: Path) -> None:
+    tarball = artifact("push-outbox-*.tgz")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "package.json").write_text(
+        json.dumps({"name": "user-app", "private": True, "type": "module"})
+    )
+    env = clean_env(tmp_path)
+    env["npm_config_cache"] = str(tmp_path / "npm-cache")
+    run(["npm", "install", "--offline", "--no-audit", "--no-fund", str(tarball)], project, env)
+    (project / "main.mjs").write_text(NODE_SCRIPT)
+    check_session(run(["node", "main.mjs"], project, env), project / "node_modules" / "push-outbox")
+    check_self_contained(project / "node_modules" / "push-outbox" / "bin" / "push-outbox")

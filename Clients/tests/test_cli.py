@@ -1,0 +1,68 @@
+"""Command-line behaviour that needs a real terminal or a real process (the parser itself is
+covered in process by Tests/PushOutboxTests/CommandLineTests.swift)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BINARY = os.environ.get("PUSH_OUTBOX_BIN", str(ROOT / ".build" / "debug" / "push-outbox"))
+
+
+@pytest.mark.timeout(60)
+def test_a_terminal_on_stdin_gets_a_one_line_hint_on_stderr() -> None:
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [BINARY, "--memory"], stdin=follower, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    os.close(follower)
+    assert proc.stderr is not None
+    hint = proc.stderr.readline().decode()
+    os.write(leader, b"\x04")  # Ctrl-D: end of input
+    proc.communicate(timeout=30)
+    os.close(leader)
+    assert hint.startswith("push-outbox: reading JSON-RPC 2.0 requests") and "store: memory" in hint
+
+
+def test_no_hint_when_stdin_is_a_pipe() -> None:
+    done = subprocess.run([BINARY, "--memory"], input=b"", capture_output=True, timeout=30)
+    assert done.returncode == 0 and done.stderr == b""
+
+
+def test_a_store_that_cannot_be_created_is_an_id_null_line_and_exit_1(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    done = subprocess.run(
+        [BINARY, "--store", str(blocker / "store"), "--log-format", "json"],
+        input=b"",
+        capture_output=True,
+        timeout=30,
+    )
+    assert done.returncode == 1
+    [line] = done.stdout.decode().splitlines()
+    reply = json.loads(line)
+    assert reply["id"] is None and reply["error"]["code"] == -32007
+    assert reply["error"]["data"]["reason"] == "store_unavailable"
+    [log] = done.stderr.decode().splitlines()
+    assert (
+        json.loads(log)["level"] == "error"
+        and "cannot create the store" in json.loads(log)["message"]
+    )
+
+
+def test_a_usage_error_is_an_id_null_line_and_exit_2() -> None:
+    done = subprocess.run(
+        [BINARY, "--memory", "--store", "/tmp/x"], input=b"", capture_output=True, timeout=30
+    )
+    assert done.returncode == 2
+    reply = json.loads(done.stdout)
+    assert reply["error"]["code"] == -32007 and reply["error"]["data"]["reason"] == "usage"
+    assert (
+        done.stderr.decode().count("\n") == 1 and "cannot be used together" in done.stderr.decode()
+    )

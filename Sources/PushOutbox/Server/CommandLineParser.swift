@@ -1,0 +1,96 @@
+/// Reading the command line and the environment twins into a `Command`.
+extension Configuration {
+  /// Where a setting came from: `--flag` on the command line or `PUSH_OUTBOX_FLAG` in the environment.
+  private enum Source { case argument, environment }
+
+  /// Reads the environment twins first, then the arguments (which win).
+  package static func parse(_ arguments: [String], env: (String) -> String?) throws(UsageError) -> Command {
+    var config = Configuration(storePath: defaultStorePath(env: env))
+    var given: [String: Source] = [:]
+    for option in options {
+      guard let value = env(option.environmentName), !value.isEmpty else { continue }
+      do { try option.set(&config, value) } catch {
+        throw UsageError("\(option.environmentName)=\(value) \(error.message)")
+      }
+      if option.valueName != nil || config.memory { given[option.name] = .environment }
+    }
+    var rest = arguments[...]
+    while let arg = rest.popFirst() {
+      if let info = infoOptions.first(where: { $0.name == arg || $0.short == arg }) {
+        return info.name == "--help" ? .help : .version
+      }
+      if arg == "--generate-man" { return .manPage }
+      if arg == "--generate-completion" {
+        guard let shell = rest.popFirst(), let kind = Shell(rawValue: shell) else {
+          throw UsageError("--generate-completion needs bash, zsh or fish")
+        }
+        return .completion(kind)
+      }
+      let (name, inline) = splitInline(arg)
+      guard let option = options.first(where: { $0.name == name }) else { throw unknown(arg) }
+      let value: String
+      if option.valueName == nil {
+        value = inline ?? "true"
+      } else {
+        guard let v = inline ?? rest.popFirst() else {
+          throw UsageError("\(name) needs a value (\(name) \(option.valueName!))")
+        }
+        value = v
+      }
+      do { try option.set(&config, value) } catch { throw UsageError("\(name) \(error.message)") }
+      given[name] = .argument
+    }
+    try resolveConflicts(&config, given)
+    if !config.memory && config.storePath == nil {
+      throw UsageError("no store directory: set --store, $XDG_STATE_HOME or $HOME, or pass --memory")
+    }
+    return .run(config)
+  }
+
+  /// Two conflicting settings from the same place are a usage error; across places the argument wins.
+  private static func resolveConflicts(_ config: inout Configuration, _ given: [String: Source]) throws(UsageError) {
+    for (a, b) in conflictingOptions {
+      guard let sa = given[a], let sb = given[b] else { continue }
+      if sa == sb {
+        let names = sa == .argument ? (a, b) : (environmentName(a), environmentName(b))
+        throw UsageError("\(names.0) and \(names.1) cannot be used together")
+      }
+      // Only --memory/--store today: the one given as an argument wins over its environment twin.
+      if sb == .argument && a == "--memory" { config.memory = false }
+    }
+  }
+
+  private static func environmentName(_ flag: String) -> String {
+    options.first(where: { $0.name == flag })?.environmentName ?? flag
+  }
+
+  private static func unknown(_ arg: String) -> UsageError {
+    let (name, _) = splitInline(arg)
+    let known = options.map(\.name) + infoOptions.flatMap { [$0.name, $0.short] }
+    guard let best = known.min(by: { editDistance($0, name) < editDistance($1, name) }),
+      editDistance(best, name) <= max(2, name.count / 3)
+    else { return UsageError("unknown option \(arg)") }
+    return UsageError("unknown option \(arg); did you mean \(best)?")
+  }
+
+  /// Levenshtein distance, for "did you mean".
+  package static func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a.utf8), b = Array(b.utf8)
+    var row = Array(0...b.count)
+    for i in 1...max(a.count, 1) where !a.isEmpty {
+      var previous = row[0]
+      row[0] = i
+      for j in stride(from: 1, through: b.count, by: 1) {
+        let substitution = previous + (a[i - 1] == b[j - 1] ? 0 : 1)
+        previous = row[j]
+        row[j] = min(substitution, row[j] + 1, row[j - 1] + 1)
+      }
+    }
+    return row[b.count]
+  }
+
+  private static func splitInline(_ arg: String) -> (String, String?) {
+    guard arg.hasPrefix("--"), let eq = arg.firstIndex(of: "=") else { return (arg, nil) }
+    return (String(arg[..<eq]), String(arg[arg.index(after: eq)...]))
+  }
+}
