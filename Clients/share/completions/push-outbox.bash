@@ -21,6 +21,6 @@ _push_outbox() {
     --fixed-clock) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --id-seed) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
   esac
-  COMPREPLY=($(compgen -W "--store --memory --snapshot-interval --max-line-bytes --max-depth --max-batch --log-level --log-format --strings --array-limit --max-properties-bytes --max-nested-attribute-bytes --track-batch-limit --fsync --max-pending --max-pending-bytes --max-item-bytes --fixed-clock --id-seed -h --help -V --version" -- "$cur"))
+  COMPREPLY=($(compgen -W "--store --memory --accept-loss --snapshot-interval --max-line-bytes --max-depth --max-batch --log-level --log-format --strings --array-limit --max-properties-bytes --max-nested-attribute-bytes --track-batch-limit --fsync --max-pending --max-pending-bytes --max-item-bytes --fixed-clock --id-seed -h --help -V --version" -- "$cur"))
 }
 complete -F _push_outbox push-outbox
