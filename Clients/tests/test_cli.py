@@ -48,7 +48,7 @@ def test_a_store_that_cannot_be_created_is_an_id_null_line_and_exit_1(tmp_path: 
     [line] = done.stdout.decode().splitlines()
     reply = json.loads(line)
     assert reply["id"] is None and reply["error"]["code"] == -32007
-    assert reply["error"]["data"]["reason"] == "store_unavailable"
+    assert reply["error"]["data"]["reason"] == "cannot_create_store"
     [log] = done.stderr.decode().splitlines()
     assert (
         json.loads(log)["level"] == "error"
