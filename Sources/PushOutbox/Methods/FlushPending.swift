@@ -60,7 +60,8 @@ package enum FlushPending: RPCMethod {
     result.leaseExpiresAt = expires
     if shape.usersTrack {
       result.requests = UsersTrack.requests(
-        items, superseded: result.superseded, defaultUser: shape.defaultUser, limit: service.config.trackBatchLimit)
+        items, superseded: result.superseded, defaultUser: shape.defaultUser, limit: service.config.trackBatchLimit,
+        mode: service.config.trackBatchMode)
       result.skipped = skipped
     }
     result.remaining = service.store.count - service.store.items.leasedCount

@@ -1,34 +1,94 @@
+/// How `/users/track` bodies are cut: at most `limit` objects combined across the arrays (Braze's
+/// current rule, valid for every account), or `limit` per array (`--track-batch-mode per-array`).
+package enum TrackBatchMode: String, Sendable, CaseIterable {
+  case combined
+  case perArray = "per-array"
+}
+
+/// One `/users/track` body and, for each of its objects, the seq of the item it came from.
+package struct TrackBatch: Sendable {
+  package var attributes: [JSONValue] = []
+  package var events: [JSONValue] = []
+  package var attributeSeqs: [UInt64] = []
+  package var eventSeqs: [UInt64] = []
+  /// Every item the body accounts for: its objects' items and the superseded ones it replaces.
+  package var seqs: [UInt64] = []
+
+  package var objectCount: Int { attributes.count + events.count }
+
+  package var body: JSONValue {
+    .object([JSONMember("attributes", .array(attributes)), JSONMember("events", .array(events))])
+  }
+
+  /// The item behind `input_array[index]`, as Braze names an object in its `errors`.
+  package func seq(array: String, index: Int) -> UInt64? {
+    let seqs = array == "events" ? eventSeqs : array == "attributes" ? attributeSeqs : []
+    return index >= 0 && index < seqs.count ? seqs[index] : nil
+  }
+}
+
 /// Turns flushed items into `POST /users/track` request bodies.
 ///
-/// Each item becomes one object carrying exactly one identifier. Attribute objects keep their
-/// order, and Braze applies a body's attributes before its events, so applying the bodies in order
-/// gives the same profile state as applying the saves in order. Superseded user attributes are not sent.
+/// Each item becomes one object carrying exactly one identifier, with its saved `time`. Bodies are
+/// filled in seq order, so attribute objects keep their order across bodies, and Braze applies a
+/// body's attributes before its events, so applying the bodies in order gives the same profile state
+/// as applying the saves in order. Superseded user attributes are not sent.
 package enum UsersTrack {
-  /// Request bodies `{attributes, events}` with at most `limit` objects per array.
+  /// Request bodies `{attributes, events}`, cut by `mode` at `limit`.
   package static func requests(
-    _ items: [PendingItem], superseded: Set<UInt64>, defaultUser: UserIdentifier?, limit: Int
+    _ items: [PendingItem], superseded: Set<UInt64>, defaultUser: UserIdentifier?, limit: Int,
+    mode: TrackBatchMode = .combined
   ) -> [JSONValue] {
-    var attributes: [JSONValue] = []
-    var events: [JSONValue] = []
-    for item in items where !superseded.contains(item.seq) {
+    batches(items, superseded: superseded, defaultUser: defaultUser, limit: limit, mode: mode).filter { $0.objectCount > 0 }.map(\.body)
+  }
+
+  /// The bodies with the seqs behind each object. Items with no identifier (and no default user) are left out.
+  package static func batches(
+    _ items: [PendingItem], superseded: Set<UInt64>, defaultUser: UserIdentifier?, limit: Int, mode: TrackBatchMode
+  ) -> [TrackBatch] {
+    let limit = max(1, limit)
+    var batches: [TrackBatch] = []
+    var current = TrackBatch()
+    var carried: [UInt64] = []  // superseded items, acked with the body that follows them
+    for item in items {
+      if superseded.contains(item.seq) {
+        carried.append(item.seq)
+        continue
+      }
       guard let user = item.user ?? defaultUser, case .object(let members) = item.json else { continue }
-      switch item.kind {
-      case .customEvent:
-        events.append(.object(user.trackMembers + event(members)))
-      case .customAttribute:
-        attributes.append(.object(user.trackMembers + [customAttribute(members)]))
-      case .userAttribute:
-        let field = members["field"]?.stringValue ?? ""
-        attributes.append(.object(user.trackMembers + [JSONMember(field, members["value"] ?? .null)]))
+      let isEvent = item.kind == .customEvent
+      if isFull(current, isEvent: isEvent, limit: limit, mode: mode) {
+        batches.append(current)
+        current = TrackBatch()
+      }
+      current.seqs += carried
+      carried.removeAll()
+      current.seqs.append(item.seq)
+      if isEvent {
+        current.events.append(.object(user.trackMembers + event(members)))
+        current.eventSeqs.append(item.seq)
+      } else {
+        current.attributes.append(.object(user.trackMembers + [attribute(item.kind, members)]))
+        current.attributeSeqs.append(item.seq)
       }
     }
-    let bodies = max(chunks(attributes.count, limit), chunks(events.count, limit))
-    return (0..<bodies).map { n in
-      .object([
-        JSONMember("attributes", .array(slice(attributes, n, limit))),
-        JSONMember("events", .array(slice(events, n, limit))),
-      ])
+    if current.objectCount > 0 || !carried.isEmpty {
+      current.seqs += carried
+      batches.append(current)
     }
+    return batches
+  }
+
+  private static func isFull(_ batch: TrackBatch, isEvent: Bool, limit: Int, mode: TrackBatchMode) -> Bool {
+    switch mode {
+    case .combined: batch.objectCount >= limit
+    case .perArray: (isEvent ? batch.events.count : batch.attributes.count) >= limit
+    }
+  }
+
+  private static func attribute(_ kind: ItemKind, _ members: [JSONMember]) -> JSONMember {
+    guard kind == .userAttribute else { return customAttribute(members) }
+    return JSONMember(members["field"]?.stringValue ?? "", members["value"] ?? .null)
   }
 
   private static func event(_ members: [JSONMember]) -> [JSONMember] {
@@ -50,12 +110,6 @@ package enum UsersTrack {
     }
   }
 
-  private static func chunks(_ count: Int, _ limit: Int) -> Int { (count + limit - 1) / limit }
-
-  private static func slice(_ values: [JSONValue], _ n: Int, _ limit: Int) -> [JSONValue] {
-    let start = n * limit
-    return start < values.count ? Array(values[start..<min(values.count, start + limit)]) : []
-  }
 }
 
 extension Array where Element == PendingItem {

@@ -61,7 +61,7 @@ extension Configuration {
       c, v in
       c.domain.maxNestedAttributeBytes = try int(v, "--max-nested-attribute-bytes", min: 2)
     },
-    .init(name: "--track-batch-limit", valueName: "N", help: "objects per /users/track array (default 75)") { c, v in
+    .init(name: "--track-batch-limit", valueName: "N", help: "objects per /users/track body (default 75)") { c, v in
       c.trackBatchLimit = try int(v, "--track-batch-limit", min: 1)
     },
     .init(name: "--fsync", valueName: "POLICY", help: "always, everysec or never (default everysec)") { c, v in
@@ -84,6 +84,11 @@ extension Configuration {
     .init(name: "--id-seed", valueName: "N", help: "testing: make ids deterministic") { c, v in
       guard let seed = UInt64(v) else { throw UsageError("--id-seed needs a non-negative integer") }
       c.idSeed = seed
+    },
+    .init(name: "--track-batch-mode", valueName: "MODE", help: "combined (default) or per-array /users/track limit") {
+      c, v in
+      guard let mode = TrackBatchMode(rawValue: v) else { throw UsageError("--track-batch-mode must be combined or per-array") }
+      c.trackBatchMode = mode
     },
   ]
 

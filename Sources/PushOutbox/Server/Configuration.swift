@@ -13,6 +13,7 @@ package struct Configuration: Sendable {
   package var logLevel = LogLevel.warn
   package var domain = DomainLimits()
   package var trackBatchLimit = 75
+  package var trackBatchMode = TrackBatchMode.combined
   package var fsync = FsyncPolicy.everysec
   package var store = StoreLimits()
   package var fixedClock: Int64?
