@@ -27,6 +27,7 @@ package enum Status: RPCMethod {
       JSONMember("lease", service.store.leases.first { $0.origin == .flush }.map { leaseJSON($0) } ?? .null),
       JSONMember("recovery", .array(facts.recovery)),
       JSONMember("deadLetters", .int(Int64(store.deadCount))),
+      JSONMember("delivery", service.delivery?.statusJSON ?? .null),
     ])
   }
 

@@ -90,6 +90,30 @@ extension Configuration {
       guard let mode = TrackBatchMode(rawValue: v) else { throw UsageError("--track-batch-mode must be combined or per-array") }
       c.trackBatchMode = mode
     },
+    .init(name: "--braze-endpoint", valueName: "URL", help: "Braze REST endpoint, e.g. https://rest.iad-01.braze.com") {
+      c, v in
+      c.delivery.endpoint = try DeliverySettings.endpoint(v)
+    },
+    .init(name: "--braze-api-key-file", valueName: "PATH", help: "file holding the Braze REST API key (else $BRAZE_API_KEY)") {
+      c, v in
+      c.apiKeyFile = v
+    },
+    .init(name: "--deliver", valueName: nil, help: "deliver pending items to Braze in the background") { c, v in
+      c.delivery.background = try bool(v, "--deliver")
+    },
+    .init(name: "--braze-rate", valueName: "N/S", help: "at most N requests per S seconds (default 500/1)") { c, v in
+      c.delivery.rate = try RateLimit(v)
+    },
+    .init(name: "--braze-max-in-flight", valueName: "N", help: "most requests in flight at once (default 4)") { c, v in
+      c.delivery.maxInFlight = try int(v, "--braze-max-in-flight", min: 1, max: 64)
+    },
+    .init(name: "--braze-timeout-ms", valueName: "MS", help: "whole-request timeout (default 30000)") { c, v in
+      c.delivery.timeoutMs = try int(v, "--braze-timeout-ms", min: 100, max: 600_000)
+    },
+    .init(name: "--braze-backoff-ms", valueName: "MS", help: "first retry delay, doubled per failure (default 1000)") { c, v in
+      c.delivery.backoffMs = try int(v, "--braze-backoff-ms", min: 1, max: 3_600_000)
+      c.delivery.maxBackoffMs = max(c.delivery.maxBackoffMs, c.delivery.backoffMs)
+    },
   ]
 
   /// Reads the environment twins first, then the arguments (which win).
@@ -111,10 +135,31 @@ extension Configuration {
         try option.set(&config, value)
       }
     }
+    try loadAPIKey(&config, env: env)
+    if config.delivery.background && (config.delivery.endpoint == nil || config.delivery.apiKey == nil) {
+      throw UsageError("--deliver needs --braze-endpoint (or PUSH_OUTBOX_BRAZE_ENDPOINT) and an API key ($BRAZE_API_KEY or --braze-api-key-file)")
+    }
     if !config.memory && config.storePath == nil {
       throw UsageError("no store directory: set --store, $XDG_STATE_HOME or $HOME, or pass --memory")
     }
     return .run(config)
+  }
+
+  /// The key comes from `--braze-api-key-file` or `$BRAZE_API_KEY`, never from a flag value. Its
+  /// text never appears in an error.
+  private static func loadAPIKey(_ config: inout Configuration, env: (String) -> String?) throws(UsageError) {
+    if let path = config.apiKeyFile {
+      let bytes: [UInt8]?
+      do { bytes = try FileIO.read(path) } catch { throw UsageError("--braze-api-key-file: cannot read \(path)") }
+      let text = String(decoding: bytes ?? [], as: UTF8.self).trimmed(" \t\r\n")
+      guard !text.isEmpty, text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+        throw UsageError("--braze-api-key-file: \(path) must hold one key on one line")
+      }
+      config.delivery.apiKey = Secret(text)
+    } else if let key = env("BRAZE_API_KEY"), !key.isEmpty {
+      guard key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { throw UsageError("BRAZE_API_KEY holds a space or control character") }
+      config.delivery.apiKey = Secret(key)
+    }
   }
 
   private static func splitInline(_ arg: String) -> (String, String?) {
