@@ -30,6 +30,12 @@ class Recorded:
     path: str
     headers: Dict[str, str]
     body: Any
+    status: Optional[int] = None  # what the stub answered (None: the connection was dropped)
+    done: Optional[float] = None  # time.monotonic() when the answer was written
+
+    def users(self) -> set:
+        objects = (self.body or {}).get("attributes", []) + (self.body or {}).get("events", [])
+        return {o.get("external_id") for o in objects}
 
 
 class BrazeStub:
@@ -56,8 +62,9 @@ class BrazeStub:
                     body = json.loads(raw)
                 except ValueError:
                     body = None
+                record = Recorded(time.monotonic(), self.path, dict(self.headers), body)
                 with stub.lock:
-                    stub.requests.append(Recorded(time.monotonic(), self.path, dict(self.headers), body))
+                    stub.requests.append(record)
                     reply = stub.script.pop(0) if stub.script else None
                     stub.in_flight += 1
                     stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
@@ -70,6 +77,7 @@ class BrazeStub:
                         self.wfile.write(b"HTTP/1.1 20")
                         self.wfile.flush()
                         self.close_connection = True
+                        record.done = time.monotonic()
                         return
                     data = json.dumps(reply.body).encode()
                     self.send_response(reply.status)
@@ -79,6 +87,8 @@ class BrazeStub:
                         self.send_header(name, value)
                     self.end_headers()
                     self.wfile.write(data)
+                    self.wfile.flush()
+                    record.status, record.done = reply.status, time.monotonic()
                 finally:
                     with stub.lock:
                         stub.in_flight -= 1
@@ -110,6 +120,16 @@ class BrazeStub:
             for request in self.requests:
                 body = request.body or {}
                 out += body.get("attributes", []) + body.get("events", [])
+        return out
+
+    def accepted_objects(self) -> List[Dict[str, Any]]:
+        """Objects in requests the stub answered with a 2xx (minus the ones it named in `errors`)."""
+        out: List[Dict[str, Any]] = []
+        with self.lock:
+            for request in self.requests:
+                if request.status is not None and 200 <= request.status < 300:
+                    body = request.body or {}
+                    out += body.get("attributes", []) + body.get("events", [])
         return out
 
     def max_in_window(self, seconds: float) -> int:

@@ -112,18 +112,21 @@ private let onHeader: Curl.Callback = { data, size, count, user in
   if line.hasPrefix("HTTP/") { sink.headers.removeAll() }  // a new response (after 100 Continue)
   if let colon = line.firstIndex(of: ":") {
     let name = line[..<colon].lowercased()
-    let value = line[line.index(after: colon)...].trimmed(" \t\r\n")
+    let value = line[line.index(after: colon)...].trimmedSpace()
     if sink.headers.count < 64 { sink.headers[name] = value }
   }
   return n
 }
 
 extension StringProtocol {
-  func trimmed(_ set: String) -> String {
-    var slice = Substring(self)
-    while let first = slice.first, set.contains(first) { slice = slice.dropFirst() }
-    while let last = slice.last, set.contains(last) { slice = slice.dropLast() }
-    return String(slice)
+  /// The text without leading and trailing ASCII spaces, tabs, CRs and LFs.
+  func trimmedSpace() -> String {
+    let bytes = Array(utf8)
+    let isSpace = { (b: UInt8) in b == 0x20 || b == 0x09 || b == 0x0D || b == 0x0A }
+    guard let start = bytes.firstIndex(where: { !isSpace($0) }), let end = bytes.lastIndex(where: { !isSpace($0) }) else {
+      return ""
+    }
+    return String(decoding: bytes[start...end], as: UTF8.self)
   }
 }
 

@@ -151,7 +151,7 @@ extension Configuration {
     if let path = config.apiKeyFile {
       let bytes: [UInt8]?
       do { bytes = try FileIO.read(path) } catch { throw UsageError("--braze-api-key-file: cannot read \(path)") }
-      let text = String(decoding: bytes ?? [], as: UTF8.self).trimmed(" \t\r\n")
+      let text = String(decoding: bytes ?? [], as: UTF8.self).trimmedSpace()
       guard !text.isEmpty, text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
         throw UsageError("--braze-api-key-file: \(path) must hold one key on one line")
       }
