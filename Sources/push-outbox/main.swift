@@ -3,6 +3,18 @@ import PushOutbox
 // The executable: parse the command line, open the store, serve stdin until it ends.
 let environment: (String) -> String? = { name in getenv(name).map { String(cString: $0) } }
 
+// `push-outbox deliver [FLAGS]`: deliver to Braze once and exit (see DeliverCommand).
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "deliver" {
+  do {
+    guard case .run(let config) = try Configuration.parse(Array(CommandLine.arguments.dropFirst(2)), env: environment)
+    else { exit(0) }
+    exit(DeliverCommand.run(config))
+  } catch {
+    Log.stderr("push-outbox deliver: \(error.message) (see --help)")
+    exit(2)
+  }
+}
+
 let command: Command
 do {
   command = try Configuration.parse(Array(CommandLine.arguments.dropFirst()), env: environment)
