@@ -53,12 +53,19 @@ import Testing
 
   @Test func theStoreDependsOnNothingAboveIt() throws {
     #expect(try !Self.declaredTypes("Server").isEmpty && !Self.declaredTypes("Methods").isEmpty)
-    let found = try violations(in: ["Store"], using: ["Server", "Methods", "Transport", "Domain"])
+    let found = try violations(in: ["Store"], using: ["Server", "Methods", "Transport", "Domain", "Delivery"])
     #expect(found == [], "\(found)")
   }
 
   @Test func supportDependsOnNoOtherLayer() throws {
-    let found = try violations(in: ["Support"], using: ["Store", "Server", "Methods", "Transport", "Domain", "JSONRPC"])
+    let found = try violations(
+      in: ["Support"], using: ["Store", "Server", "Methods", "Transport", "Domain", "JSONRPC", "Delivery"])
+    #expect(found == [], "\(found)")
+  }
+
+  /// Delivery sits between the methods and the store: Methods → Delivery → Store → Support.
+  @Test func deliveryDependsOnNothingAboveIt() throws {
+    let found = try violations(in: ["Delivery"], using: ["Server", "Methods", "Transport"])
     #expect(found == [], "\(found)")
   }
 }

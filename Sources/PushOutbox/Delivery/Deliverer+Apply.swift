@@ -25,6 +25,7 @@ extension Deliverer {
       stats.retrying.formUnion(batch.seqs)
       stats.configError = reason
       stats.lastError = reason
+      setbacks += 1
       pausedUntil = clock.now() + Int64(settings.configErrorBackoffMs)
       log.error(
         "delivery stopped: Braze answered \(reason); check --braze-endpoint and the API key (needs users.track)."

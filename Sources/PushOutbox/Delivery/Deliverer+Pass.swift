@@ -8,20 +8,22 @@ extension Deliverer {
   }
 
   /// One delivery pass, run to its end on the calling (loop) thread: sends until nothing more can be
-  /// sent now (everything delivered, or a failure paused delivery), at most `max` objects.
+  /// sent now (everything delivered, or a failure paused delivery), at most `max` objects. After a
+  /// failure it starts nothing more (requests already in flight are awaited): the next pass retries.
   package func runPass(max: Int) -> PassResult {
     let before = stats
+    let setbacksAtStart = setbacks
     var sent = 0
     var retried: Set<UInt64> = []
     while true {
       collect()
       var progress = false
-      while sent < max, case .started(let objects) = startOne(maxObjects: max - sent) {
+      while sent < max, setbacks == setbacksAtStart, case .started(let objects) = startOne(maxObjects: max - sent) {
         sent += objects
         progress = true
       }
       if flights.isEmpty {
-        guard !progress, sent < max, let wait = paceWait() else { break }
+        guard !progress, sent < max, setbacks == setbacksAtStart, let wait = paceWait() else { break }
         waitForAnswer(seconds: wait)  // only the limiter holds us back: wait for its next slot
         continue
       }

@@ -37,6 +37,8 @@ package final class Deliverer {
   /// Wall-clock ms before which nothing is sent (after a failure).
   var pausedUntil: Int64 = 0
   var stats = DeliveryStats()
+  /// Failures and stops so far: a pass stops starting requests after its first one.
+  var setbacks = 0
   private var counter = 0
 
   package init(
@@ -130,6 +132,7 @@ package final class Deliverer {
 
   func fail(reason: String, afterMs: Int?) {
     failures += 1
+    setbacks += 1
     let backoff = Backoff.delayMs(failures: failures, baseMs: settings.backoffMs, capMs: settings.maxBackoffMs)
     pausedUntil = clock.now() + Int64(max(backoff, afterMs ?? 0))
     stats.lastError = reason

@@ -39,11 +39,18 @@ package struct DeliverySettings: Sendable {
     } else {
       host = authority.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
     }
-    guard ["localhost", "127.0.0.1", "::1"].contains(String(host)) || host.hasPrefix("127.") else {
+    guard ["localhost", "::1"].contains(String(host)) || isLoopbackIPv4(host) else {
       throw SettingError("plain http:// is refused except to a loopback host; use https://")
     }
     return url
   }
+}
+
+/// `127.a.b.c` written as four decimal octets.
+private func isLoopbackIPv4(_ host: Substring) -> Bool {
+  let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+  guard parts.count == 4, parts[0] == "127" else { return false }
+  return parts.allSatisfy { part in part.count <= 3 && !part.isEmpty && part.allSatisfy(\.isASCII) && Int(part).map { $0 <= 255 } == true }
 }
 
 /// `N/S`: at most N requests in any S seconds.
