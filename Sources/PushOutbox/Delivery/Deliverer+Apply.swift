@@ -3,7 +3,8 @@ extension Deliverer {
   func apply(_ completion: Completion) {
     guard let flight = flights.removeValue(forKey: completion.flushId) else { return }
     busyUsers.subtract(flight.users)
-    let batch = flight.batch
+    var batch = completion.batch
+    batch.seqs = flight.seqs  // the lease's items, whatever the body carried
     let verdict = Verdict.of(completion.result, batch, nowMs: clock.now())
     switch verdict {
     case .delivered(let dead):
@@ -12,6 +13,7 @@ extension Deliverer {
       stats.delivered += delivered.count
       stats.deadLettered += dead.count
       stats.retrying.subtract(batch.seqs)
+      for seq in batch.seqs { userKeys[seq] = nil }
       failures = 0
       stats.configError = nil
     case .retry(let afterMs, let reason):

@@ -9,12 +9,14 @@ import Dispatch
 /// No two requests in flight hold the same user, so a later value never overtakes an earlier one.
 package final class Deliverer {
   struct Flight {
-    var batch: TrackBatch
+    var seqs: [UInt64]
     var users: Set<String>
   }
 
   struct Completion: Sendable {
     var flushId: String
+    /// The body that was sent, built on the background queue from the flight's cut.
+    var batch: TrackBatch
     var result: Result<HTTPResponse, DeliveryFailure>
   }
 
@@ -37,6 +39,8 @@ package final class Deliverer {
   /// Wall-clock ms before which nothing is sent (after a failure).
   var pausedUntil: Int64 = 0
   var stats = DeliveryStats()
+  /// User identity keys of items looked at, by seq.
+  var userKeys: [UInt64: String] = [:]
   /// Failures and stops so far: a pass stops starting requests after its first one.
   var setbacks = 0
   private var counter = 0
@@ -78,38 +82,42 @@ package final class Deliverer {
     guard flights.count < settings.maxInFlight, clock.now() >= pausedUntil,
       pacing.blockedUntil(Clock.monotonicSeconds()) == nil
     else { return .waiting }
-    guard let (batch, users) = nextBatch(maxObjects: maxObjects) else { return flights.isEmpty ? .nothingToSend : .waiting }
+    guard let cut = nextCut(maxObjects: maxObjects) else { return flights.isEmpty ? .nothingToSend : .waiting }
     counter += 1
     let now = clock.now()
     let flushId = "delivery-\(now)-\(counter)"
     let expires = now + Int64(settings.timeoutMs) * 2 + 60_000
-    store.lease(Lease(flushId: flushId, seqs: batch.seqs, expiresAt: expires, note: [], origin: .delivery))
+    store.lease(Lease(flushId: flushId, seqs: cut.seqs, expiresAt: expires, note: [], origin: .delivery))
     if let error = store.commit() {  // nothing is sent before its lease is durable
       _ = try? store.release(flushId)
       fail(reason: "cannot record the lease: \(error)", afterMs: nil)
       return .waiting
     }
-    guard batch.objectCount > 0 else {  // only superseded values: nothing to send
-      store.settle(flushId, delivered: batch.seqs, dead: [])
+    guard cut.objects > 0 else {  // only superseded values: nothing to send
+      store.settle(flushId, delivered: cut.seqs, dead: [])
       _ = store.commit()
       return .started(objects: 0)
     }
-    flights[flushId] = Flight(batch: batch, users: users)
-    busyUsers.formUnion(users)
+    flights[flushId] = Flight(seqs: cut.seqs, users: cut.users)
+    busyUsers.formUnion(cut.users)
     pacing.record(Clock.monotonicSeconds())
-    send(flushId, batch)
-    return .started(objects: batch.objectCount)
+    send(flushId, cut)
+    return .started(objects: cut.objects)
   }
 
-  private func send(_ flushId: String, _ batch: TrackBatch) {
-    var body: [UInt8] = []
-    batch.body.encodeJSON(into: &body)
+  /// Builds the body and posts it on the background queue; the answer comes back through the inbox.
+  private func send(_ flushId: String, _ cut: Cut) {
     guard let url = settings.url, let key = settings.apiKey else { return }
-    let request = HTTPRequest(
-      url: url, bearer: key, body: body, timeoutMs: settings.timeoutMs, connectTimeoutMs: settings.connectTimeoutMs)
     let (poster, inbox, wakeup) = (poster, inbox, wakeup)
+    let (timeout, connect) = (settings.timeoutMs, settings.connectTimeoutMs)
     queue.async {
-      inbox.put(Completion(flushId: flushId, result: poster.post(request)))
+      let batch =
+        UsersTrack.batches(cut.items, superseded: cut.superseded, defaultUser: nil, limit: Int.max, mode: .perArray)
+        .first ?? TrackBatch()
+      var body: [UInt8] = []
+      batch.body.encodeJSON(into: &body)
+      let request = HTTPRequest(url: url, bearer: key, body: body, timeoutMs: timeout, connectTimeoutMs: connect)
+      inbox.put(Completion(flushId: flushId, batch: batch, result: poster.post(request)))
       wakeup.signal()
     }
   }
