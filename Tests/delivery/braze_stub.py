@@ -99,7 +99,16 @@ class BrazeStub:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        return f"{getattr(self, 'scheme', 'http')}://127.0.0.1:{self.server.server_address[1]}"
+
+    def use_tls(self, certfile: str, keyfile: str) -> None:
+        """Serves HTTPS with this certificate (call before `start`)."""
+        import ssl
+
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(certfile, keyfile)
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.scheme = "https"
 
     def start(self) -> "BrazeStub":
         self.thread.start()
