@@ -64,13 +64,15 @@ extension Deliverer {
     return cut
   }
 
-  /// The identity key of the item's user (parsed once per item, then remembered).
+  /// The identity key of the item's user (read once per item, then remembered).
   func userKey(seq: UInt64) -> String? {
     if let key = userKeys[seq] { return key.isEmpty ? nil : key }
-    guard let key = store.items.item(seq: seq)?.user?.key else { return nil }
+    let items = store.items
+    guard let row = items.table.row(of: seq) else { return nil }
+    let key = UserKey.of(body: items.body(row: row)) { items.item(row: row) } ?? ""
     if userKeys.count > 1 << 20 { userKeys.removeAll() }
     userKeys[seq] = key
-    return key
+    return key.isEmpty ? nil : key
   }
 
   /// The first pending split whose users are free: all of its items, in one request.

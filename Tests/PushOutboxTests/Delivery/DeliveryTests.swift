@@ -128,4 +128,20 @@ final class ScriptedPoster: HTTPPoster {
       #expect(started[n + 3] - start >= 1)
     }
   }
+
+  @Test func theUserKeyReadFromTheBodyEqualsTheParsedOne() throws {
+    let server = InProcessServer()
+    let user = #"{"alias":{"name":"a}b\"{[","label":"l"}}"#
+    _ = try server.request("saveCustomEvent", #"{"name":"e","user":\#(user)}"#)
+    let items = server.service.store.items
+    let row = try #require(items.table.row(of: 1))
+    let fast = UserKey.of(body: items.body(row: row)) { Issue.record("the fast path must apply"); return items.item(row: row) }
+    var bytes: [UInt8] = []
+    items.item(row: row).user?.json.encodeJSON(into: &bytes)
+    #expect(fast == String(decoding: bytes, as: UTF8.self))
+    let slow = [UInt8](#","name":"e","user":{"externalId":"x"}"#.utf8).withUnsafeBytes { body in
+      UserKey.of(body: body) { items.item(row: row) }
+    }
+    #expect(slow == fast)  // another layout falls back to parsing, with the same key
+  }
 }
