@@ -8,6 +8,7 @@ package enum HelpText {
       "line-delimited JSON-RPC 2.0 on stdin/stdout (one request per line, one response per line).",
       "",
       "USAGE: push-outbox [options]",
+      "       push-outbox deliver [options]   deliver to Braze once, then exit (0: nothing left retrying)",
       "",
       "OPTIONS (each also read from its environment variable, e.g. PUSH_OUTBOX_STORE):",
     ]
