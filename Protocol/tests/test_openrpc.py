@@ -39,7 +39,7 @@ TRANSCRIPTS = sorted((PROTOCOL / "transcripts").glob("*.txt"))
 
 DOC_URI = "urn:push-outbox:openrpc"
 STANDARD_CODES = {-32700, -32600, -32601, -32602, -32603}
-OUR_CODES = {-32001, -32002, -32003, -32004, -32005, -32006, -32007}
+OUR_CODES = {-32001, -32002, -32003, -32004, -32005, -32006, -32007, -32010}
 ENVELOPE_CODES = {-32700, -32600, -32601}  # answered before any method runs
 STARTUP_ONLY_CODES = {-32005, -32006, -32007}  # one line with id null at start-up, then exit
 
@@ -387,6 +387,8 @@ def test_example_is_what_the_binary_answers(method: str, example: Dict[str, Any]
     binary = _binary()
     if binary is None:
         pytest.skip("push-outbox binary not built")
+    if example.get("x-needs-braze"):
+        pytest.skip("needs a Braze endpoint: covered by Tests/delivery against the local stub")
     calls = [(s["method"], s["params"]) for s in example.get("x-setup", [])] + [
         (method, _example_params(example))
     ]
@@ -469,7 +471,11 @@ def test_transcripts_cover_every_method_and_error_code():
                 called.add(request.get("method"))
             if isinstance(response, dict) and "error" in response:
                 codes.add(response["error"]["code"])
-    assert set(METHODS) <= called, f"no successful call of {sorted(set(METHODS) - called)}"
+    # deliverPending succeeds only with a Braze endpoint and key: Tests/delivery covers it against a local stub.
+    needs_braze = {"deliverPending"}
+    assert set(METHODS) - needs_braze <= called, (
+        f"no successful call of {sorted(set(METHODS) - needs_braze - called)}"
+    )
     # -32603 cannot be triggered from outside; -32003/-32005/-32006 need disk faults (README, "Error
     # codes"); -32007 is written before a session starts.
     untriggerable = {-32603, -32003, -32005, -32006, -32007}

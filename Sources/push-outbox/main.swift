@@ -11,6 +11,18 @@ func fail(_ message: String, _ rpcError: RPCError, exitCode: Int32) -> Never {
   exit(exitCode)
 }
 
+// `push-outbox deliver [FLAGS]`: deliver to Braze once and exit (see DeliverCommand).
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "deliver" {
+  do {
+    guard case .run(let config) = try Configuration.parse(Array(CommandLine.arguments.dropFirst(2)), env: environment)
+    else { exit(0) }
+    exit(DeliverCommand.run(config))
+  } catch {
+    Log.stderr("push-outbox deliver: \(error.message) (see --help)")
+    exit(2)
+  }
+}
+
 let command: Command
 do {
   command = try Configuration.parse(Array(CommandLine.arguments.dropFirst()), env: environment)

@@ -82,13 +82,14 @@ import Testing
     let bodies = try #require(reply.at("result.requests")?.arrayValue)
     #expect(bodies.count == 3)
     #expect(bodies.map { $0["attributes"]?.arrayValue?.count } == [75, 75, 10])
-    #expect(bodies.map { $0["events"]?.arrayValue?.count } == [10, 0, 0])
+    #expect(bodies.map { $0["events"]?.arrayValue?.count } == [0, 0, 10])  // 75 combined, in seq order
     let objects = bodies.flatMap { ($0["attributes"]?.arrayValue ?? []) + ($0["events"]?.arrayValue ?? []) }
     let identifiers = ["external_id", "braze_id", "user_alias", "email", "phone"]
     #expect(objects.allSatisfy { object in object.objectValue?.filter { identifiers.contains($0.key) }.count == 1 })
     #expect(objects.first?["k0"] == .int(0))
-    #expect(reply.at("result.skipped.0.reason") == .string("missing_identifier"))
-    #expect(server.service.store.count == 1)
+    #expect(reply.at("result.skipped.0.reason") == .string("no_identifier"))
+    #expect(server.service.store.count == 0)  // the anonymous event is a dead letter now
+    #expect(server.service.store.items.deadCount == 1)
   }
 
   @Test(arguments: [(75, [75]), (76, [75, 1]), (150, [75, 75]), (151, [75, 75, 1])])
@@ -100,6 +101,40 @@ import Testing
     let bodies = try server.request("flushPending", #"{"format":"usersTrack"}"#).at("result.requests")?.arrayValue ?? []
     #expect(bodies.map { $0["events"]?.arrayValue?.count ?? -1 } == sizes)
     #expect(bodies.last?["events"]?.arrayValue?.last?.at("properties.n") == .int(Int64(count - 1)))
+  }
+
+  /// Saves 60 events and 60 attributes for one user, interleaved, and returns the usersTrack bodies.
+  func sixtyAndSixty(_ configure: @escaping (inout Configuration) -> Void = { _ in }) throws -> [JSONValue] {
+    let server = InProcessServer(configure)
+    for n in 0..<60 {
+      _ = try server.request("saveCustomAttribute", #"{"key":"k","value":\#(n),"user":{"externalId":"u"}}"#, id: 2 * n)
+      try save(server, "e\(n)", user: "u", id: 2 * n + 1)
+    }
+    return try server.request("flushPending", #"{"format":"usersTrack"}"#).at("result.requests")?.arrayValue ?? []
+  }
+
+  @Test func combinedLimitSplitsSixtyEventsAndSixtyAttributes() throws {
+    let bodies = try sixtyAndSixty()
+    let sizes = bodies.map { ($0["attributes"]?.arrayValue?.count ?? -1) + ($0["events"]?.arrayValue?.count ?? -1) }
+    #expect(sizes == [75, 45])
+    let attributes = bodies.flatMap { $0["attributes"]?.arrayValue ?? [] }
+    #expect(attributes.map { $0["k"] } == (0..<60).map { .int(Int64($0)) })  // order kept across bodies
+    let events = bodies.flatMap { $0["events"]?.arrayValue ?? [] }
+    #expect(events.map { $0["name"]?.stringValue } == (0..<60).map { "e\($0)" })
+    #expect(events.allSatisfy { $0["time"]?.stringValue == "2026-01-01T00:00:00.000Z" })  // the saved time
+  }
+
+  @Test func perArrayModeKeepsSeventyFivePerArray() throws {
+    let bodies = try sixtyAndSixty { $0.trackBatchMode = .perArray }
+    #expect(bodies.count == 1)
+    #expect(bodies.first?["attributes"]?.arrayValue?.count == 60)
+    #expect(bodies.first?["events"]?.arrayValue?.count == 60)
+  }
+
+  @Test func theBatchLimitCapsTheCombinedCount() throws {
+    let bodies = try sixtyAndSixty { $0.trackBatchLimit = 50 }
+    let sizes = bodies.map { ($0["attributes"]?.arrayValue?.count ?? 0) + ($0["events"]?.arrayValue?.count ?? 0) }
+    #expect(sizes == [50, 50, 20])
   }
 
   @Test func laterUserAttributeSupersedesEarlier() throws {

@@ -20,7 +20,14 @@ _push_outbox() {
     --max-item-bytes) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --fixed-clock) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --id-seed) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --track-batch-mode) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --braze-endpoint) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --braze-api-key-file) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --braze-rate) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --braze-max-in-flight) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --braze-timeout-ms) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --braze-backoff-ms) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
   esac
-  COMPREPLY=($(compgen -W "--store --memory --accept-loss --snapshot-interval --max-line-bytes --max-depth --max-batch --log-level --log-format --strings --array-limit --max-properties-bytes --max-nested-attribute-bytes --track-batch-limit --fsync --max-pending --max-pending-bytes --max-item-bytes --fixed-clock --id-seed -h --help -V --version" -- "$cur"))
+  COMPREPLY=($(compgen -W "--store --memory --accept-loss --snapshot-interval --max-line-bytes --max-depth --max-batch --log-level --log-format --strings --array-limit --max-properties-bytes --max-nested-attribute-bytes --track-batch-limit --fsync --max-pending --max-pending-bytes --max-item-bytes --fixed-clock --id-seed --track-batch-mode --braze-endpoint --braze-api-key-file --deliver --braze-rate --braze-max-in-flight --braze-timeout-ms --braze-backoff-ms -h --help -V --version" -- "$cur"))
 }
 complete -F _push_outbox push-outbox

@@ -19,5 +19,13 @@ complete -c push-outbox -l max-pending-bytes -d 'most bytes held (default unlimi
 complete -c push-outbox -l max-item-bytes -d 'largest single item (default unlimited)' -r -f
 complete -c push-outbox -l fixed-clock -d 'testing: every timestamp is this instant' -r -f
 complete -c push-outbox -l id-seed -d 'testing: make ids deterministic' -r -f
+complete -c push-outbox -l track-batch-mode -d 'combined (default) or per-array /users/track limit' -r -f
+complete -c push-outbox -l braze-endpoint -d 'Braze REST endpoint, e.g. https://rest.iad-01.braze.com' -r -f
+complete -c push-outbox -l braze-api-key-file -d 'file holding the Braze REST API key (else $BRAZE_API_KEY)' -r -f
+complete -c push-outbox -l deliver -d 'deliver pending items to Braze in the background'
+complete -c push-outbox -l braze-rate -d 'at most N requests per S seconds (default 500/1)' -r -f
+complete -c push-outbox -l braze-max-in-flight -d 'most requests in flight at once (default 4)' -r -f
+complete -c push-outbox -l braze-timeout-ms -d 'whole-request timeout (default 30000)' -r -f
+complete -c push-outbox -l braze-backoff-ms -d 'first retry delay, doubled per failure (default 1000)' -r -f
 complete -c push-outbox -s h -l help -d 'show this help and exit'
 complete -c push-outbox -s V -l version -d 'print the version and exit'

@@ -14,6 +14,7 @@ package struct ErrorCode: RawRepresentable, Sendable, Hashable {
   package static let leaseNotFound = ErrorCode(rawValue: -32004)
   package static let storeLocked = ErrorCode(rawValue: -32005)
   package static let unsupportedStoreVersion = ErrorCode(rawValue: -32006)
+  package static let deliveryNotConfigured = ErrorCode(rawValue: -32010)
 }
 
 /// The `error` member of a response. `data` is always an object when present.

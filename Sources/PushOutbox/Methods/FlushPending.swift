@@ -5,7 +5,7 @@
 /// - Lease (`leaseMs`): hides the items until `ackFlush`, `releaseFlush` or expiry; a repeat while the
 ///   lease is live returns the same `flushId` and items, which covers a lost response.
 /// - `format: "usersTrack"` returns `/users/track` bodies; items with no identifier (and no
-///   `defaultUser`) stay pending and are listed in `skipped`.
+///   `defaultUser`) are listed in `skipped` and become dead letters (reason `no_identifier`).
 /// Transcript: `Protocol/transcripts/flush.txt`.
 package enum FlushPending: RPCMethod {
   package static let name = "flushPending"
@@ -50,7 +50,11 @@ package enum FlushPending: RPCMethod {
     let needsUser = shape.usersTrack && shape.defaultUser == nil
     let store = service.store.items
     let rows = store.firstAvailable(max: max, skipped: &skipped) { !needsUser || store.table.has(.hasUser, $0) }
-    return (rows.map(store.item(row:)), skipped.map { store.id(row: $0).text })
+    let items = rows.map(store.item(row:))
+    let ids = skipped.map { store.id(row: $0).text }
+    // No request can carry them: dead letters, so a drain loop ends (requeueDeadLetters brings them back).
+    service.store.deadLetter(skipped.map { (store.table.seqs[$0], "no_identifier") })
+    return (items, ids)
   }
 
   private static func result(
@@ -60,7 +64,8 @@ package enum FlushPending: RPCMethod {
     result.leaseExpiresAt = expires
     if shape.usersTrack {
       result.requests = UsersTrack.requests(
-        items, superseded: result.superseded, defaultUser: shape.defaultUser, limit: service.config.trackBatchLimit)
+        items, superseded: result.superseded, defaultUser: shape.defaultUser, limit: service.config.trackBatchLimit,
+        mode: service.config.trackBatchMode)
       result.skipped = skipped
     }
     result.remaining = service.store.count - service.store.items.leasedCount
@@ -116,7 +121,7 @@ package struct FlushResult: JSONEncodable {
       out.appendASCII(",\"requests\":")
       JSONValue.array(requests).encodeJSON(into: &out)
       out.appendASCII(",\"skipped\":")
-      let reasons = skipped.map { JSONValue.object([JSONMember("id", .string($0)), JSONMember("reason", .string("missing_identifier"))]) }
+      let reasons = skipped.map { JSONValue.object([JSONMember("id", .string($0)), JSONMember("reason", .string("no_identifier"))]) }
       JSONValue.array(reasons).encodeJSON(into: &out)
     } else {
       out.appendASCII(",\"items\":[")

@@ -9,7 +9,7 @@ package enum Status: RPCMethod {
     _ = try params.finish()
     service.expireLeases()
     let store = service.store.items
-    var pending = [JSONMember("total", .int(Int64(store.count)))]
+    var pending = [JSONMember("total", .int(Int64(service.store.count)))]
     for kind in ItemKind.allCases {
       pending.append(JSONMember(kind.wireName, .int(Int64(store.counts[Int(kind.rawValue)]))))
     }
@@ -26,6 +26,8 @@ package enum Status: RPCMethod {
       JSONMember("fsync", .string(service.config.fsync.rawValue)),
       JSONMember("lease", service.store.leases.first { $0.origin == .flush }.map { leaseJSON($0) } ?? .null),
       JSONMember("recovery", .array(facts.recovery)),
+      JSONMember("deadLetters", .int(Int64(store.deadCount))),
+      JSONMember("delivery", service.delivery?.statusJSON ?? .null),
     ])
   }
 

@@ -109,6 +109,38 @@ extension Configuration {
       guard let seed = UInt64(v) else { throw UsageError("needs a non-negative integer") }
       c.idSeed = seed
     },
+    .init(name: "--track-batch-mode", valueName: "MODE", help: "combined (default) or per-array /users/track limit") {
+      c, v throws(UsageError) in
+      guard let mode = TrackBatchMode(rawValue: v) else { throw UsageError("must be combined or per-array") }
+      c.trackBatchMode = mode
+    },
+    .init(name: "--braze-endpoint", valueName: "URL", help: "Braze REST endpoint, e.g. https://rest.iad-01.braze.com") {
+      c, v throws(UsageError) in
+      do throws(SettingError) { c.delivery.endpoint = try DeliverySettings.endpoint(v) } catch { throw UsageError(error.description) }
+    },
+    .init(name: "--braze-api-key-file", valueName: "PATH", help: "file holding the Braze REST API key (else $BRAZE_API_KEY)") {
+      c, v throws(UsageError) in
+      c.apiKeyFile = v
+    },
+    .init(name: "--deliver", valueName: nil, help: "deliver pending items to Braze in the background") {
+      c, v throws(UsageError) in
+      c.delivery.background = try bool(v)
+    },
+    .init(name: "--braze-rate", valueName: "N/S", help: "at most N requests per S seconds (default 500/1)") {
+      c, v throws(UsageError) in
+      do throws(SettingError) { c.delivery.rate = try RateLimit(v) } catch { throw UsageError(error.description) }
+    },
+    .init(name: "--braze-max-in-flight", valueName: "N", help: "most requests in flight at once (default 4)") {
+      c, v throws(UsageError) in c.delivery.maxInFlight = try int(v, min: 1, max: 64)
+    },
+    .init(name: "--braze-timeout-ms", valueName: "MS", help: "whole-request timeout (default 30000)") {
+      c, v throws(UsageError) in c.delivery.timeoutMs = try int(v, min: 100, max: 600_000)
+    },
+    .init(name: "--braze-backoff-ms", valueName: "MS", help: "first retry delay, doubled per failure (default 1000)") {
+      c, v throws(UsageError) in
+      c.delivery.backoffMs = try int(v, min: 1, max: 3_600_000)
+      c.delivery.maxBackoffMs = max(c.delivery.maxBackoffMs, c.delivery.backoffMs)
+    },
   ]
 
   private static let stringPolicies: [StringPolicy] = [.reject, .truncate]

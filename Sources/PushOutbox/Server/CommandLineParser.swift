@@ -41,6 +41,11 @@ extension Configuration {
       given[name] = .argument
     }
     try resolveConflicts(&config, given)
+    try loadAPIKey(&config, env: env)
+    if config.delivery.background && (config.delivery.endpoint == nil || config.delivery.apiKey == nil) {
+      throw UsageError(
+        "--deliver needs --braze-endpoint (or PUSH_OUTBOX_BRAZE_ENDPOINT) and an API key ($BRAZE_API_KEY or --braze-api-key-file)")
+    }
     if !config.memory && config.storePath == nil {
       throw UsageError("no store directory: set --store, $XDG_STATE_HOME or $HOME, or pass --memory")
     }
@@ -92,5 +97,24 @@ extension Configuration {
   private static func splitInline(_ arg: String) -> (String, String?) {
     guard arg.hasPrefix("--"), let eq = arg.firstIndex(of: "=") else { return (arg, nil) }
     return (String(arg[..<eq]), String(arg[arg.index(after: eq)...]))
+  }
+
+  /// The key comes from `--braze-api-key-file` or `$BRAZE_API_KEY`, never from a flag value. Its
+  /// text never appears in an error.
+  private static func loadAPIKey(_ config: inout Configuration, env: (String) -> String?) throws(UsageError) {
+    if let path = config.apiKeyFile {
+      let bytes: [UInt8]?
+      do { bytes = try FileIO.read(path) } catch { throw UsageError("--braze-api-key-file: cannot read \(path)") }
+      let text = String(decoding: bytes ?? [], as: UTF8.self).trimmedSpace()
+      guard !text.isEmpty, text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+        throw UsageError("--braze-api-key-file: \(path) must hold one key on one line")
+      }
+      config.delivery.apiKey = Secret(text)
+    } else if let key = env("BRAZE_API_KEY"), !key.isEmpty {
+      guard key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+        throw UsageError("BRAZE_API_KEY holds a space or control character")
+      }
+      config.delivery.apiKey = Secret(key)
+    }
   }
 }

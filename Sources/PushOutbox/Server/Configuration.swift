@@ -14,6 +14,10 @@ package struct Configuration: Sendable {
   package var logFormat = LogFormat.text
   package var domain = DomainLimits()
   package var trackBatchLimit = 75
+  package var trackBatchMode = TrackBatchMode.combined
+  package var delivery = DeliverySettings()
+  /// `--braze-api-key-file`: read once the command line is parsed.
+  package var apiKeyFile: String?
   package var fsync = FsyncPolicy.everysec
   package var store = StoreLimits()
   package var fixedClock: Int64?

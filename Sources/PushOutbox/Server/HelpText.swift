@@ -19,6 +19,7 @@ package enum HelpText {
       "on stdin/stdout (one request per line, one response per line).",
       "",
       "USAGE: push-outbox [options]",
+      "       push-outbox deliver [options]   deliver to Braze once, then exit (0: nothing left retrying)",
       "",
       "OPTIONS (each also read from its environment variable, e.g. PUSH_OUTBOX_STORE):",
     ]

@@ -21,7 +21,8 @@ package struct MethodTable: Sendable {
   /// Every method push-outbox serves.
   package static let standard = MethodTable([
     ParsePayload.self, SaveCustomEvent.self, SaveCustomAttribute.self, SaveUserAttribute.self,
-    FlushPending.self, AckFlush.self, ReleaseFlush.self, Status.self, Discover.self,
+    FlushPending.self, AckFlush.self, ReleaseFlush.self, Status.self, Discover.self, ListDeadLetters.self,
+    RequeueDeadLetters.self, DropDeadLetters.self, DeliverPending.self,
   ])
 
   private mutating func register<M: RPCMethod>(_ method: M.Type) {

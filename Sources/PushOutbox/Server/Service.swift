@@ -9,6 +9,16 @@ package final class Service {
   /// The store's files, when it has any (nil with `--memory`).
   package private(set) var disk: Disk?
   package var ids: IDGenerator
+  /// Delivery to Braze, when an endpoint and an API key are configured. Made on first use (after the
+  /// store is open); libcurl is loaded only when the first request is sent.
+  package lazy var delivery: Deliverer? = {
+    guard config.delivery.endpoint != nil, config.delivery.apiKey != nil else { return nil }
+    return Deliverer(
+      settings: config.delivery, store: store, clock: clock, log: log, batchLimit: config.trackBatchLimit,
+      mode: config.trackBatchMode, poster: poster ?? CurlPoster())
+  }()
+  /// Tests replace the HTTP client.
+  package var poster: (any HTTPPoster)?
 
   package init(config: Configuration, log: Log? = nil) {
     self.config = config

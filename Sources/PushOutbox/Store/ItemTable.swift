@@ -15,6 +15,8 @@ package struct ItemTable {
     package static let removed = Flags(rawValue: 1 << 4)
     /// The id is the client's (its bytes precede the body), not a generated one.
     package static let clientID = Flags(rawValue: 1 << 5)
+    /// Braze refused the item (or it has no identifier): a dead letter, out of the pending set.
+    package static let dead = Flags(rawValue: 1 << 6)
     static let kindMask: UInt8 = 0b11
   }
 

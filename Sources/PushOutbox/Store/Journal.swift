@@ -98,6 +98,20 @@ package final class Journal {
     pendingOther += buffer.count - start
   }
 
+  package func appendDeadLetter(_ entries: [(UInt64, String)], recordSeq: UInt64) {
+    if buffer.isEmpty { pendingFirst = recordSeq }
+    let start = buffer.count
+    SegmentFormat.appendDeadLetter(entries, recordSeq: recordSeq, to: &buffer)
+    pendingOther += buffer.count - start
+  }
+
+  package func appendRequeue(_ seqs: [UInt64], recordSeq: UInt64) {
+    if buffer.isEmpty { pendingFirst = recordSeq }
+    let start = buffer.count
+    SegmentFormat.appendRequeue(seqs, recordSeq: recordSeq, to: &buffer)
+    pendingOther += buffer.count - start
+  }
+
   /// Forgets the burst's records without writing them.
   package func discardPending() {
     buffer.removeAll(keepingCapacity: true)

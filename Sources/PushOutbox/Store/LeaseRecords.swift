@@ -32,7 +32,7 @@ enum LeaseRecords {
         leases.removeAll { $0.flushId == flushId }
         if outcome == LeaseOutcome.acked.rawValue { finished.append(flushId) }
       }
-    case .item, .remove:
+    case .item, .remove, .deadLetter, .requeue:
       return false
     }
     return true
@@ -41,5 +41,25 @@ enum LeaseRecords {
   private static func flushId(_ cursor: inout PayloadCursor) -> String? {
     guard let length = cursor.u8(), let bytes = cursor.take(Int(length)) else { return nil }
     return String(decoding: bytes, as: UTF8.self)
+  }
+}
+
+/// Replays dead-letter records: dead and requeued states are set as recorded, in log order.
+enum DeadLetterRecords {
+  static func apply(_ record: SegmentReader.Record, to store: PendingStore) -> Bool {
+    var cursor = PayloadCursor(record.payload)
+    if record.type == .requeue {
+      guard let seqs = cursor.seqs() else { return false }
+      store.setDead(seqs, reason: nil)
+      return true
+    }
+    guard let count = cursor.u32(), Int(count) <= cursor.remaining / 10 else { return false }
+    for _ in 0..<count {
+      guard let seq = cursor.u64(), let low = cursor.u8(), let high = cursor.u8(),
+        let reason = cursor.take(Int(low) | Int(high) << 8)
+      else { return false }
+      store.setDead([seq], reason: String(decoding: reason, as: UTF8.self))
+    }
+    return true
   }
 }

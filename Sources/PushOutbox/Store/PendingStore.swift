@@ -23,8 +23,12 @@ package final class PendingStore {
   package let arena = Arena()
   package private(set) var nextSeq: UInt64 = 1
   package private(set) var bytes = 0
+  /// Pending items per kind (dead letters not included).
   package private(set) var counts: [Int] = Array(repeating: 0, count: ItemKind.allCases.count)
   package private(set) var leasedCount = 0
+  /// Dead letters: held rows out of the pending set, with the reason each was refused.
+  package private(set) var deadCount = 0
+  package private(set) var deadReasons: [UInt64: String] = [:]
   private var clientIDs: [ByteKey: UInt64] = [:]
   package var limits = StoreLimits()
 
@@ -126,7 +130,7 @@ package final class PendingStore {
   /// that `eligible` refused on the way are added to `skipped`.
   package func firstAvailable(max: Int, skipped: inout [Int], where eligible: (Int) -> Bool) -> [Int] {
     var picked: [Int] = []
-    for row in table.rows where !table.has(.removed, row) && !table.has(.leased, row) {
+    for row in table.rows where !table.has(.removed, row) && !table.has(.leased, row) && !table.has(.dead, row) {
       guard eligible(row) else {
         skipped.append(row)
         continue
@@ -176,6 +180,45 @@ package final class PendingStore {
     return changed
   }
 
+  /// Makes held, unleased items dead letters with `reason` (or live again with nil). Returns the seqs changed.
+  @discardableResult
+  package func setDead(_ seqs: [UInt64], reason: String?) -> [UInt64] {
+    var changed: [UInt64] = []
+    for seq in seqs {
+      guard let row = table.row(of: seq), !table.has(.leased, row) else { continue }
+      let wasDead = table.has(.dead, row)
+      if let reason {
+        deadReasons[seq] = reason
+        if wasDead { continue }
+        table.set(.dead, true, row)
+        deadCount += 1
+        counts[Int(table.kind(row).rawValue)] -= 1
+      } else {
+        guard wasDead else { continue }
+        table.set(.dead, false, row)
+        deadReasons[seq] = nil
+        deadCount -= 1
+        counts[Int(table.kind(row).rawValue)] += 1
+      }
+      changed.append(seq)
+    }
+    return changed
+  }
+
+  /// True when the held item `seq` is a dead letter.
+  package func isDead(seq: UInt64) -> Bool { table.row(of: seq).map { table.has(.dead, $0) } ?? false }
+
+  /// Up to `max` dead-letter rows, in seq order.
+  package func deadRows(max: Int) -> [Int] {
+    var rows: [Int] = []
+    guard deadCount > 0 else { return rows }
+    for row in table.rows where !table.has(.removed, row) && table.has(.dead, row) {
+      rows.append(row)
+      if rows.count == max { break }
+    }
+    return rows
+  }
+
   /// Raises an item's delivery count to at least `count` (journal replay). True when it rose.
   @discardableResult
   package func raiseDeliveries(seq: UInt64, to count: UInt32) -> Bool {
@@ -188,8 +231,13 @@ package final class PendingStore {
     let idLength = Int(table.idLengths[row])
     let length = idLength + Int(table.lengths[row])
     bytes -= PendingItem.byteCount(body: Int(table.lengths[row]), clientID: idLength)
-    counts[Int(table.kind(row).rawValue)] -= 1
     if table.has(.leased, row) { leasedCount -= 1 }
+    if table.has(.dead, row) {
+      deadCount -= 1
+      deadReasons[table.seqs[row]] = nil
+    } else {
+      counts[Int(table.kind(row).rawValue)] -= 1
+    }
     if idLength > 0 {
       let key = ByteKey(Array(arena.bytes(at: table.locations[row], length: idLength)))
       if clientIDs[key] == table.seqs[row] { clientIDs[key] = nil }

@@ -182,6 +182,11 @@ package struct Recovery {
       guard let seqs = cursor.seqs() else { return false }
       info.otherBytes += record.payload.count + SegmentFormat.recordHeaderSize
       store.items.remove(seqs: seqs)
+    case .deadLetter, .requeue:
+      guard DeadLetterRecords.apply(record, to: store.items) else { return false }
+      if record.type == .requeue || record.seq >= store.items.nextSeq {  // journaled, not a rewrite's copy
+        info.otherBytes += record.payload.count + SegmentFormat.recordHeaderSize
+      }
     case .lease, .leaseEnd:
       guard
         LeaseRecords.apply(

@@ -28,6 +28,11 @@ package enum SegmentFormat {
     case lease = 18
     /// A lease ended: u8 outcome, u8 flushId length, flushId, u32 count, then (u64 seq, u32 deliveryCount) pairs.
     case leaseEnd = 19
+    /// Items became dead letters: u32 count, then (u64 seq, u16 reason length, reason) each.
+    /// A compaction writes one right after a dead item's record, with the item's seq.
+    case deadLetter = 20
+    /// Dead letters went back to pending: u32 count, u64 seqs.
+    case requeue = 21
   }
 
   package static var header: [UInt8] {
@@ -137,6 +142,27 @@ package enum SegmentFormat {
         out.appendLE(seq)
         out.appendLE(count)
       }
+    }
+  }
+}
+
+extension SegmentFormat {
+  package static func appendDeadLetter(_ entries: [(UInt64, String)], recordSeq: UInt64, to out: inout [UInt8]) {
+    appendRecord(.deadLetter, seq: recordSeq, to: &out) { out in
+      out.appendLE(UInt32(entries.count))
+      for (seq, reason) in entries {
+        let bytes = Array(reason.utf8.prefix(4096))
+        out.appendLE(seq)
+        out.appendLE(UInt16(bytes.count))
+        out.append(contentsOf: bytes)
+      }
+    }
+  }
+
+  package static func appendRequeue(_ seqs: [UInt64], recordSeq: UInt64, to out: inout [UInt8]) {
+    appendRecord(.requeue, seq: recordSeq, to: &out) { out in
+      out.appendLE(UInt32(seqs.count))
+      for seq in seqs { out.appendLE(seq) }
     }
   }
 }

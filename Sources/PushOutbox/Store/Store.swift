@@ -26,7 +26,8 @@ package final class Store {
     items.limits = limits
   }
 
-  package var count: Int { items.count }
+  /// Items pending (leased ones included); dead letters are held but not pending.
+  package var count: Int { items.count - items.deadCount }
   package var isDurable: Bool { journal != nil }
 
   // MARK: - Saving
@@ -36,7 +37,7 @@ package final class Store {
     kind: ItemKind, id: ItemID, savedAt: Int64, hasUser: Bool, body: UnsafeRawBufferPointer
   ) throws(StoreError) -> SaveReceipt {
     if !id.client.isEmpty, let seq = items.seq(clientID: id.client) {
-      var receipt = SaveReceipt(id: id, seq: seq, pending: items.count, duplicate: true)
+      var receipt = SaveReceipt(id: id, seq: seq, pending: count, duplicate: true)
       receipt.awaitsCommit = seq >= (uncommitted.first ?? UInt64.max)
       return receipt
     }
@@ -44,10 +45,10 @@ package final class Store {
     let seq = items.takeSeq()
     items.append(seq: seq, id: id, kind: kind, savedAt: savedAt, hasUser: hasUser, body: body)
     version &+= 1
-    guard let journal else { return SaveReceipt(id: id, seq: seq, pending: items.count) }
+    guard let journal else { return SaveReceipt(id: id, seq: seq, pending: count) }
     journal.appendItem(seq: seq, savedAt: savedAt, kind: kind, hasUser: hasUser, id: id, body: body)
     uncommitted.append(seq)
-    return SaveReceipt(id: id, seq: seq, pending: items.count, awaitsCommit: true)
+    return SaveReceipt(id: id, seq: seq, pending: count, awaitsCommit: true)
   }
 
   /// Writes what was recorded since the last commit. On failure the burst's saves are taken back
@@ -132,6 +133,64 @@ package final class Store {
       journal.appendLeaseEnd(flushId: lease.flushId, outcome: outcome, counts: counts, recordSeq: items.takeSeq())
     }
     return counts.count
+  }
+
+  // MARK: - Delivery and dead letters
+
+  /// Ends a delivery lease with each item's outcome: `delivered` leave the store, `dead` become dead
+  /// letters with their reason, and the rest are pending again, one delivery more. Durable once committed.
+  package func settle(_ flushId: String, delivered: [UInt64], dead: [(UInt64, String)]) {
+    guard let n = leases.firstIndex(where: { $0.flushId.utf8.elementsEqual(flushId.utf8) }) else { return }
+    let lease = leases.remove(at: n)
+    remove(delivered)
+    let deadSeqs = dead.map(\.0)
+    items.setLeased(deadSeqs, false)
+    var recorded: [(UInt64, String)] = []
+    for (seq, reason) in dead where items.contains(seq: seq) {
+      items.setDead([seq], reason: reason)
+      recorded.append((seq, reason))
+    }
+    let counts = items.setLeased(lease.seqs, false, countDelivery: true)
+    version &+= 1
+    guard let journal else { return }
+    if !recorded.isEmpty {
+      for (seq, _) in recorded { journal.noteChanged(seq) }
+      journal.appendDeadLetter(recorded, recordSeq: items.takeSeq())
+    }
+    for (seq, _) in counts { journal.noteChanged(seq) }
+    journal.appendLeaseEnd(flushId: lease.flushId, outcome: .released, counts: counts, recordSeq: items.takeSeq())
+  }
+
+  /// Makes unleased pending items dead letters (items no request can carry, such as `no_identifier`).
+  package func deadLetter(_ entries: [(UInt64, String)]) {
+    var recorded: [(UInt64, String)] = []
+    for (seq, reason) in entries where !items.isDead(seq: seq) && !items.setDead([seq], reason: reason).isEmpty {
+      recorded.append((seq, reason))
+    }
+    guard !recorded.isEmpty else { return }
+    version &+= 1
+    guard let journal else { return }
+    for (seq, _) in recorded { journal.noteChanged(seq) }
+    journal.appendDeadLetter(recorded, recordSeq: items.takeSeq())
+  }
+
+  /// Returns dead letters to pending. Returns the seqs requeued.
+  @discardableResult
+  package func requeue(_ seqs: [UInt64]) -> [UInt64] {
+    let changed = items.setDead(seqs, reason: nil)
+    guard !changed.isEmpty else { return [] }
+    version &+= 1
+    guard let journal else { return changed }
+    for seq in changed { journal.noteChanged(seq) }
+    journal.appendRequeue(changed, recordSeq: items.takeSeq())
+    return changed
+  }
+
+  /// Deletes dead letters for good. Returns how many.
+  package func dropDead(_ seqs: [UInt64]) -> Int {
+    let dead = seqs.filter(items.isDead(seq:))
+    remove(dead)
+    return dead.count
   }
 
   private func remove(_ seqs: [UInt64]) {

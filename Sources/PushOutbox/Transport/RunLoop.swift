@@ -15,6 +15,7 @@ package struct RunLoop {
   package mutating func run() -> StopReason {
     let reason = serve()
     let service = server.service
+    service.delivery?.finish()
     service.disk?.finish(service.store, now: service.clock.now())
     server.service.log.info("stopped: \(reason)")
     return reason
@@ -24,7 +25,8 @@ package struct RunLoop {
     while true {
       let service = server.service
       service.disk?.tick(service.store, now: service.clock.now())
-      let timeout = service.disk?.pollTimeoutMs(service.store) ?? -1
+      service.delivery?.tick()
+      let timeout = Self.sooner(service.disk?.pollTimeoutMs(service.store) ?? -1, service.delivery?.pollTimeoutMs() ?? -1)
       let server = self.server
       let event = transport.next(timeoutMs: timeout) { chunk in
         framer.feed(chunk) { Self.dispatch($0, server) }
@@ -44,6 +46,9 @@ package struct RunLoop {
       }
     }
   }
+
+  /// The shorter of two poll timeouts (-1: none).
+  private static func sooner(_ a: Int32, _ b: Int32) -> Int32 { a < 0 ? b : b < 0 ? a : min(a, b) }
 
   private static func dispatch(_ framed: FramedLine, _ server: Server) {
     switch framed {

@@ -1,0 +1,42 @@
+/// The identity of an item's user for per-user ordering: the canonical JSON of its `user` member.
+///
+/// Saves write `user` first, as `user.json` encodes it, so the key is usually read straight from the
+/// body's first bytes without parsing; any other layout (an upgraded store) is parsed and re-encoded
+/// the same way, so both paths give the same key for the same user.
+enum UserKey {
+  private static let prefix = Array(#","user":"#.utf8)
+
+  static func of(body: UnsafeRawBufferPointer, item: () -> PendingItem) -> String? {
+    if let fast = leading(body) { return fast }
+    guard let user = item().user else { return nil }
+    var bytes: [UInt8] = []
+    user.json.encodeJSON(into: &bytes)
+    return String(decoding: bytes, as: UTF8.self)
+  }
+
+  /// The `{…}` after a leading `,"user":`, found by matching braces outside strings.
+  private static func leading(_ body: UnsafeRawBufferPointer) -> String? {
+    guard body.count > prefix.count + 1, body.starts(with: prefix), body[prefix.count] == UInt8(ascii: "{") else {
+      return nil
+    }
+    var depth = 0
+    var inString = false
+    var escaped = false
+    for index in prefix.count..<body.count {
+      let byte = body[index]
+      if inString {
+        if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+        continue
+      }
+      switch byte {
+      case UInt8(ascii: "\""): inString = true
+      case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+      case UInt8(ascii: "}"), UInt8(ascii: "]"):
+        depth -= 1
+        if depth == 0 { return String(decoding: body[prefix.count...index], as: UTF8.self) }
+      default: break
+      }
+    }
+    return nil
+  }
+}

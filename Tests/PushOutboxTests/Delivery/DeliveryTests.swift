@@ -1,0 +1,147 @@
+import Synchronization
+import Testing
+
+@testable import PushOutbox
+
+/// Answers from a script, recording each request body (no network).
+final class ScriptedPoster: HTTPPoster {
+  let script: Mutex<[Result<HTTPResponse, DeliveryFailure>]>
+  let bodies = Mutex<[JSONValue]>([])
+
+  init(_ script: [Result<HTTPResponse, DeliveryFailure>]) { self.script = Mutex(script) }
+
+  func post(_ request: HTTPRequest) -> Result<HTTPResponse, DeliveryFailure> {
+    if let body = try? JSONReader.parse(request.body, maxDepth: 64) { bodies.withLock { $0.append(body) } }
+    return script.withLock { $0.isEmpty ? .success(HTTPResponse(status: 201)) : $0.removeFirst() }
+  }
+}
+
+/// The delivery engine in process, against a scripted HTTP client.
+@Suite struct DeliveryTests {
+  func server(_ poster: ScriptedPoster, _ configure: @escaping (inout Configuration) -> Void = { _ in }) -> InProcessServer {
+    let server = InProcessServer {
+      $0.delivery.endpoint = "https://rest.example.invalid"
+      $0.delivery.apiKey = Secret("k")
+      $0.delivery.backoffMs = 1
+      configure(&$0)
+    }
+    server.service.poster = poster
+    return server
+  }
+
+  func save(_ server: InProcessServer, _ n: Int, user: String = "u") throws {
+    let reply = try server.request("saveCustomEvent", #"{"name":"e\#(n)","user":{"externalId":"\#(user)"}}"#, id: n)
+    #expect(reply.at("result.seq") != nil)
+  }
+
+  @Test func aPassAcksDeliveredItemsAndDeadLettersNamedOnes() throws {
+    let errors = #"{"message":"success","errors":[{"type":"bad","input_array":"events","index":1}]}"#
+    let poster = ScriptedPoster([.success(HTTPResponse(status: 201, body: Array(errors.utf8)))])
+    let server = server(poster)
+    for n in 0..<3 { try save(server, n) }
+    let reply = try server.request("deliverPending")
+    #expect(reply.at("result") == .object([
+      JSONMember("delivered", .int(2)), JSONMember("deadLettered", .int(1)), JSONMember("retrying", .int(0)),
+      JSONMember("remaining", .int(0)),
+    ]))
+    #expect(try server.request("listDeadLetters").at("result.deadLetters.0.reason") == .string("bad"))
+    #expect(poster.bodies.withLock { $0.count } == 1)
+  }
+
+  @Test func aFailureKeepsTheItemsAndRaisesTheirDeliveryCount() throws {
+    let poster = ScriptedPoster([.failure(.transport("Couldn't connect to server"))])
+    let server = server(poster)
+    try save(server, 1)
+    let reply = try server.request("deliverPending")
+    #expect(reply.at("result.retrying") == .int(1))
+    #expect(reply.at("result.remaining") == .int(1))
+    #expect(try server.request("flushPending").at("result.items.0.deliveryCount") == .int(1))
+  }
+
+  @Test func aBadRequestIsSplitDownToTheBadObject() throws {
+    let bad: Result<HTTPResponse, DeliveryFailure> = .success(HTTPResponse(status: 400, body: Array(#"{"message":"x"}"#.utf8)))
+    // 4 items: [1,2,3,4] → 400; [1,2] → 201; [3,4] → 400; [3] → 400 (dead); [4] → 201
+    let poster = ScriptedPoster([bad, .success(HTTPResponse(status: 201)), bad, bad])
+    let server = server(poster)
+    for n in 1...4 { try save(server, n) }
+    let reply = try server.request("deliverPending")
+    #expect(reply.at("result.delivered") == .int(3))
+    #expect(reply.at("result.deadLettered") == .int(1))
+    let list = try server.request("listDeadLetters")
+    #expect(list.at("result.deadLetters.0.item.name") == .string("e3"))
+    #expect(list.at("result.deadLetters.0.reason") == .string("x"))
+  }
+
+  @Test func maxCapsTheObjectsOfAPass() throws {
+    let poster = ScriptedPoster([])
+    let server = server(poster) { $0.trackBatchLimit = 2 }
+    for n in 1...5 { try save(server, n, user: "u\(n)") }
+    let reply = try server.request("deliverPending", #"{"max":3}"#)
+    #expect(reply.at("result.delivered") == .int(3))
+    #expect(reply.at("result.remaining") == .int(2))
+  }
+
+  @Test func withoutAnEndpointDeliverPendingIsAnError() throws {
+    let reply = try InProcessServer().request("deliverPending")
+    #expect(reply.at("error.code") == .int(-32010))
+    #expect(try InProcessServer().request("status").at("result.delivery") == .null)
+  }
+
+  @Test func endpointsAndRates() throws {
+    #expect(try DeliverySettings.endpoint("https://rest.iad-01.braze.com/") == "https://rest.iad-01.braze.com")
+    #expect(try DeliverySettings.endpoint("http://127.0.0.1:8080") == "http://127.0.0.1:8080")
+    #expect(try DeliverySettings.endpoint("http://[::1]:9/") == "http://[::1]:9")
+    for bad in ["http://example.com", "http://127.0.0.1.evil.com", "ftp://x", "https://a b", ""] {
+      #expect(throws: SettingError.self) { try DeliverySettings.endpoint(bad) }
+    }
+    #expect(try RateLimit("1000/3") == RateLimit(count: 1000, seconds: 3))
+    for bad in ["0/1", "5", "5/0", "x/1", "5/-1", "5/inf"] {
+      #expect(throws: SettingError.self) { try RateLimit(bad) }
+    }
+  }
+
+  @Test func rateLimitHeaders() {
+    #expect(Verdict.waitMs(["retry-after": "2"], nowMs: 0) == 2000)
+    #expect(Verdict.waitMs(["x-ratelimit-reset": "10"], nowMs: 4000) == 6000)
+    #expect(Verdict.waitMs(["retry-after": "soon"], nowMs: 0) == nil)
+    #expect(Verdict.waitMs([:], nowMs: 0) == nil)
+  }
+
+  @Test func theKeyIsRedactedWhenPrinted() {
+    let key = Secret("very-secret")
+    #expect("\(key)" == "<redacted>")
+    #expect(String(reflecting: key) == "<redacted>")
+  }
+
+  @Test func theLimiterNeverAllowsMoreThanItsCountPerWindow() {
+    var pacing = Pacing(RateLimit(count: 3, seconds: 1))
+    var started: [Double] = []
+    var now = 0.0
+    while started.count < 12 {
+      if pacing.blockedUntil(now) == nil {
+        pacing.record(now)
+        started.append(now)
+      }
+      now += 0.01
+    }
+    for (n, start) in started.enumerated() where n + 3 < started.count {
+      #expect(started[n + 3] - start >= 1)
+    }
+  }
+
+  @Test func theUserKeyReadFromTheBodyEqualsTheParsedOne() throws {
+    let server = InProcessServer()
+    let user = #"{"alias":{"name":"a}b\"{[","label":"l"}}"#
+    _ = try server.request("saveCustomEvent", #"{"name":"e","user":\#(user)}"#)
+    let items = server.service.store.items
+    let row = try #require(items.table.row(of: 1))
+    let fast = UserKey.of(body: items.body(row: row)) { Issue.record("the fast path must apply"); return items.item(row: row) }
+    var bytes: [UInt8] = []
+    items.item(row: row).user?.json.encodeJSON(into: &bytes)
+    #expect(fast == String(decoding: bytes, as: UTF8.self))
+    let slow = [UInt8](#","name":"e","user":{"externalId":"x"}"#.utf8).withUnsafeBytes { body in
+      UserKey.of(body: body) { items.item(row: row) }
+    }
+    #expect(slow == fast)  // another layout falls back to parsing, with the same key
+  }
+}

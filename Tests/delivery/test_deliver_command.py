@@ -1,0 +1,45 @@
+"""`push-outbox deliver`: the one-shot for pipelines and cron."""
+
+from __future__ import annotations
+
+import subprocess
+
+from braze_stub import Reply
+from conftest import API_KEY, binary
+
+
+def one_shot(stub, store_dir, *args):
+    env = {"BRAZE_API_KEY": API_KEY}
+    return subprocess.run(
+        [binary(), "deliver", "--store", store_dir, "--braze-endpoint", stub.url, "--braze-backoff-ms", "20", *args],
+        input=b"", capture_output=True, env=env, timeout=120,
+    )
+
+
+def test_deliver_sends_everything_and_exits_0(stub, outbox, store_dir):
+    box = outbox(endpoint=False, env={})
+    for n in range(5):
+        box.save_event(f"e{n}", "u1")
+    box.close()
+    stub.queue(Reply(status=503))  # one transient failure: retried within the run
+    run = one_shot(stub, store_dir)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == b""
+    assert run.stderr.decode().strip().splitlines()[-1] == (
+        "push-outbox deliver: delivered 5, dead-lettered 0, retrying 0, remaining 0")
+    assert sorted(o["name"] for o in stub.accepted_objects()) == [f"e{n}" for n in range(5)]
+    again = one_shot(stub, store_dir)
+    assert again.returncode == 0 and len(stub.requests) == 2
+
+
+def test_deliver_exits_non_zero_while_items_are_left_retrying(stub, outbox, store_dir):
+    box = outbox(endpoint=False, env={})
+    box.save_event("e0", "u1")
+    box.close()
+    stub.responder = lambda body: Reply(status=401, body={"message": "Invalid API key"})
+    run = one_shot(stub, store_dir)
+    assert run.returncode == 1
+    assert "retrying 1" in run.stderr.decode() and "HTTP 401" in run.stderr.decode()
+    assert API_KEY not in run.stderr.decode()
+    box = outbox(endpoint=False, env={})
+    assert box.result("status")["pending"]["total"] == 1  # kept

@@ -1,0 +1,149 @@
+"""Delivery to the local Braze stub: the request, batching, per-user order, the limiter, the key."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from braze_stub import Reply
+from conftest import API_KEY, binary
+
+
+def names(objects):
+    return [o.get("name") for o in objects]
+
+
+def test_a_pass_posts_users_track_with_the_bearer_key_and_acks(stub, outbox):
+    box = outbox()
+    for n in range(3):
+        box.save_event(f"e{n}", "u1", time="2025-01-02T03:04:05Z")
+    result = box.result("deliverPending")
+    assert result == {"delivered": 3, "deadLettered": 0, "retrying": 0, "remaining": 0}
+    [request] = stub.requests
+    assert request.path == "/users/track"
+    assert request.headers["Authorization"] == f"Bearer {API_KEY}"
+    assert request.headers["Content-Type"] == "application/json"
+    assert names(request.body["events"]) == ["e0", "e1", "e2"]
+    assert {e["time"] for e in request.body["events"]} == {"2025-01-02T03:04:05.000Z"}  # the saved time
+    assert all(e["external_id"] == "u1" for e in request.body["events"])
+    status = box.result("status")
+    assert status["pending"]["total"] == 0
+    assert status["delivery"]["delivered"] == 3
+    assert box.result("deliverPending") == {"delivered": 0, "deadLettered": 0, "retrying": 0, "remaining": 0}
+    assert len(stub.requests) == 1
+
+
+def test_bodies_hold_at_most_75_objects_combined(stub, outbox):
+    box = outbox()
+    for n in range(60):
+        box.result("saveCustomAttribute", {"key": "k", "value": n, "user": {"externalId": "u"}})
+        box.save_event(f"e{n}", "u")
+    assert box.result("deliverPending")["delivered"] == 120
+    sizes = [len(r.body["attributes"]) + len(r.body["events"]) for r in stub.requests]
+    assert sizes == [75, 45]
+    values = [a["k"] for r in stub.requests for a in r.body["attributes"]]
+    assert values == list(range(60))  # attribute order kept across bodies
+
+
+def test_per_array_mode_and_the_batch_limit(stub, outbox):
+    box = outbox("--track-batch-mode", "per-array", "--track-batch-limit", "50")
+    for n in range(60):
+        box.result("saveCustomAttribute", {"key": "k", "value": n, "user": {"externalId": "u"}})
+        box.save_event(f"e{n}", "u")
+    box.result("deliverPending")
+    assert [(len(r.body["attributes"]), len(r.body["events"])) for r in stub.requests] == [(50, 50), (10, 10)]
+
+
+def test_an_item_with_no_identifier_is_dead_lettered_not_sent(stub, outbox):
+    box = outbox()
+    box.save_event("anonymous", None)
+    box.save_event("known", "u1")
+    assert box.result("deliverPending") == {"delivered": 1, "deadLettered": 1, "retrying": 0, "remaining": 0}
+    assert names(stub.objects()) == ["known"]
+    [dead] = box.result("listDeadLetters")["deadLetters"]
+    assert dead["reason"] == "no_identifier" and dead["item"]["name"] == "anonymous"
+
+
+def test_never_two_requests_for_one_user_in_flight_and_order_is_kept(stub, outbox):
+    stub.responder = lambda body: Reply(stall=0.02)
+    box = outbox("--track-batch-limit", "3", "--braze-max-in-flight", "4")
+    users = ["a", "b", "c", "d", "e"]
+    for n in range(30):
+        box.save_event(f"{n:02d}", users[n % len(users)])
+    assert box.result("deliverPending")["remaining"] == 0
+    assert stub.max_in_flight > 1  # requests did overlap, so the check below means something
+    for first in stub.requests:
+        for second in stub.requests:
+            if first is second or not (first.at < second.done and second.at < first.done):
+                continue
+            assert not (first.users() & second.users()), "two requests for one user were in flight at once"
+    for user in users:
+        sent = [o["name"] for o in stub.objects() if o["external_id"] == user]
+        assert sent == sorted(sent) and len(sent) == 6
+
+
+def test_the_limiter_keeps_under_the_configured_rate(stub, outbox):
+    box = outbox("--braze-rate", "3/0.5", "--track-batch-limit", "1", "--braze-max-in-flight", "8")
+    for n in range(12):
+        box.save_event(f"e{n}", f"u{n}")
+    assert box.result("deliverPending")["delivered"] == 12
+    assert len(stub.requests) == 12
+    assert stub.max_in_window(0.5) <= 3
+    assert box.result("status")["delivery"]["rate"] == "3/0.5"
+
+
+def test_background_delivery_with_deliver(stub, outbox):
+    box = outbox("--deliver")
+    box.save_event("bg", "u1")
+    for _ in range(1000):  # generous: the loop polls, it never times a result
+        if box.result("status")["pending"]["total"] == 0:
+            break
+        time.sleep(0.02)
+    else:
+        raise AssertionError("--deliver did not deliver")
+    assert names(stub.accepted_objects()) == ["bg"]
+    assert box.result("status")["delivery"]["background"] is True
+
+
+def test_the_key_never_appears_in_status_errors_logs_or_files(stub, outbox, store_dir):
+    stub.queue(Reply(status=401, body={"message": "Invalid API key"}))
+    box = outbox("--log-level", "debug")
+    box.save_event("e", "u1")
+    box.result("deliverPending")
+    texts = [str(box.result("status")), str(box.call("deliverPending", {"max": 0}))]
+    box.close()
+    texts.append(box.stderr_text())
+    for path in Path(store_dir).rglob("*"):
+        if path.is_file():
+            texts.append(path.read_bytes().decode("latin-1"))
+    assert "Invalid API key" in texts[0]  # the error is reported...
+    assert not any(API_KEY in text for text in texts)  # ...the key never
+
+
+def test_the_key_file_is_read_and_plain_http_is_refused_off_loopback(stub, outbox, store_dir, tmp_path):
+    key = tmp_path / "key"
+    key.write_text("file-key-77\n")
+    box = outbox("--braze-api-key-file", str(key), env={})
+    box.save_event("e", "u1")
+    box.result("deliverPending")
+    assert stub.requests[0].headers["Authorization"] == "Bearer file-key-77"
+    box.close()
+    env = {"BRAZE_API_KEY": API_KEY, "PATH": os.environ.get("PATH", "")}
+    for args in (["--braze-endpoint", "http://example.com"], ["--deliver"], ["--braze-endpoint", "ftp://x"]):
+        run = subprocess.run([binary(), "--memory", *args], input=b"", capture_output=True, env=env, timeout=30)
+        assert run.returncode == 2 and run.stdout == b"", args
+        assert len(run.stderr.splitlines()) == 1
+
+
+def test_start_up_does_not_load_libcurl(stub, outbox):
+    box = outbox("--deliver")
+    box.result("status")
+    maps = Path(f"/proc/{box.proc.pid}/maps")
+    if not maps.exists():
+        return  # not Linux: nothing to inspect
+    assert "libcurl" not in maps.read_text()
+    box.save_event("e", "u1")
+    box.result("deliverPending")
+    assert "libcurl" in maps.read_text()  # loaded by the first request
