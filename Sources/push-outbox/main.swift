@@ -21,17 +21,14 @@ case .version:
 case .run(let config):
   let service = Service(config: config)
   let wakeup = Signals.install()
-  let persistence: Persistence?
   do {
-    persistence = try config.effectiveStorePath.map { path throws(StartupError) in
-      try Persistence(directory: path, service: service)
-    }
+    try service.openDisk()
   } catch {
     Log.stderr("push-outbox: \(error.message)")
     if let rpcError = error.rpcError { print(Server.startupFailureLine(rpcError)) }
     exit(error.exitCode)
   }
-  var loop = RunLoop(server: Server(service: service), persistence: persistence, transport: StdioTransport(wakeup: wakeup))
+  var loop = RunLoop(server: Server(service: service), transport: StdioTransport(wakeup: wakeup))
   _ = loop.run()
   exit(0)
 }

@@ -46,15 +46,17 @@ import Testing
     let server = try ServerProcess(["--store", store.path, "--snapshot-interval", "0.05"])
     server.send(Self.save(1, "periodic"))
     #expect(server.readLine() != nil)
-    let file = store.appendingPathComponent("snapshot.json").path
+    let file = store.appendingPathComponent("checkpoint.json").path
     var found = false
     for _ in 0..<200 where !found {
       usleep(10_000)
       found = FileManager.default.fileExists(atPath: file)
     }
     #expect(found)
-    let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
-    #expect(mode == 0o600)
+    for name in try FileManager.default.contentsOfDirectory(atPath: store.path) {
+      let mode = try FileManager.default.attributesOfItem(atPath: store.path + "/" + name)[.posixPermissions] as? Int
+      #expect(mode == 0o600, "\(name)")
+    }
     var reported: JSONValue? = nil
     for n in 0..<200 where reported == nil {  // the loop collects the background write's outcome
       server.send(EndToEndTests.request(n + 2, "status"))

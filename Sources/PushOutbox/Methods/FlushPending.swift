@@ -17,37 +17,39 @@ package enum FlushPending: RPCMethod {
     let leaseMs = params.int("leaseMs", min: 1)
     let defaultUser = params.user("defaultUser")
     _ = try params.finish()
-    service.expireLease()
+    service.expireLeases()
     let shape = Shape(usersTrack: usersTrack, defaultUser: defaultUser)
     guard let leaseMs else { return drain(max: max, shape, service) }
-    if let lease = service.lease {  // a repeat: the same lease, in the shape it was first asked for
-      return result(lease.flushId, service.store.items(seqs: lease.seqs), lease.shape, lease.skipped, lease.expiresAt, service)
+    if let lease = service.store.leases.first {  // a repeat: the same lease, in the shape it was first asked for
+      let (first, skipped) = Shape.decode(lease.note)
+      return result(lease.flushId, service.store.items.items(seqs: lease.seqs), first, skipped, lease.expiresAt, service)
     }
     let (items, skipped) = pick(max: max, shape, service)
     let flushId = service.newID(at: service.clock.now())
     guard !items.isEmpty else { return result(flushId, [], shape, skipped, nil, service) }  // nothing to lease
-    let expires = service.clock.now() + Int64(clamping: leaseMs)
-    service.store.setLeased(items.map(\.seq), true)
-    service.lease = Lease(flushId: flushId, seqs: items.map(\.seq), expiresAt: expires, shape: shape, skipped: skipped)
-    return result(flushId, items, shape, skipped, expires, service)
+    let (expires, overflow) = service.clock.now().addingReportingOverflow(leaseMs)
+    let lease = Lease(
+      flushId: flushId, seqs: items.map(\.seq), expiresAt: overflow ? Int64.max : expires,
+      note: shape.encode(skipped: skipped))
+    service.store.lease(lease)
+    return result(flushId, items, shape, skipped, lease.expiresAt, service)
   }
 
   /// Hands out and removes up to `max` items.
   private static func drain(max: Int, _ shape: Shape, _ service: Service) -> FlushResult {
     let (items, skipped) = pick(max: max, shape, service)
     let flushId = service.newID(at: service.clock.now())
-    service.store.remove(seqs: items.map(\.seq))
-    service.recordRemoval(items.map(\.seq))
-    service.rememberFinished(flushId)
+    service.store.drain(items.map(\.seq), flushId: flushId)
     return result(flushId, items, shape, skipped, nil, service)
   }
 
   /// The first `max` available items; for `/users/track` without a default user, only items that name one.
   private static func pick(max: Int, _ shape: Shape, _ service: Service) -> ([PendingItem], [String]) {
-    var skipped: [PendingItem] = []
+    var skipped: [Int] = []
     let needsUser = shape.usersTrack && shape.defaultUser == nil
-    let items = service.store.firstAvailable(max: max, skipped: &skipped) { !needsUser || $0.user != nil }
-    return (items, skipped.map(\.id))
+    let store = service.store.items
+    let rows = store.firstAvailable(max: max, skipped: &skipped) { !needsUser || store.table.has(.hasUser, $0) }
+    return (rows.map(store.item(row:)), skipped.map { store.id(row: $0).text })
   }
 
   private static func result(
@@ -60,15 +62,34 @@ package enum FlushPending: RPCMethod {
         items, superseded: result.superseded, defaultUser: shape.defaultUser, limit: service.config.trackBatchLimit)
       result.skipped = skipped
     }
-    result.remaining = service.store.count - service.store.leasedCount
+    result.remaining = service.store.count - service.store.items.leasedCount
     return result
   }
 }
 
 /// How a flush presents its items: as items, or as `/users/track` bodies with an optional default user.
+/// Kept with a lease (as its note), so a repeat in a later process answers in the same shape.
 package struct Shape: Sendable {
   var usersTrack: Bool
   var defaultUser: UserIdentifier?
+
+  func encode(skipped: [String]) -> [UInt8] {
+    var out: [UInt8] = []
+    JSONValue.object([
+      JSONMember("usersTrack", .bool(usersTrack)), JSONMember("defaultUser", defaultUser?.json ?? .null),
+      JSONMember("skipped", .array(skipped.map(JSONValue.string))),
+    ]).encodeJSON(into: &out)
+    return out
+  }
+
+  static func decode(_ note: [UInt8]) -> (Shape, [String]) {
+    guard case .object(let m)? = try? JSONReader.parse(note, maxDepth: 16) else { return (Shape(usersTrack: false), []) }
+    var issues = Issues()
+    let user = m["defaultUser"].flatMap { $0.isNull ? nil : UserIdentifier.parse($0, path: "defaultUser", issues: &issues) }
+    let skipped: [String]
+    if case .array(let values)? = m["skipped"] { skipped = values.compactMap(\.stringValue) } else { skipped = [] }
+    return (Shape(usersTrack: m["usersTrack"] == .bool(true), defaultUser: user), skipped)
+  }
 }
 
 /// The flush result, written straight from the stored item bytes.

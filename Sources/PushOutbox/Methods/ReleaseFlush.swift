@@ -7,7 +7,8 @@ package enum ReleaseFlush: RPCMethod {
   package static func handle(_ params: inout Params, _ service: Service) throws -> ObjectResult {
     let flushId = params.string("flushId", required: true)
     _ = try params.finish()
-    let released = try service.releaseLease(flushId!)
+    service.expireLeases()
+    let released = try service.store.release(flushId!)
     return ObjectResult([JSONMember("released", .int(Int64(released)))])
   }
 }

@@ -2,16 +2,19 @@
 /// the live lease and any recovery warnings. Transcript: `Protocol/transcripts/basic.txt`.
 package enum Status: RPCMethod {
   package static let name = "status"
+  /// Counts reflect only committed saves.
+  package static let commitsFirst = true
 
   package static func handle(_ params: inout Params, _ service: Service) throws -> ObjectResult {
     _ = try params.finish()
-    service.expireLease()
-    let store = service.store
+    service.expireLeases()
+    let store = service.store.items
     var pending = [JSONMember("total", .int(Int64(store.count)))]
     for kind in ItemKind.allCases {
       pending.append(JSONMember(kind.wireName, .int(Int64(store.counts[Int(kind.rawValue)]))))
     }
-    let facts = service.persistence
+    service.disk?.refresh()
+    let facts = service.disk?.status ?? DiskStatus()
     return ObjectResult([
       JSONMember("version", .string(HelpText.version)),
       JSONMember("store", service.config.effectiveStorePath.map(JSONValue.string) ?? .null),
@@ -21,7 +24,7 @@ package enum Status: RPCMethod {
       JSONMember("snapshotSeq", .int(Int64(facts.snapshotSeq))),
       JSONMember("journalBytes", .int(facts.journalBytes)),
       JSONMember("fsync", .string(service.config.fsync.rawValue)),
-      JSONMember("lease", service.lease.map { leaseJSON($0) } ?? .null),
+      JSONMember("lease", service.store.leases.first.map { leaseJSON($0) } ?? .null),
       JSONMember("recovery", .array(facts.recovery)),
     ])
   }

@@ -26,6 +26,10 @@ extension Configuration {
     .init(name: "--memory", valueName: nil, help: "keep everything in memory; write no files") { c, v in
       c.memory = try bool(v, "--memory")
     },
+    .init(name: "--accept-loss", valueName: nil, help: "start even if store files are missing; report the loss") {
+      c, v in
+      c.acceptLoss = try bool(v, "--accept-loss")
+    },
     .init(name: "--snapshot-interval", valueName: "SECONDS", help: "snapshot period when dirty (default 1)") { c, v in
       c.snapshotInterval = try number(v, "--snapshot-interval", min: 0.01)
     },

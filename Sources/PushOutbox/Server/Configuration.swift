@@ -1,8 +1,3 @@
-/// Durability of each journal write (see README "Durability").
-package enum FsyncPolicy: String, Sendable, CaseIterable {
-  case always, everysec, never
-}
-
 /// Everything the command line and the environment can set.
 package struct Configuration: Sendable {
   /// The store directory; ignored with `--memory`.
@@ -10,6 +5,8 @@ package struct Configuration: Sendable {
   /// `--memory`: keep everything in memory and write no files.
   package var memory = false
   package var snapshotInterval = 1.0
+  /// `--accept-loss`: start even when recovery finds store files missing.
+  package var acceptLoss = false
   package var maxLineBytes = 16 * 1024 * 1024
   package var maxDepth = 128
   package var maxBatch = 10_000

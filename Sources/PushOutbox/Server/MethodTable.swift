@@ -1,7 +1,8 @@
 /// The wire methods by name. The only place that decodes params, maps store refusals to
 /// JSON-RPC errors, and answers "method not found".
 package struct MethodTable: Sendable {
-  package typealias Handler = @Sendable (inout Params, Service, inout [UInt8]) throws -> Void
+  /// Writes the result into the buffer, or returns a save's result that must wait for the commit.
+  package typealias Handler = @Sendable (inout Params, Service, inout [UInt8]) throws -> SaveResult?
 
   private var handlers: [String: Handler] = [:]
   private var committingFirst: Set<String> = []
@@ -22,22 +23,26 @@ package struct MethodTable: Sendable {
     names.append(M.name)
     if M.commitsFirst { committingFirst.insert(M.name) }
     handlers[M.name] = { params, service, out in
-      try M.handle(&params, service).encodeJSON(into: &out)
+      let result = try M.handle(&params, service)
+      if let save = result as? SaveResult, save.awaitsCommit { return save }
+      result.encodeJSON(into: &out)
+      return nil
     }
   }
 
   /// True when `method` must see earlier saves committed to the journal first.
   package func commitsFirst(_ method: String) -> Bool { committingFirst.contains(method) }
 
-  /// Runs `request` and appends its result JSON to `out`, or throws the error to answer with.
-  package func call(_ request: Request, _ service: Service, into out: inout [UInt8]) throws(RPCError) {
+  /// Runs `request` and appends its result JSON to `out` (or returns a save result that waits for the
+  /// journal commit), or throws the error to answer with.
+  package func call(_ request: Request, _ service: Service, into out: inout [UInt8]) throws(RPCError) -> SaveResult? {
     guard let handler = handlers[request.method] else { throw .methodNotFound(request.method) }
     if request.mayHaveDuplicateKeys, let params = request.params, let path = duplicateKeyPath(in: params) {
       throw .invalidParams(path: path, code: "duplicate_key", "the key at \(path) appears more than once")
     }
     var params = try Params(request.params)
     do {
-      try handler(&params, service, &out)
+      return try handler(&params, service, &out)
     } catch let error as RPCError {
       throw error
     } catch let error as StoreError {

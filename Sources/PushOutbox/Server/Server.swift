@@ -1,27 +1,34 @@
-/// Turns request lines into response lines, strictly in order, into one output buffer.
+/// Turns request lines into response lines, strictly in order.
 ///
-/// The transport feeds it complete lines and writes `output` when the input burst is done.
-/// Every request with an id gets exactly one response; notifications get none, ever.
+/// Replies are values until the journal commit's outcome is known: a save's reply is kept as a
+/// `Reply.save` hole in `draft`, and `render()` (called between lines, once per burst) commits what
+/// is still pending and writes every reply into `output`, as a result or as `-32003`. Nothing written
+/// into `output` is ever patched afterwards. Every request with an id gets exactly one reply;
+/// notifications get none, ever.
 package final class Server {
   package let service: Service
   package let table: MethodTable
-  /// Response bytes not yet written: whole lines, each ending in `\n`.
+  /// Response bytes ready to write: whole lines, each ending in `\n`.
   package var output: [UInt8] = []
-  /// False to send every line through the general path (for tests that compare the two).
-  package var fastSaves: Bool
-  /// The last time text the fast path wrote.
-  var timeText = UTCTimeText()
+  /// This burst's response bytes, without the replies that wait for a commit.
+  var draft: [UInt8] = []
+  /// Replies waiting for a commit, in order, each at its offset in `draft`.
+  var holes: [Hole] = []
+  /// Requests with an id seen and replies rendered, in this burst (see `render`).
+  var ledger = ReplyLedger()
+
+  /// About how many reply bytes the burst holds so far (waiting replies counted at a typical size).
+  package var burstBytes: Int { draft.count + holes.count * 96 }
 
   package init(service: Service, table: MethodTable = .standard) {
     self.service = service
     self.table = table
-    self.fastSaves = table.names.contains(SaveCustomEvent.name)
     output.reserveCapacity(1 << 16)
+    draft.reserveCapacity(1 << 16)
   }
 
   /// Handles one line (without its `\n`, `\r` or BOM): a request, a notification or a batch.
   package func handle(line: UnsafeBufferPointer<UInt8>) {
-    if fastSaves && handleFastSave(line) { return }
     var reader = JSONReader(line, maxDepth: service.config.maxDepth)
     let value: JSONValue
     do {
@@ -33,9 +40,9 @@ package final class Server {
     if case .array(let members) = value {
       handleBatch(members, duplicateKeys: reader.sawDuplicateKey)
     } else {
-      let mark = output.count
-      if handle(value, duplicateKeys: reader.sawDuplicateKey) { output.append(UInt8(ascii: "\n")) } else {
-        output.removeSubrange(mark...)
+      let mark = draft.count
+      if handle(value, duplicateKeys: reader.sawDuplicateKey) { draft.append(UInt8(ascii: "\n")) } else {
+        draft.removeSubrange(mark...)
       }
     }
   }
@@ -59,18 +66,18 @@ package final class Server {
     if members.count > service.config.maxBatch {
       return writeError(.invalidRequest("batch of \(members.count) exceeds --max-batch \(service.config.maxBatch)"), id: .null)
     }
-    let start = output.count
-    output.append(UInt8(ascii: "["))
+    let start = draft.count
+    draft.append(UInt8(ascii: "["))
     var answered = 0
     for member in members {
-      let mark = output.count
-      if answered > 0 { output.append(UInt8(ascii: ",")) }
-      if handle(member, duplicateKeys: duplicateKeys) { answered += 1 } else { output.removeSubrange(mark...) }
+      let mark = draft.count
+      if answered > 0 { draft.append(UInt8(ascii: ",")) }
+      if handle(member, duplicateKeys: duplicateKeys) { answered += 1 } else { draft.removeSubrange(mark...) }
     }
     if answered == 0 {
-      output.removeSubrange(start...)
+      draft.removeSubrange(start...)
     } else {
-      output.append(contentsOf: [UInt8(ascii: "]"), UInt8(ascii: "\n")])
+      draft.append(contentsOf: [UInt8(ascii: "]"), UInt8(ascii: "\n")])
     }
   }
 
@@ -81,6 +88,7 @@ package final class Server {
       service.log.warn("ignored a response object: this server sends no requests")
       return false
     case .invalid(let id, let error):
+      ledger.requested += 1
       appendError(error, id: id ?? .null)
       return true
     case .request(let request):
@@ -90,41 +98,48 @@ package final class Server {
 
   private func call(_ request: Request) -> Bool {
     if table.commitsFirst(request.method) { commit() }
-    let mark = output.count
-    let saves = service.uncommitted.count
+    let mark = draft.count
+    if request.id != nil { ledger.requested += 1 }
     appendPrefix(id: request.id ?? .null)
     do {
-      try table.call(request, service, into: &output)
-      output.append(UInt8(ascii: "}"))
-      if service.uncommitted.count > saves, let id = request.id {
-        service.uncommitted[saves].response = mark..<output.count
-        service.uncommitted[saves].id = id
+      let waiting = try table.call(request, service, into: &draft)
+      if let waiting, let id = request.id {
+        draft.removeSubrange(mark...)
+        holes.append(Hole(offset: draft.count, id: id, reply: waiting))
+        return true
       }
+      draft.append(UInt8(ascii: "}"))
     } catch {
-      output.removeSubrange(mark...)
+      draft.removeSubrange(mark...)
       if request.isNotification {
         service.log.debug("notification \(request.method) failed: \(error.message)")
       } else {
-        appendError(error, id: request.id ?? .null)
+        Server.appendError(error, id: request.id ?? .null, to: &draft)
       }
     }
     guard request.id != nil else {
-      output.removeSubrange(mark...)
+      draft.removeSubrange(mark...)
       return false
     }
+    ledger.rendered += 1
     return true
   }
 
   // MARK: - Writing
 
   private func appendPrefix(id: RequestID) {
-    output.appendASCII("{\"jsonrpc\":\"2.0\",\"id\":")
-    id.encodeJSON(into: &output)
-    output.appendASCII(",\"result\":")
+    Server.appendPrefix(id: id, to: &draft)
+  }
+
+  static func appendPrefix(id: RequestID, to out: inout [UInt8]) {
+    out.appendASCII("{\"jsonrpc\":\"2.0\",\"id\":")
+    id.encodeJSON(into: &out)
+    out.appendASCII(",\"result\":")
   }
 
   private func appendError(_ error: RPCError, id: RequestID) {
-    Server.appendError(error, id: id, to: &output)
+    Server.appendError(error, id: id, to: &draft)
+    ledger.rendered += 1
   }
 
   package static func appendError(_ error: RPCError, id: RequestID, to out: inout [UInt8]) {
@@ -136,7 +151,8 @@ package final class Server {
   }
 
   private func writeError(_ error: RPCError, id: RequestID) {
+    ledger.requested += 1
     appendError(error, id: id)
-    output.append(UInt8(ascii: "\n"))
+    draft.append(UInt8(ascii: "\n"))
   }
 }

@@ -1,124 +1,235 @@
 import Dispatch
 
-/// The append-only journal: every change is written here before its response goes out.
+/// Durability of each journal write (see README "Durability").
+package enum FsyncPolicy: String, Sendable, CaseIterable {
+  case always, everysec, never
+}
+
+/// What the store knows about one segment file, for compaction.
+package struct SegmentInfo: Sendable, Equatable {
+  package var first: UInt64
+  package var bytes = 0
+  /// Item records in the file.
+  package var items = 0
+  /// Item records in the file whose items are no longer held.
+  package var dead = 0
+  /// Held items whose delivery count changed since the file was written.
+  package var changed = 0
+  /// Bytes of records other than items (removals, leases).
+  package var otherBytes = 0
+  /// Recovery found damage here (a copy is in quarantine/); the next compaction rewrites it.
+  package var damaged = false
+
+  package init(first: UInt64) { self.first = first }
+
+  /// True when a rewrite would drop removed items, stale counts or mostly-dead bookkeeping.
+  package var needsRewrite: Bool { dead > 0 || changed > 0 || damaged || otherBytes * 2 > bytes }
+}
+
+/// The append-only log the store writes every change to before its reply goes out.
 ///
-/// Group commit: records of one input burst collect in `buffer` and go to the file in one `write`
-/// (`commit`), then the burst's responses are written. The `--fsync` policy decides when the file is
-/// flushed to stable storage: before the responses (`always`), about once a second in the background
-/// (`everysec`), or never by us (`never`). A failed write is cut back off the file and reported; a
-/// failed fsync is never retried on the same file: the segment is abandoned for a new one.
+/// Group commit: a burst's records collect in `buffer` and reach the file in one `write`; `--fsync`
+/// decides when the file is flushed (before the replies, about once a second in the background, or
+/// never by us). Segments are created on first use, with `O_EXCL | O_NOFOLLOW`, and rotate at
+/// `segmentLimit` bytes. A failed write is cut back off the file; after a failed fsync the segment is
+/// cut back to its last good record and abandoned for a new one.
 package final class Journal {
   package let directory: String
   package let policy: FsyncPolicy
+  package static let segmentLimit = 4 << 20
   private var fd: Int32 = -1
   private var goodSize = 0
   private var buffer: [UInt8] = []
-  /// The last `savedAt` text written, reused for items saved in the same millisecond.
-  private var savedAtText = UTCTimeText()
-  /// First seq of every segment on disk, oldest first; the last one is being written.
-  package private(set) var segments: [UInt64] = []
-  private var sizes: [UInt64: Int] = [:]
+  private var pendingItems = 0
+  private var pendingOther = 0
+  /// The seq of the first record in `buffer`: the name of a segment opened for it.
+  private var pendingFirst: UInt64 = 0
+  /// Every segment on disk, oldest first; the last one is being written when `fd` is open.
+  package private(set) var segments: [SegmentInfo]
   private var lastSync = Clock.monotonicSeconds()
   private var unsynced = false
   private let syncQueue = DispatchQueue(label: "push-outbox.fsync")
   private let syncFailure = Mailbox<FileError>()
 
-  /// Opens a new segment starting at `first`, after recovery found `existing` segments.
-  package init(directory: String, policy: FsyncPolicy, existing: [UInt64: Int], first: UInt64) throws(FileError) {
+  package init(directory: String, policy: FsyncPolicy, segments: [SegmentInfo]) {
     self.directory = directory
     self.policy = policy
-    self.sizes = existing
-    self.segments = existing.keys.sorted()
-    try openSegment(first: first)
+    self.segments = segments
   }
 
   package var hasPendingRecords: Bool { !buffer.isEmpty }
-  package var totalBytes: Int64 { Int64(sizes.values.reduce(0, +) + buffer.count) }
-  /// The segment being written.
-  package var currentFirst: UInt64 { segments.last ?? 0 }
+  package var totalBytes: Int64 { Int64(segments.reduce(0) { $0 + $1.bytes } + buffer.count) }
+  /// True while a segment is open for writing (it is the last of `segments`).
+  package var isOpen: Bool { fd >= 0 }
 
-  private func path(_ first: UInt64) -> String { directory + "/" + JournalFormat.segmentName(first: first) }
+  private func path(_ first: UInt64) -> String { directory + "/" + SegmentFormat.name(first: first) }
+
+  // MARK: - Recording
+
+  package func appendItem(
+    seq: UInt64, savedAt: Int64, kind: ItemKind, hasUser: Bool, id: ItemID, body: UnsafeRawBufferPointer
+  ) {
+    if buffer.isEmpty { pendingFirst = seq }
+    SegmentFormat.appendItem(
+      seq: seq, savedAt: savedAt, deliveries: 0, kind: kind, hasUser: hasUser, id: id, body: body, to: &buffer)
+    pendingItems += 1
+  }
+
+  package func appendRemove(_ seqs: [UInt64], recordSeq: UInt64) {
+    if buffer.isEmpty { pendingFirst = recordSeq }
+    let start = buffer.count
+    SegmentFormat.appendRemove(seqs, recordSeq: recordSeq, to: &buffer)
+    pendingOther += buffer.count - start
+  }
+
+  package func appendLease(_ lease: Lease, recordSeq: UInt64) {
+    if buffer.isEmpty { pendingFirst = recordSeq }
+    let start = buffer.count
+    SegmentFormat.appendLease(lease, recordSeq: recordSeq, to: &buffer)
+    pendingOther += buffer.count - start
+  }
+
+  package func appendLeaseEnd(flushId: String, outcome: LeaseOutcome, counts: [(UInt64, UInt32)], recordSeq: UInt64) {
+    if buffer.isEmpty { pendingFirst = recordSeq }
+    let start = buffer.count
+    SegmentFormat.appendLeaseEnd(flushId: flushId, outcome: outcome, counts: counts, recordSeq: recordSeq, to: &buffer)
+    pendingOther += buffer.count - start
+  }
+
+  /// Forgets the burst's records without writing them.
+  package func discardPending() {
+    buffer.removeAll(keepingCapacity: true)
+    pendingItems = 0
+    pendingOther = 0
+  }
+
+  // MARK: - Committing
+
+  /// Writes the burst's records (opening a segment for them if none is open); with `always`, also
+  /// flushes them. On failure nothing of the burst stays in the file: its item records are dropped
+  /// (those saves are refused) and its other records (removals, leases) are kept for the next commit,
+  /// since memory already reflects them.
+  package func commit() throws(FileError) {
+    guard !buffer.isEmpty else { return }
+    do throws(FileError) {
+      if fd < 0 { try openSegment(first: pendingFirst) }
+      let path = path(segments[segments.count - 1].first)
+      do throws(FileError) {
+        try FileIO.writeAll(fd, buffer, path: path)
+        if policy == .always { try FileIO.sync(fd, path: path) }
+      } catch {
+        abandonTail(after: error)
+        throw error
+      }
+    } catch {
+      keepOnlyBookkeeping()
+      throw error
+    }
+    defer { discardPending() }
+    goodSize += buffer.count
+    segments[segments.count - 1].bytes = goodSize
+    segments[segments.count - 1].items += pendingItems
+    segments[segments.count - 1].otherBytes += pendingOther
+    unsynced = policy != .always
+    if goodSize >= Self.segmentLimit { closeSegment() }
+  }
+
+  /// Drops the item records from `buffer`, keeping the others in order.
+  private func keepOnlyBookkeeping() {
+    var kept: [UInt8] = []
+    var first: UInt64? = nil
+    buffer.withUnsafeBytes { raw in
+      let reader = SegmentReader(raw)
+      var offset = 0
+      while case .record(let record) = reader.read(at: offset) {
+        if record.type != .item {
+          first = first ?? record.seq
+          kept.append(contentsOf: raw[offset..<record.end])
+        }
+        offset = record.end
+      }
+    }
+    buffer = kept
+    pendingItems = 0
+    pendingOther = kept.count
+    pendingFirst = first ?? 0
+  }
 
   private func openSegment(first: UInt64) throws(FileError) {
+    if let last = segments.last, last.first >= first, last.bytes <= SegmentFormat.headerSize {
+      unlink(path(last.first))  // an abandoned segment that never got a record takes no name
+      segments.removeLast()
+    }
     let path = path(first)
-    let newFD = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o600)
-    guard newFD >= 0 else { throw FileError(operation: "create", path: path, code: errno) }
+    let newFD = try FileIO.createExclusive(path)
     do throws(FileError) {
-      try FileIO.writeAll(newFD, JournalFormat.header, path: path)
-      try FileIO.sync(newFD, path: path)
-      try FileIO.syncDirectory(directory)
+      try FileIO.writeAll(newFD, SegmentFormat.header, path: path)
+      if policy == .always {
+        try FileIO.sync(newFD, path: path)
+        try FileIO.syncDirectory(directory)
+      }
     } catch {
       closeFD(newFD)
       unlink(path)
       throw error
     }
-    closeFD(fd)
     fd = newFD
-    goodSize = JournalFormat.headerSize
-    sizes[first] = goodSize
-    if segments.last != first { segments.append(first) }
+    goodSize = SegmentFormat.headerSize
+    var info = SegmentInfo(first: first)
+    info.bytes = goodSize
+    segments.append(info)
+    if policy == .everysec { unsynced = true }
   }
 
-  // MARK: - Recording
-
-  package func add(_ item: PendingItem) {
-    JournalFormat.appendRecord(.add, seq: item.seq, to: &buffer) { item.encodeJSON(into: &$0, savedAtText: &savedAtText) }
-  }
-
-  package func remove(_ seqs: [UInt64], recordSeq: UInt64) {
-    guard !seqs.isEmpty else { return }
-    var payload: [UInt8] = [UInt8(ascii: "[")]
-    for (n, seq) in seqs.enumerated() {
-      if n > 0 { payload.append(UInt8(ascii: ",")) }
-      payload.appendUInt(seq)
-    }
-    payload.append(UInt8(ascii: "]"))
-    JournalFormat.appendRecord(.remove, seq: recordSeq, payload: payload, to: &buffer)
-  }
-
-  /// Writes the burst's records; with `always`, also flushes them to stable storage.
-  /// On failure nothing of the burst stays in the file, and the error says why.
-  package func commit() throws(FileError) {
-    guard !buffer.isEmpty else { return }
-    defer { buffer.removeAll(keepingCapacity: buffer.capacity <= 1 << 20) }
-    let path = path(currentFirst)
-    do throws(FileError) {
-      try FileIO.writeAll(fd, buffer, path: path)
-      if policy == .always { try FileIO.sync(fd, path: path) }
-    } catch {
-      abandonTail(after: error)
-      throw error
-    }
-    goodSize += buffer.count
-    sizes[currentFirst] = goodSize
-    unsynced = policy != .always
-  }
-
-  /// Cuts a failed write off the file; if even that fails, or an fsync failed, moves to a new segment.
+  /// Cuts a failed write off the file. After a failed fsync the pages are in an unknown state, so the
+  /// file is also cut back and abandoned: the next commit opens a new segment.
   private func abandonTail(after error: FileError) {
-    if error.operation != "fsync" && ftruncate(fd, off_t(goodSize)) == 0 { return }
-    let next = (segments.last ?? 0) + 1
-    try? openSegment(first: max(next, currentFirst + 1))
+    let cut = ftruncate(fd, off_t(goodSize)) == 0
+    if error.operation == "fsync" || !cut {
+      if policy != .never { _ = fsync(fd) }
+      closeSegment()
+    }
   }
 
-  // MARK: - Background flushing and compaction
+  /// Stops writing the current segment (it stays on disk, closed); the next commit opens a new one.
+  package func closeSegment() {
+    guard fd >= 0 else { return }
+    let old = fd
+    fd = -1
+    if policy == .never {
+      closeFD(old)
+      return
+    }
+    let (path, directory, slot) = (path(segments[segments.count - 1].first), directory, syncFailure)
+    syncQueue.async {
+      do throws(FileError) {
+        try FileIO.sync(old, path: path)
+        try FileIO.syncDirectory(directory)
+      } catch { slot.put(error) }
+      closeFD(old)
+    }
+  }
+
+  // MARK: - Background flushing
 
   /// For `everysec`: starts a background fsync when a second has passed since the last one.
-  /// Reports an earlier background fsync failure once, after moving to a new segment.
-  package func tick(nextSeq: UInt64) -> FileError? {
+  /// Returns an earlier background failure once (the segment was abandoned).
+  package func tick() -> FileError? {
     if let failure = syncFailure.take() {
-      try? rotate(first: nextSeq)
+      closeSegment()
       return failure
     }
-    guard policy == .everysec, unsynced, Clock.monotonicSeconds() - lastSync >= 1 else { return nil }
+    guard policy == .everysec, unsynced, fd >= 0, Clock.monotonicSeconds() - lastSync >= 1 else { return nil }
     unsynced = false
     lastSync = Clock.monotonicSeconds()
     let copy = dup(fd)
     guard copy >= 0 else { return nil }
-    let path = path(currentFirst)
-    let slot = syncFailure
+    let (path, directory, slot) = (path(segments[segments.count - 1].first), directory, syncFailure)
     syncQueue.async {
-      do throws(FileError) { try FileIO.sync(copy, path: path) } catch { slot.put(error) }
+      do throws(FileError) {
+        try FileIO.sync(copy, path: path)
+        try FileIO.syncDirectory(directory)
+      } catch { slot.put(error) }
       closeFD(copy)
     }
     return nil
@@ -126,40 +237,57 @@ package final class Journal {
 
   /// Milliseconds until `tick` has work, or -1.
   package var msUntilSync: Int32 {
-    guard policy == .everysec, unsynced else { return -1 }
+    guard policy == .everysec, unsynced, fd >= 0 else { return -1 }
     return Int32(max(0, (lastSync + 1 - Clock.monotonicSeconds()) * 1000) + 1)
   }
 
-  /// Starts a new segment at `first` (at a snapshot), after flushing the current one.
-  package func rotate(first: UInt64) throws(FileError) {
-    guard first != currentFirst else { return }
-    if policy != .never { try? FileIO.sync(fd, path: path(currentFirst)) }
-    try openSegment(first: first)
-    unsynced = false
-  }
+  // MARK: - Bookkeeping for compaction
 
-  /// Deletes segments whose first seq is below `first`: a durable snapshot covers them.
-  package func deleteSegments(before first: UInt64) {
-    let current = currentFirst
-    for old in segments where old < first && old != current {
-      unlink(path(old))
-      sizes[old] = nil
+  /// The index of the segment that holds the item with `seq`.
+  package func segmentIndex(of seq: UInt64) -> Int? {
+    var low = 0
+    var high = segments.count
+    while low < high {
+      let mid = (low + high) / 2
+      if segments[mid].first <= seq { low = mid + 1 } else { high = mid }
     }
-    segments.removeAll { $0 < first && $0 != current }
+    return low == 0 ? nil : low - 1
   }
 
-  /// Stops tracking a segment that was moved away (recovery sets damaged ones aside).
-  package func forget(segment first: UInt64) {
-    guard first != currentFirst else { return }
-    sizes[first] = nil
-    segments.removeAll { $0 == first }
+  /// An item that was written to a segment is no longer held.
+  package func noteRemoved(_ seq: UInt64) {
+    if let n = segmentIndex(of: seq) { segments[n].dead += 1 }
   }
 
-  /// Flushes what was written (at shutdown).
+  /// A held item's delivery count changed.
+  package func noteChanged(_ seq: UInt64) {
+    if let n = segmentIndex(of: seq) { segments[n].changed += 1 }
+  }
+
+  /// True when the open segment holds something a compaction should drop.
+  package var currentNeedsRewrite: Bool { fd >= 0 && (segments.last?.needsRewrite ?? false) }
+
+  /// Records the outcome of a rewrite: `info` replaces the segment (nil: it was deleted).
+  package func replace(first: UInt64, with info: SegmentInfo?, dead: Int, changed: Int) {
+    guard let n = segments.firstIndex(where: { $0.first == first }), fd < 0 || n != segments.count - 1 else { return }
+    guard var updated = info else {
+      segments.remove(at: n)
+      return
+    }
+    updated.dead = max(0, segments[n].dead - dead)
+    updated.changed = max(0, segments[n].changed - changed)
+    segments[n] = updated
+  }
+
+  /// Flushes and closes (at shutdown); an open segment with no records is deleted.
   package func close() {
+    if fd >= 0, goodSize == SegmentFormat.headerSize {
+      let first = segments.removeLast().first
+      closeFD(fd)
+      fd = -1
+      unlink(path(first))
+    }
+    closeSegment()
     syncQueue.sync {}
-    if policy != .never { try? FileIO.sync(fd, path: path(currentFirst)) }
-    closeFD(fd)
-    fd = -1
   }
 }

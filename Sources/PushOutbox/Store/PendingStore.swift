@@ -14,170 +14,178 @@ package struct StoreLimits: Sendable {
   package init() {}
 }
 
-/// The pending items, in `seq` order, held in memory.
+/// The held items, in seq order, in memory: an `ItemTable` of rows whose bytes live in an `Arena`.
 ///
-/// Single-threaded by design: the request loop owns it. Snapshots take a copy (`snapshotState`),
-/// which shares storage until the next change.
-package struct PendingStore: Sendable {
-  /// `items[head...]` are held; the prefix before `head` was removed and awaits compaction.
-  private(set) var items: [PendingItem] = []
-  private var head = 0
+/// Single-threaded by design: the request loop owns it. It knows nothing of files; `Store` journals
+/// every change it makes here.
+package final class PendingStore {
+  package private(set) var table = ItemTable()
+  package let arena = Arena()
   package private(set) var nextSeq: UInt64 = 1
   package private(set) var bytes = 0
   package private(set) var counts: [Int] = Array(repeating: 0, count: ItemKind.allCases.count)
   package private(set) var leasedCount = 0
-  /// Bumped by every change; snapshots record the version they saw.
-  package private(set) var version: UInt64 = 0
-  private var clientIDs: [String: UInt64] = [:]
+  private var clientIDs: [ByteKey: UInt64] = [:]
   package var limits = StoreLimits()
 
   package init() {}
 
-  package var count: Int { items.count - head }
-  /// Index of the first held item in `items`.
-  var firstHeld: Int { head }
-  package var held: ArraySlice<PendingItem> { items[head...] }
+  package var count: Int { table.liveCount }
 
   // MARK: - Saving
 
   /// Takes the next sequence number. Numbers are never reused, even when a save is rolled back.
-  package mutating func takeSeq() -> UInt64 {
+  package func takeSeq() -> UInt64 {
     defer { nextSeq += 1 }
     return nextSeq
+  }
+
+  /// Never hand out a seq below `next`.
+  package func advanceSeq(to next: UInt64) {
+    if next > nextSeq { nextSeq = next }
   }
 
   /// Checks the limits an item of `itemBytes` must meet before it is appended.
   package func admit(itemBytes: Int) throws(StoreError) {
     if itemBytes > limits.maxItemBytes { throw .itemTooLarge(bytes: itemBytes, limit: limits.maxItemBytes) }
     if count >= limits.maxPending { throw .storeFull(limit: "max-pending", value: limits.maxPending) }
-    if bytes + itemBytes > limits.maxPendingBytes {
+    if itemBytes > limits.maxPendingBytes - bytes {
       throw .storeFull(limit: "max-pending-bytes", value: limits.maxPendingBytes)
     }
   }
 
-  /// Appends an item whose seq came from `takeSeq` (or from recovery, which also advances `nextSeq`).
-  package mutating func append(_ item: PendingItem, clientID: Bool) {
-    items.append(item)
-    if item.seq >= nextSeq { nextSeq = item.seq + 1 }
-    bytes += item.byteCount
-    counts[Int(item.kind.rawValue)] += 1
-    if clientID { clientIDs[item.id] = item.seq }
-    version &+= 1
+  /// Appends an item with a seq above every held one.
+  package func append(
+    seq: UInt64, id: ItemID, kind: ItemKind, savedAt: Int64, deliveryCount: UInt32 = 0, hasUser: Bool,
+    body: UnsafeRawBufferPointer
+  ) {
+    let location = id.client.withUnsafeBytes { arena.append($0, body) }
+    table.append(
+      seq: seq, savedAt: savedAt, location: location, length: body.count, id: id, kind: kind,
+      flags: hasUser ? .hasUser : [], deliveries: deliveryCount)
+    if seq >= nextSeq { nextSeq = seq + 1 }
+    bytes += PendingItem.byteCount(body: body.count, clientID: id.clientLength)
+    counts[Int(kind.rawValue)] += 1
+    if !id.client.isEmpty { clientIDs[ByteKey(id.client)] = seq }
   }
 
-  /// The held item saved with the client-supplied id `id`, if any.
-  package func item(clientID id: String) -> PendingItem? {
-    guard let seq = clientIDs[id], let index = index(of: seq) else { return nil }
-    return items[index]
+  package func append(_ item: PendingItem) {
+    item.body.withUnsafeBytes {
+      append(
+        seq: item.seq, id: item.id, kind: item.kind, savedAt: item.savedAt, deliveryCount: item.deliveryCount,
+        hasUser: item.hasUser, body: $0)
+    }
   }
 
-  // MARK: - Handing out
+  /// The seq of the held item saved with this client id, if any (compared by bytes).
+  package func seq(clientID: [UInt8]) -> UInt64? {
+    guard let seq = clientIDs[ByteKey(clientID)], table.row(of: seq) != nil else { return nil }
+    return seq
+  }
 
-  /// Up to `max` held, unleased items that `eligible` accepts, in seq order. Unleased items that
-  /// `eligible` refused on the way are added to `skipped`.
-  package func firstAvailable(
-    max: Int, skipped: inout [PendingItem], where eligible: (PendingItem) -> Bool
-  ) -> [PendingItem] {
-    var picked: [PendingItem] = []
-    for item in items[head...] where !item.leased {
-      guard eligible(item) else {
-        skipped.append(item)
+  // MARK: - Reading
+
+  package func contains(seq: UInt64) -> Bool { table.row(of: seq) != nil }
+
+  /// The oldest held item's seq.
+  package var firstSeq: UInt64? { table.rows.first { !table.has(.removed, $0) }.map { table.seqs[$0] } }
+
+  /// The item in `row`, copied out.
+  package func item(row: Int) -> PendingItem {
+    PendingItem(
+      seq: table.seqs[row], id: id(row: row), kind: table.kind(row), savedAt: table.savedAt[row],
+      deliveryCount: table.deliveries[row], hasUser: table.has(.hasUser, row), body: Array(body(row: row)))
+  }
+
+  package func item(seq: UInt64) -> PendingItem? { table.row(of: seq).map { item(row: $0) } }
+
+  /// The held items with these seqs, in the given order (missing ones are skipped).
+  package func items(seqs: [UInt64]) -> [PendingItem] { seqs.compactMap { item(seq: $0) } }
+
+  package func id(row: Int) -> ItemID {
+    let length = Int(table.idLengths[row])
+    if length == 0 { return ItemID(high: table.idWords[2 * row], low: table.idWords[2 * row + 1]) }
+    let start = arena.bytes(at: table.locations[row], length: length)
+    return ItemID(client: Array(start))
+  }
+
+  /// The row's JSON body bytes, valid until the store next changes.
+  package func body(row: Int) -> UnsafeRawBufferPointer {
+    let idLength = Int(table.idLengths[row])
+    let all = arena.bytes(at: table.locations[row], length: idLength + Int(table.lengths[row]))
+    return UnsafeRawBufferPointer(rebasing: all[idLength...])
+  }
+
+  /// Rows of up to `max` held, unleased items that `eligible` accepts, in seq order. Unleased rows
+  /// that `eligible` refused on the way are added to `skipped`.
+  package func firstAvailable(max: Int, skipped: inout [Int], where eligible: (Int) -> Bool) -> [Int] {
+    var picked: [Int] = []
+    for row in table.rows where !table.has(.removed, row) && !table.has(.leased, row) {
+      guard eligible(row) else {
+        skipped.append(row)
         continue
       }
-      picked.append(item)
+      picked.append(row)
       if picked.count == max { break }
     }
     return picked
   }
 
-  /// Removes exactly the items with these seqs (sorted ascending). Returns how many were held.
+  // MARK: - Changing
+
+  /// Removes the held items with these seqs (any order). Returns how many were held.
   @discardableResult
-  package mutating func remove(seqs: [UInt64]) -> Int {
-    guard !seqs.isEmpty else { return 0 }
-    let wanted = Set(seqs)
+  package func remove(seqs: [UInt64]) -> Int {
     var removed = 0
-    var isPrefix = true
-    for (offset, item) in items[head...].enumerated() {
-      if offset >= seqs.count { break }
-      if item.seq != seqs[offset] { isPrefix = false; break }
+    for seq in seqs {
+      guard let row = table.row(of: seq) else { continue }
+      forget(row)
+      table.remove(row)
+      removed += 1
     }
-    if isPrefix && count >= seqs.count {
-      for item in items[head..<(head + seqs.count)] { forget(item) }
-      removed = seqs.count
-      head += seqs.count
-      compactIfNeeded()
-    } else {
-      var kept: [PendingItem] = []
-      kept.reserveCapacity(count)
-      for item in items[head...] {
-        if wanted.contains(item.seq) { forget(item); removed += 1 } else { kept.append(item) }
-      }
-      items = kept
-      head = 0
-    }
-    version &+= 1
     return removed
   }
 
-  /// Marks items as leased or not; when a lease ends without an ack, their delivery count rises.
-  package mutating func setLeased(_ seqs: [UInt64], _ leased: Bool, countDelivery: Bool = false) {
+  /// Takes back the newest items (a save whose journal write failed); `seqs` are the newest held.
+  package func rollBack(seqs: [UInt64]) {
+    for seq in seqs.sorted(by: >) {
+      guard let row = table.row(of: seq) else { continue }
+      forget(row)
+      if row == table.seqs.count - 1 { table.removeLast() } else { table.remove(row) }
+    }
+  }
+
+  /// Marks items leased or not; when a lease ends without an ack their delivery count rises.
+  /// Returns the seqs changed with their new delivery counts.
+  @discardableResult
+  package func setLeased(_ seqs: [UInt64], _ leased: Bool, countDelivery: Bool = false) -> [(UInt64, UInt32)] {
+    var changed: [(UInt64, UInt32)] = []
     for seq in seqs {
-      guard let index = index(of: seq), items[index].leased != leased else { continue }
-      items[index].leased = leased
+      guard let row = table.row(of: seq), table.has(.leased, row) != leased else { continue }
+      table.set(.leased, leased, row)
       leasedCount += leased ? 1 : -1
-      if countDelivery { items[index].deliveryCount += 1 }
+      if countDelivery && table.deliveries[row] < UInt32.max { table.deliveries[row] += 1 }
+      changed.append((seq, table.deliveries[row]))
     }
-    version &+= 1
+    return changed
   }
 
-  /// The held items with these seqs, in order (missing ones are skipped).
-  package func items(seqs: [UInt64]) -> [PendingItem] {
-    seqs.compactMap { seq in index(of: seq).map { items[$0] } }
+  /// Raises an item's delivery count to at least `count` (journal replay).
+  package func raiseDeliveries(seq: UInt64, to count: UInt32) {
+    guard let row = table.row(of: seq), table.deliveries[row] < count else { return }
+    table.deliveries[row] = count
   }
 
-  // MARK: - Internals
-
-  private func index(of seq: UInt64) -> Int? {
-    var low = head
-    var high = items.count
-    while low < high {
-      let mid = (low + high) / 2
-      if items[mid].seq < seq { low = mid + 1 } else { high = mid }
+  private func forget(_ row: Int) {
+    let idLength = Int(table.idLengths[row])
+    let length = idLength + Int(table.lengths[row])
+    bytes -= PendingItem.byteCount(body: Int(table.lengths[row]), clientID: idLength)
+    counts[Int(table.kind(row).rawValue)] -= 1
+    if table.has(.leased, row) { leasedCount -= 1 }
+    if idLength > 0 {
+      let key = ByteKey(Array(arena.bytes(at: table.locations[row], length: idLength)))
+      if clientIDs[key] == table.seqs[row] { clientIDs[key] = nil }
     }
-    return low < items.count && items[low].seq == seq ? low : nil
-  }
-
-  private mutating func forget(_ item: PendingItem) {
-    bytes -= item.byteCount
-    counts[Int(item.kind.rawValue)] -= 1
-    if item.leased { leasedCount -= 1 }
-    if clientIDs[item.id] == item.seq { clientIDs[item.id] = nil }
-  }
-
-  private mutating func compactIfNeeded() {
-    if head > 4096 && head * 2 > items.count {
-      items.removeFirst(head)
-      head = 0
-    }
-  }
-}
-
-extension PendingStore {
-  /// Never hand out a seq below `next` (after loading a snapshot whose newest items were flushed).
-  package mutating func advanceSeq(to next: UInt64) {
-    if next > nextSeq { nextSeq = next }
-  }
-}
-
-extension PendingStore {
-  /// True when an item with this seq is held.
-  package func contains(seq: UInt64) -> Bool {
-    var low = 0
-    var high = items.count
-    while low < high {
-      let mid = (low + high) / 2
-      if items[mid].seq < seq { low = mid + 1 } else { high = mid }
-    }
-    return low < items.count && items[low].seq == seq && low >= firstHeld
+    arena.release(table.locations[row], length: length)
   }
 }

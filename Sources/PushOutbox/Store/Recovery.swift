@@ -1,225 +1,223 @@
-/// What recovery found and did, for `status` and stderr.
+/// What recovery rebuilt besides the items: the segments on disk, the live leases and the warnings.
 package struct RecoveryOutcome {
-  package var snapshotCovers: UInt64 = 0
-  /// `coversSeq` of the snapshot before it (`snapshot.prev.json`), which decides what compaction may delete.
-  package var previousCovers: UInt64 = 0
-  package var segments: [UInt64: Int] = [:]
-  package var nextSeq: UInt64 = 1
+  package var segments: [SegmentInfo] = []
+  package var leases: [Lease] = []
+  package var checkpoint: Checkpoint?
   package var warnings: [JSONValue] = []
-  /// Damaged and unapplied segments: moved to `quarantine/` once a snapshot holds what was recovered.
-  package var setAside: [String] = []
+  /// Something was repaired or upgraded: write a checkpoint soon.
+  package var dirty = false
 }
 
-/// Rebuilds the store at start: the newest snapshot that checks out, then the journal after it.
+/// Rebuilds the store at start from `checkpoint.json` and the `segment.*` files (format 2), after
+/// upgrading a format-1 store (`snapshot.json`, `journal.*`) if one is there.
 ///
-/// Never deletes or empties a store to "recover". A torn tail on the last segment (a write cut short)
-/// is copied to `quarantine/` and cut off. Damage anywhere else is copied to `quarantine/`, replay
-/// stops there, and a `recoveredWithLoss` warning names the seq range. A newer format is refused.
+/// Loading is a scan: each item record's fixed fields are read and its body bytes copied into the
+/// arena. Never deletes or empties a store to "recover": a torn tail of the newest segment is cut
+/// (a copy goes to `quarantine/`); damage elsewhere is quarantined, skipped to the next intact record,
+/// and reported as `recoveredWithLoss`. A missing segment refuses the start unless `acceptLoss`.
 package struct Recovery {
   let directory: String
-  let service: Service
+  let store: Store
+  let acceptLoss: Bool
+  let log: Log
   var outcome = RecoveryOutcome()
+  private var leaseTable: [Lease] = []
 
-  package static let previousSnapshot = "snapshot.prev.json"
-
-  package static func run(directory: String, service: Service) throws(StartupError) -> RecoveryOutcome {
-    var recovery = Recovery(directory: directory, service: service)
-    try recovery.loadSnapshot()
-    try recovery.replayJournal()
+  package static func run(directory: String, store: Store, acceptLoss: Bool, log: Log) throws(StartupError)
+    -> RecoveryOutcome
+  {
+    var recovery = Recovery(directory: directory, store: store, acceptLoss: acceptLoss, log: log)
+    try recovery.run()
     return recovery.outcome
   }
 
-  // MARK: - Snapshot
-
-  private mutating func loadSnapshot() throws(StartupError) {
-    let names = [SnapshotFile.fileName, Self.previousSnapshot]
-    var failures: [String] = []
-    for (n, name) in names.enumerated() {
-      let path = directory + "/" + name
-      let bytes: [UInt8]?
-      do { bytes = try FileIO.read(path) } catch { throw StartupError(message: "cannot read \(error)", exitCode: 1) }
-      guard let bytes else { continue }
-      do {
-        let state = try SnapshotFile.decode(bytes, path: path)
-        apply(state)
-        if n == 0, let previous = try? FileIO.read(directory + "/" + Self.previousSnapshot),
-          let prev = try? SnapshotFile.decode(previous, path: Self.previousSnapshot)
-        {
-          outcome.previousCovers = prev.coversSeq
-        } else if n == 1 {
-          outcome.previousCovers = state.coversSeq
-        }
-        if !failures.isEmpty { warn("snapshotCorrupt", "fell back to \(name): " + failures.joined(separator: "; ")) }
+  private mutating func run() throws(StartupError) {
+    let names = try list()
+    try StoreFiles.checkVersions(directory: directory, names: names)
+    StoreFiles.removeTemporaries(directory: directory, names: names)
+    outcome.checkpoint = loadCheckpoint(names)
+    if LegacyUpgrade.hasLegacyFiles(names) {
+      if outcome.checkpoint == nil {
+        try LegacyUpgrade.run(directory: directory, names: names, store: store, log: log, outcome: &outcome)
         return
-      } catch .newerVersion(_, let version) {
-        throw StartupError(
-          message: "\(path) has format version \(version), newer than this build reads; nothing was touched",
-          exitCode: 2, rpcError: .app(.unsupportedStoreVersion, "unsupported_store_version", "Unsupported store version",
-            [JSONMember("file", .string(path)), JSONMember("version", .int(version))]))
-      } catch {
-        failures.append("\(name) is corrupt (\(Self.reason(error)))")
-        quarantine(name)
       }
+      LegacyUpgrade.removeLegacyFiles(directory: directory, names: names)  // a finished upgrade's leftovers
     }
-    if !failures.isEmpty && !journalStartsAtOne() {
-      throw StartupError(
-        message: failures.joined(separator: "; ") + "; no older snapshot and journal can rebuild it, so the store was left untouched",
-        exitCode: 1)
+    let firsts = try list().compactMap(SegmentFormat.first(ofName:)).sorted()
+    try checkForMissingSegments(firsts)
+    leaseTable = outcome.checkpoint?.leases ?? []
+    for (n, first) in firsts.enumerated() {
+      try replay(first: first, isLast: n == firsts.count - 1)
     }
-    if !failures.isEmpty { warn("snapshotCorrupt", failures.joined(separator: "; ") + "; rebuilt from the journal") }
+    if let checkpoint = outcome.checkpoint { store.items.advanceSeq(to: checkpoint.nextSeq) }
+    countDead()
+    outcome.leases = leaseTable
+    let directory = self.directory
+    outcome.segments.removeAll {
+      $0.bytes <= SegmentFormat.headerSize && unlink(directory + "/" + SegmentFormat.name(first: $0.first)) == 0
+    }
   }
 
-  private static func reason(_ error: SnapshotError) -> String {
-    switch error {
-    case .corrupt(_, let reason): reason
-    case .unreadable(let file): "\(file)"
-    case .newerVersion(_, let version): "version \(version)"
+  private func list() throws(StartupError) -> [String] {
+    do { return try FileIO.list(directory) } catch {
+      throw .refused("unreadable_store", "cannot list the store: \(error)")
     }
   }
 
-  private mutating func apply(_ state: SnapshotState) {
-    for item in state.items { service.store.append(item, clientID: true) }
-    service.store.advanceSeq(to: state.nextSeq)
-    outcome.snapshotCovers = state.coversSeq
-    service.persistence.snapshotSeq = state.coversSeq
-    service.persistence.lastSnapshotAt = state.createdAt
-  }
+  // MARK: - Checkpoint
 
-  private func journalStartsAtOne() -> Bool {
-    segmentFirsts().first == 1
-  }
-
-  private func segmentFirsts() -> [UInt64] {
-    ((try? FileIO.list(directory)) ?? []).compactMap(JournalFormat.segmentFirst).sorted()
-  }
-
-  // MARK: - Journal
-
-  private mutating func replayJournal() throws(StartupError) {
-    let all = segmentFirsts()
-    for first in all { outcome.segments[first] = FileIO.size(directory + "/" + JournalFormat.segmentName(first: first)) }
-    // Segments before the one holding `covers + 1` add nothing to the snapshot; they stay only
-    // for the fallback snapshot, so damage in them cannot stop the replay.
-    let start = all.lastIndex { $0 <= outcome.snapshotCovers + 1 } ?? 0
-    var lastApplied = service.store.nextSeq - 1
-    var nextSeq = max(service.store.nextSeq, (all.last ?? 0) + 1)
-    for n in all.indices where n >= start {
-      let name = JournalFormat.segmentName(first: all[n])
-      let bytes: [UInt8]
-      do { bytes = try FileIO.read(directory + "/" + name) ?? [] } catch {
-        throw StartupError(message: "cannot read \(error)", exitCode: 1)
-      }
-      let unread = try replaySegment(bytes, name: name, isLast: n == all.count - 1, lastApplied: &lastApplied)
-      guard let unread else { continue }
-      let later = Array(all[(n + 1)...])
-      let laterMax = later.compactMap { maxValidSeq(JournalFormat.segmentName(first: $0)) }.max()
-      nextSeq = max(nextSeq, lastApplied + UInt64(unread) + 1, (laterMax ?? 0) + 1)
-      lossWarning(name: name, from: lastApplied + 1, to: laterMax, laterSegments: later.count)
-      outcome.setAside = ([all[n]] + later).map { JournalFormat.segmentName(first: $0) }
-      break
+  private mutating func loadCheckpoint(_ names: [String]) -> Checkpoint? {
+    guard names.contains(Checkpoint.fileName) else { return nil }
+    let path = directory + "/" + Checkpoint.fileName
+    do {
+      guard let bytes = try FileIO.read(path) else { return nil }
+      return try Checkpoint.decode(bytes)
+    } catch {
+      StoreFiles.quarantine(directory: directory, name: Checkpoint.fileName)
+      warn("checkpointCorrupt", "\(Checkpoint.fileName) is unreadable (\(error)); rebuilt from the segments")
+      outcome.dirty = true
+      return nil
     }
-    outcome.nextSeq = max(nextSeq, lastApplied + 1)
-    service.store.advanceSeq(to: outcome.nextSeq)
   }
 
-  /// Replays one segment. Returns nil when it was read to the end, or the number of bytes left
-  /// unread when damage stopped the replay.
-  private mutating func replaySegment(
-    _ bytes: [UInt8], name: String, isLast: Bool, lastApplied: inout UInt64
-  ) throws(StartupError) -> Int? {
-    guard let version = JournalFormat.headerVersion(bytes) else {
-      if isLast && bytes.count < JournalFormat.headerSize {  // cut short while being created
-        cutTail(name: name, at: 0, reason: "incomplete segment header")
-        return nil
-      }
-      return bytes.count
+  /// Every segment the checkpoint lists must be there; without a checkpoint the log must start at seq 1.
+  private mutating func checkForMissingSegments(_ firsts: [UInt64]) throws(StartupError) {
+    let missing: [UInt64]
+    if let checkpoint = outcome.checkpoint {
+      missing = checkpoint.segments.filter { !firsts.contains($0) }
+    } else if let oldest = firsts.first, oldest > 1 {
+      missing = [1]
+    } else {
+      missing = []
     }
-    if version > JournalFormat.version {
-      throw StartupError(
-        message: "\(directory)/\(name) has journal format version \(version), newer than this build reads; nothing was touched",
-        exitCode: 2, rpcError: .app(.unsupportedStoreVersion, "unsupported_store_version", "Unsupported store version",
-          [JSONMember("file", .string(name)), JSONMember("version", .int(Int64(version)))]))
+    guard let from = missing.first else { return }
+    let to = firsts.first { $0 > from }.map { $0 - 1 }
+    let message = outcome.checkpoint == nil
+      ? "the store has no checkpoint and its oldest segment starts at seq \(firsts.first ?? 0), so earlier data is missing"
+      : "segments the checkpoint lists are missing: " + missing.map(SegmentFormat.name(first:)).joined(separator: ", ")
+    let range = [JSONMember("fromSeq", .int(Int64(from))), JSONMember("toSeq", to.map { .int(Int64($0)) } ?? .null)]
+    guard acceptLoss else {
+      throw .refused("missing_data", message + "; start with --accept-loss to serve what is left", range)
     }
-    var offset = JournalFormat.headerSize
+    log.error(message + "; --accept-loss: serving what is left")
+    outcome.warnings.append(.object(
+      [JSONMember("code", .string("recoveredWithLoss")), JSONMember("message", .string(message))] + range))
+    outcome.dirty = true
+  }
+
+  // MARK: - Segments
+
+  private mutating func replay(first: UInt64, isLast: Bool) throws(StartupError) {
+    let name = SegmentFormat.name(first: first)
+    let bytes: [UInt8]
+    do { bytes = try FileIO.read(directory + "/" + name) ?? [] } catch {
+      throw .refused("unreadable_store", "cannot read \(error)")
+    }
+    var info = SegmentInfo(first: first)
+    info.bytes = bytes.count
+    bytes.withUnsafeBytes { raw in replay(SegmentReader(raw), name: name, isLast: isLast, info: &info) }
+    outcome.segments.append(info)
+  }
+
+  private mutating func replay(_ reader: SegmentReader, name: String, isLast: Bool, info: inout SegmentInfo) {
+    guard reader.headerVersion == SegmentFormat.version else {  // only a header cut short gets here
+      info.bytes = 0
+      if isLast { cutTail(name: name, at: 0, reason: "incomplete segment header", info: &info) }
+      return
+    }
+    var offset = SegmentFormat.headerSize
+    var lastGood: UInt64? = nil
     while true {
-      switch JournalFormat.readRecord(bytes, at: offset) {
+      switch reader.read(at: offset) {
       case .end:
-        return nil
+        return
       case .record(let record):
-        guard apply(record) else { return bytes.count - offset }
-        lastApplied = max(lastApplied, record.seq)
+        if !apply(record, info: &info) {
+          damage(name: name, at: offset, after: lastGood, reader: reader, info: &info)
+        }
+        lastGood = record.seq
         offset = record.end
-      case .torn where isLast && !JournalFormat.validRecordFollows(bytes, after: offset):
-        cutTail(name: name, at: offset, reason: "torn write at the end of the journal")
-        return nil
+      case .torn where isLast && !reader.validRecordFollows(after: offset):
+        cutTail(name: name, at: offset, reason: "torn write at the end of the log", info: &info)
+        return
       case .torn, .damaged:
-        return bytes.count - offset
+        guard let next = damage(name: name, at: offset, after: lastGood, reader: reader, info: &info) else { return }
+        offset = next
       }
     }
-  }
-
-  /// The highest seq among the intact records of a segment (records after damage are not applied,
-  /// but their seqs must never be handed out again).
-  private func maxValidSeq(_ name: String) -> UInt64? {
-    guard let bytes = try? FileIO.read(directory + "/" + name), JournalFormat.headerVersion(bytes) != nil else { return nil }
-    var offset = JournalFormat.headerSize
-    var best: UInt64? = nil
-    while case .record(let record) = JournalFormat.readRecord(bytes, at: offset) {
-      best = max(best ?? 0, record.seq)
-      offset = record.end
-    }
-    return best
   }
 
   /// Applies one record; false if its payload does not decode.
-  private mutating func apply(_ record: JournalFormat.Record) -> Bool {
-    guard let value = try? JSONReader.parse(Array(record.payload), maxDepth: 1000) else { return false }
+  private mutating func apply(_ record: SegmentReader.Record, info: inout SegmentInfo) -> Bool {
     switch record.type {
-    case .add:
-      guard let item = try? PendingItem(decoding: value) else { return false }
-      if item.seq > outcome.snapshotCovers && !service.store.contains(seq: item.seq) {
-        service.store.append(item, clientID: true)
-      }
+    case .item:
+      guard let item = ItemRecord(record.payload) else { return false }
+      info.items += 1
+      guard record.seq >= store.items.nextSeq else { return true }  // a repeat of a seq already held
+      store.items.append(
+        seq: record.seq, id: item.id, kind: item.kind, savedAt: item.savedAt, deliveryCount: item.deliveries,
+        hasUser: item.hasUser, body: item.body)
     case .remove:
-      guard case .array(let values) = value else { return false }
-      let seqs = values.compactMap { $0.intValue.map(UInt64.init) }.sorted()
-      if record.seq > outcome.snapshotCovers { service.store.remove(seqs: seqs.filter { service.store.contains(seq: $0) }) }
+      var cursor = PayloadCursor(record.payload)
+      guard let seqs = cursor.seqs() else { return false }
+      info.otherBytes += record.payload.count + SegmentFormat.recordHeaderSize
+      store.items.remove(seqs: seqs)
+    case .lease, .leaseEnd:
+      guard LeaseRecords.apply(record, to: &leaseTable, store: store.items, covers: outcome.checkpoint?.coversSeq)
+      else { return false }
+      info.otherBytes += record.payload.count + SegmentFormat.recordHeaderSize
     }
+    store.items.advanceSeq(to: record.seq + 1)
     return true
   }
 
   // MARK: - Damage
 
-  private mutating func cutTail(name: String, at offset: Int, reason: String) {
-    quarantine(name)
-    let path = directory + "/" + name
-    _ = truncate(path, off_t(offset))
-    outcome.segments[JournalFormat.segmentFirst(name) ?? 0] = offset
+  /// Quarantines a damaged segment, reports the loss, and returns the offset of the next intact record.
+  @discardableResult
+  private mutating func damage(
+    name: String, at offset: Int, after lastGood: UInt64?, reader: SegmentReader, info: inout SegmentInfo
+  ) -> Int? {
+    if !info.damaged { StoreFiles.quarantine(directory: directory, name: name) }
+    info.damaged = true
+    outcome.dirty = true
+    let next = reader.nextValidRecord(after: offset)
+    var nextSeq: UInt64? = nil
+    if let next, case .record(let record) = reader.read(at: next) { nextSeq = record.seq }
+    let from = (lastGood ?? info.first - 1) + 1
+    let message = "segment \(name) is damaged at byte \(offset): records from seq \(from)"
+      + (nextSeq.map { " to \($0 - 1)" } ?? " on") + " are lost (a copy is in quarantine/)"
+    log.error(message)
+    outcome.warnings.append(.object([
+      JSONMember("code", .string("recoveredWithLoss")), JSONMember("message", .string(message)),
+      JSONMember("file", .string(name)), JSONMember("fromSeq", .int(Int64(from))),
+      JSONMember("toSeq", nextSeq.map { .int(Int64($0 - 1)) } ?? .null),
+    ]))
+    return next
+  }
+
+  private mutating func cutTail(name: String, at offset: Int, reason: String, info: inout SegmentInfo) {
+    StoreFiles.quarantine(directory: directory, name: name)
+    _ = truncate(directory + "/" + name, off_t(offset))
+    info.bytes = offset
     warn("tornTail", "\(reason): \(name) was cut at byte \(offset) (a copy is in quarantine/)")
   }
 
-  private mutating func lossWarning(name: String, from seq: UInt64, to last: UInt64?, laterSegments: Int) {
-    let message = "journal \(name) is damaged: replay stopped before seq \(seq); it and \(laterSegments) later"
-      + " segments were moved to quarantine/ unapplied"
-    service.log.error(message)
-    outcome.warnings.append(.object([
-      JSONMember("code", .string("recoveredWithLoss")), JSONMember("message", .string(message)),
-      JSONMember("file", .string(name)), JSONMember("fromSeq", .int(Int64(seq))),
-      JSONMember("toSeq", last.map { .int(Int64($0)) } ?? .null),
-    ]))
-  }
-
   private mutating func warn(_ code: String, _ message: String) {
-    service.log.warn(message)
+    log.warn(message)
     outcome.warnings.append(.object([JSONMember("code", .string(code)), JSONMember("message", .string(message))]))
   }
 
-  /// Copies a file into `quarantine/` before anything touches it.
-  private func quarantine(_ name: String) {
-    let dir = directory + "/quarantine"
-    try? FileIO.makeDirectories(dir)
-    guard let bytes = try? FileIO.read(directory + "/" + name) else { return }
-    let target = dir + "/" + name + "." + String(Clock.system.now())
-    try? FileIO.writeAtomically(bytes, to: target, directory: dir)
+  // MARK: - Bookkeeping
+
+  /// Item records whose items are no longer held, per segment.
+  private mutating func countDead() {
+    let table = store.items.table
+    for n in outcome.segments.indices {
+      let start = table.lowerBound(outcome.segments[n].first)
+      let end = n + 1 < outcome.segments.count ? table.lowerBound(outcome.segments[n + 1].first) : table.seqs.count
+      let held = (start..<end).reduce(0) { $0 + (table.has(.removed, $1) ? 0 : 1) }
+      outcome.segments[n].dead = max(0, outcome.segments[n].items - held)
+    }
   }
 }

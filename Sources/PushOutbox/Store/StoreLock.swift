@@ -1,21 +1,28 @@
 /// One writer per store: an exclusive `flock` on `<store>/LOCK`, held for the whole run.
 ///
 /// The file holds the owner's pid, so a second process can say who has the store. The lock is
-/// released by the kernel when the process ends, however it ends.
+/// released by the kernel when the process ends, however it ends. A symlink named LOCK is refused.
 package struct StoreLock: ~Copyable {
   private let fd: Int32
 
   /// Takes the lock without waiting, or throws a startup error naming the holder (exit code 3).
   package init(directory: String) throws(StartupError) {
     let path = directory + "/LOCK"
-    let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+    let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
     guard fd >= 0 else {
-      throw StartupError(message: "cannot open \(path): \(errnoText(errno))", exitCode: 1)
+      throw .refused("unsafe_store", "cannot open \(path): \(errnoText(errno))")
+    }
+    var info = stat()
+    guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid() else {
+      close(fd)
+      throw .refused("unsafe_store", "refusing \(path): not a regular file owned by this user")
     }
     if flock(fd, LOCK_EX | LOCK_NB) != 0 {
-      let holder = (try? FileIO.read(path)).flatMap { String(decoding: $0 ?? [], as: UTF8.self) } ?? ""
+      var holder = [UInt8](repeating: 0, count: 32)
+      let n = holder.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
       close(fd)
-      let pid = holder.trimmingWhitespace.isEmpty ? "unknown" : holder.trimmingWhitespace
+      let text = String(decoding: holder.prefix(max(0, n)).filter { $0 >= 48 && $0 <= 57 }, as: UTF8.self)
+      let pid = text.isEmpty ? "unknown" : text
       throw StartupError(
         message: "the store \(directory) is in use by another push-outbox (pid \(pid))", exitCode: 3,
         rpcError: .app(.storeLocked, "store_locked", "Store locked", [JSONMember("pid", .string(pid))]))
@@ -27,10 +34,4 @@ package struct StoreLock: ~Copyable {
   }
 
   deinit { close(fd) }
-}
-
-extension String {
-  fileprivate var trimmingWhitespace: String {
-    String(String.UnicodeScalarView(unicodeScalars.filter { $0 != " " && $0 != "\n" }))
-  }
 }

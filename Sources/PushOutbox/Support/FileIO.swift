@@ -11,19 +11,27 @@ package struct FileError: Error, Sendable, Equatable, CustomStringConvertible {
 package enum FileIO {
   /// Reads a whole file, or returns nil if it does not exist.
   package static func read(_ path: String) throws(FileError) -> [UInt8]? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    // O_NONBLOCK: a FIFO planted in the store must not block the open; only regular files are read.
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
     if fd < 0 {
       if errno == ENOENT { return nil }
       throw FileError(operation: "open", path: path, code: errno)
     }
     defer { close(fd) }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 1 << 20)
+    var info = stat()
+    guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+      throw FileError(operation: "open (not a regular file)", path: path, code: EINVAL)
+    }
+    let expected = max(0, Int(info.st_size))
+    var bytes = [UInt8](repeating: 0, count: expected + 1)
+    var filled = 0
     while true {
-      let n = chunk.withUnsafeMutableBytes { posixRead(fd, $0.baseAddress!, $0.count) }
+      if filled == bytes.count { bytes.append(contentsOf: repeatElement(0, count: max(4096, filled))) }
+      let n = bytes.withUnsafeMutableBytes { posixRead(fd, $0.baseAddress! + filled, $0.count - filled) }
       if n > 0 {
-        bytes.append(contentsOf: chunk[0..<n])
+        filled += n
       } else if n == 0 {
+        bytes.removeLast(bytes.count - filled)
         return bytes
       } else if errno != EINTR {
         throw FileError(operation: "read", path: path, code: errno)
@@ -72,14 +80,14 @@ package enum FileIO {
   /// Writes a file atomically: temp file (mode 0600), fsync, rename, fsync of the directory.
   /// With `keepingPrevious`, the file being replaced is first renamed there.
   package static func writeAtomically(
-    _ bytes: [UInt8], to path: String, directory: String, keepingPrevious previous: String? = nil
+    _ bytes: [UInt8], to path: String, directory: String, keepingPrevious previous: String? = nil, sync: Bool = true
   ) throws(FileError) {
     let temp = path + ".tmp." + String(getpid())
-    let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-    if fd < 0 { throw FileError(operation: "create", path: temp, code: errno) }
+    if unlink(temp) != 0 && errno != ENOENT { throw FileError(operation: "unlink", path: temp, code: errno) }
+    let fd = try createExclusive(temp, append: false)
     do throws(FileError) {
       try writeAll(fd, bytes, path: temp)
-      try sync(fd, path: temp)
+      if sync { try FileIO.sync(fd, path: temp) }
     } catch {
       close(fd)
       unlink(temp)
@@ -96,7 +104,15 @@ package enum FileIO {
       unlink(temp)
       throw FileError(operation: "rename", path: temp, code: code)
     }
-    try syncDirectory(directory)
+    if sync { try syncDirectory(directory) }
+  }
+
+  /// Creates a new file (mode 0600) that must not exist yet; a symlink in its place is never followed.
+  package static func createExclusive(_ path: String, append: Bool = true) throws(FileError) -> Int32 {
+    let flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | (append ? O_APPEND : 0)
+    let fd = open(path, flags, 0o600)
+    if fd < 0 { throw FileError(operation: "create", path: path, code: errno) }
+    return fd
   }
 
   /// Creates a directory and its parents (mode 0700 for new ones).

@@ -27,23 +27,41 @@ package struct IDGenerator: Sendable {
     return product.high ^ product.low
   }
 
-  /// A new UUIDv7 string for the instant `ms`.
-  package mutating func make(ms: Int64) -> String {
+  /// A new UUIDv7 for the instant `ms`, as its two 64-bit halves.
+  package mutating func makeWords(ms: Int64) -> (high: UInt64, low: UInt64) {
     let high = UInt64(UInt64(bitPattern: ms) << 16) | 0x7000 | (next() & 0x0FFF)
     let low = (next() & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
-    return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.length) { buffer in
-      let p = buffer.baseAddress!
-      Self.hex(high >> 32, digits: 8, to: p)
-      p[8] = UInt8(ascii: "-")
-      Self.hex(high >> 16, digits: 4, to: p + 9)
-      p[13] = UInt8(ascii: "-")
-      Self.hex(high, digits: 4, to: p + 14)
-      p[18] = UInt8(ascii: "-")
-      Self.hex(low >> 48, digits: 4, to: p + 19)
-      p[23] = UInt8(ascii: "-")
-      Self.hex(low, digits: 12, to: p + 24)
-      return String(decoding: buffer, as: UTF8.self)
+    return (high, low)
+  }
+
+  /// A new UUIDv7 string for the instant `ms`.
+  package mutating func make(ms: Int64) -> String {
+    let (high, low) = makeWords(ms: ms)
+    var out: [UInt8] = []
+    Self.appendText(high: high, low: low, to: &out)
+    return String(decoding: out, as: UTF8.self)
+  }
+
+  /// Appends the 36-character text of the UUID `high`, `low` (no quotes).
+  package static func appendText(high: UInt64, low: UInt64, to out: inout [UInt8]) {
+    ByteCursor.append(to: &out, capacity: length) { cursor in
+      writeText(high: high, low: low, to: cursor.p)
+      cursor.advance(by: length)
     }
+  }
+
+  /// Writes the 36-character text of the UUID `high`, `low` at `p`.
+  @inline(__always)
+  package static func writeText(high: UInt64, low: UInt64, to p: UnsafeMutablePointer<UInt8>) {
+    hex(high >> 32, digits: 8, to: p)
+    p[8] = UInt8(ascii: "-")
+    hex(high >> 16, digits: 4, to: p + 9)
+    p[13] = UInt8(ascii: "-")
+    hex(high, digits: 4, to: p + 14)
+    p[18] = UInt8(ascii: "-")
+    hex(low >> 48, digits: 4, to: p + 19)
+    p[23] = UInt8(ascii: "-")
+    hex(low, digits: 12, to: p + 24)
   }
 
   /// Writes the low `digits` hex digits of `word`, lowercase, most significant first.

@@ -2,13 +2,11 @@
 /// and keep snapshots going. Stops on end of input, SIGTERM/SIGINT or a closed stdout.
 package struct RunLoop {
   private let server: Server
-  private let persistence: Persistence?
   private var transport: StdioTransport
   private var framer: LineFramer
 
-  package init(server: Server, persistence: Persistence?, transport: StdioTransport) {
+  package init(server: Server, transport: StdioTransport) {
     self.server = server
-    self.persistence = persistence
     self.transport = transport
     self.framer = LineFramer(maxLineBytes: server.service.config.maxLineBytes)
   }
@@ -16,15 +14,17 @@ package struct RunLoop {
   /// Serves until input ends or a signal arrives, then takes the final snapshot.
   package mutating func run() -> StopReason {
     let reason = serve()
-    persistence?.finish(server.service)
+    let service = server.service
+    service.disk?.finish(service.store, now: service.clock.now())
     server.service.log.info("stopped: \(reason)")
     return reason
   }
 
   private mutating func serve() -> StopReason {
     while true {
-      persistence?.tick(server.service)
-      let timeout = persistence?.pollTimeoutMs(server.service) ?? -1
+      let service = server.service
+      service.disk?.tick(service.store, now: service.clock.now())
+      let timeout = service.disk?.pollTimeoutMs(service.store) ?? -1
       let server = self.server
       let event = transport.next(timeoutMs: timeout) { chunk in
         framer.feed(chunk) { Self.dispatch($0, server) }
@@ -32,7 +32,7 @@ package struct RunLoop {
       switch event {
       case .data:
         // Keep answering while more input is already waiting; write before we would block.
-        if server.output.count < 1 << 16 && transport.inputIsWaiting() { continue }
+        if server.burstBytes < 1 << 16 && transport.inputIsWaiting() { continue }
         if !flush() { return .outputClosed }
       case .timeout:
         continue
@@ -54,7 +54,7 @@ package struct RunLoop {
 
   /// Commits the burst's journal records, then writes its responses. False when stdout is gone.
   private func flush() -> Bool {
-    server.commit()
+    server.render()
     guard !server.output.isEmpty else { return true }
     defer { server.output.removeAll(keepingCapacity: server.output.capacity <= 1 << 22) }
     return transport.write(server.output)

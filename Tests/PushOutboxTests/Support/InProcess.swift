@@ -26,6 +26,7 @@ final class InProcessServer {
         }
       }
     }
+    server.render()
     let text = String(decoding: server.output, as: UTF8.self)
     server.output.removeAll()
     return text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)

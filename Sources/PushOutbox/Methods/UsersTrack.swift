@@ -60,15 +60,44 @@ package enum UsersTrack {
 
 extension Array where Element == PendingItem {
   /// Seqs of user-attribute items that a later item in this list sets again for the same user and field.
+  /// Keys compare by bytes (code points), never by canonical equivalence.
   package var supersededSeqs: Set<UInt64> {
-    var latest: [String: UInt64] = [:]
+    var latest: [ByteKey: UInt64] = [:]
+    var keys: [UInt64: ByteKey] = [:]
     for item in self where item.kind == .userAttribute {
-      latest[(item.user?.key ?? "") + "\u{0}" + (item.attribute ?? "")] = item.seq
+      let members = item.members
+      let key = ByteKey((members["user"].map(UserIdentifier.key) ?? "") + "\u{0}" + (members["field"]?.stringValue ?? ""))
+      latest[key] = item.seq
+      keys[item.seq] = key
     }
     var superseded = Set<UInt64>()
-    for item in self where item.kind == .userAttribute {
-      if latest[(item.user?.key ?? "") + "\u{0}" + (item.attribute ?? "")] != item.seq { superseded.insert(item.seq) }
-    }
+    for (seq, key) in keys where latest[key] != seq { superseded.insert(seq) }
     return superseded
+  }
+}
+
+extension PendingItem {
+  /// The item's own members (its body), parsed.
+  package var members: [JSONMember] {
+    var text: [UInt8] = [UInt8(ascii: "{")]
+    text.append(contentsOf: body.dropFirst())
+    text.append(UInt8(ascii: "}"))
+    guard case .object(let members)? = try? JSONReader.parse(text, maxDepth: 1000) else { return [] }
+    return members
+  }
+
+  /// The user the save named, if any.
+  package var user: UserIdentifier? {
+    guard hasUser, let value = members["user"] else { return nil }
+    var issues = Issues()
+    return UserIdentifier.parse(value, path: "user", issues: &issues)
+  }
+}
+
+extension UserIdentifier {
+  /// The identity key of a stored `user` value.
+  static func key(_ value: JSONValue) -> String {
+    var issues = Issues()
+    return UserIdentifier.parse(value, path: "user", issues: &issues)?.key ?? ""
   }
 }

@@ -6,7 +6,7 @@
 ///     u32 length | u32 crc32c | u8 type | u64 seq | payload (length bytes, UTF-8 JSON)
 ///
 /// all little-endian; the CRC-32C covers type, seq and payload.
-package enum JournalFormat {
+package enum JournalFormatV1 {
   package static let magic: [UInt8] = Array("POUTJRNL".utf8)
   package static let version: UInt32 = 1
   package static let headerSize = 16

@@ -19,7 +19,7 @@ package enum SnapshotError: Error, Sendable, Equatable {
 /// of everything before it. Written atomically with mode 0600.
 ///
 /// `{"format":"push-outbox-snapshot","version":1,"coversSeq":9,"nextSeq":10,"items":2,"createdAt":"…"}`
-package enum SnapshotFile {
+package enum SnapshotFileV1 {
   package static let formatName = "push-outbox-snapshot"
   package static let version: Int64 = 1
   package static let fileName = "snapshot.json"
@@ -27,7 +27,7 @@ package enum SnapshotFile {
   /// Serializes `state` into the file's bytes.
   package static func encode(_ state: SnapshotState, createdAt: Int64) -> [UInt8] {
     var out: [UInt8] = []
-    out.reserveCapacity(state.items.reduce(256) { $0 + $1.body.count + 160 })
+    out.reserveCapacity(256)
     out.appendASCII("{\"format\":\"push-outbox-snapshot\",\"version\":1,\"coversSeq\":")
     out.appendUInt(state.coversSeq)
     out.appendASCII(",\"nextSeq\":")
@@ -61,7 +61,7 @@ package enum SnapshotFile {
     if case .int(let v)? = header["version"], v > version { throw .newerVersion(path: path, version: v) }
     guard header["format"] == .string(formatName), header["version"] == .int(version),
       case .int(let covers)? = header["coversSeq"], case .int(let next)? = header["nextSeq"],
-      case .int(let count)? = header["items"]
+      case .int(let count)? = header["items"], covers >= 0, next >= 1, covers < next, count >= 0
     else { throw corrupt("bad header") }
     let trailer = try parseLine(lines.removeLast(), path: path)
     let bodyLength = lines.last!.endIndex + 1  // the trailer starts after the last item line's newline

@@ -1,0 +1,38 @@
+/// Replays lease records onto a lease table. Delivery counts only ever rise, so they are applied
+/// whatever the checkpoint covers; the table itself starts from the checkpoint's, so lease records
+/// it already covers are skipped.
+enum LeaseRecords {
+  static func apply(
+    _ record: SegmentReader.Record, to leases: inout [Lease], store: PendingStore, covers: UInt64?
+  ) -> Bool {
+    var cursor = PayloadCursor(record.payload)
+    let fresh = covers.map { record.seq > $0 } ?? true
+    switch record.type {
+    case .lease:
+      guard let expires = cursor.u64(), let flushId = flushId(&cursor), let seqs = cursor.seqs(),
+        let noteLength = cursor.u32(), let note = cursor.take(Int(noteLength))
+      else { return false }
+      if fresh {
+        leases.removeAll { $0.flushId == flushId }
+        leases.append(Lease(flushId: flushId, seqs: seqs, expiresAt: Int64(bitPattern: expires), note: Array(note)))
+      }
+    case .leaseEnd:
+      guard let outcome = cursor.u8(), LeaseOutcome(rawValue: outcome) != nil, let flushId = flushId(&cursor),
+        let count = cursor.u32(), Int(count) <= cursor.remaining / 12
+      else { return false }
+      for _ in 0..<count {
+        guard let seq = cursor.u64(), let deliveries = cursor.u32() else { return false }
+        store.raiseDeliveries(seq: seq, to: deliveries)
+      }
+      if fresh { leases.removeAll { $0.flushId == flushId } }
+    case .item, .remove:
+      return false
+    }
+    return true
+  }
+
+  private static func flushId(_ cursor: inout PayloadCursor) -> String? {
+    guard let length = cursor.u8(), let bytes = cursor.take(Int(length)) else { return nil }
+    return String(decoding: bytes, as: UTF8.self)
+  }
+}

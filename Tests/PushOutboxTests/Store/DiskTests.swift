@@ -1,0 +1,150 @@
+import Foundation
+import Testing
+
+@testable import PushOutbox
+
+/// The store on disk, in process: restarts, durable leases, compaction, upgrade and refusals.
+@Suite struct DiskTests {
+  /// Runs `body` against a server on `dir`, then finishes it as a clean exit would.
+  @discardableResult
+  private func session<T>(
+    _ dir: URL, clock: String = "2026-01-01T00:00:00.000Z", _ configure: (inout Configuration) -> Void = { _ in },
+    _ body: (InProcessServer) throws -> T
+  ) throws -> T {
+    let server = InProcessServer {
+      $0.memory = false
+      $0.storePath = dir.path
+      $0.snapshotInterval = 3600
+      $0.fixedClock = ISO8601.parseDateTime(clock)
+      configure(&$0)
+    }
+    try server.service.openDisk()
+    let result = try body(server)
+    server.service.disk?.finish(server.service.store, now: server.service.clock.now())
+    return result
+  }
+
+  private func save(_ server: InProcessServer, _ n: Int, email: String? = nil) throws {
+    let reply: JSONValue
+    if let email {
+      reply = try server.request(
+        "saveUserAttribute", #"{"field":"email","value":"\#(email)","user":{"externalId":"u\#(n)"}}"#, id: n)
+    } else {
+      reply = try server.request("saveCustomEvent", #"{"name":"e\#(n)","user":{"externalId":"u\#(n)"}}"#, id: n)
+    }
+    #expect(reply.at("result.seq") != nil, "\(reply)")
+  }
+
+  private func files(_ dir: URL) -> [String] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []).sorted()
+  }
+
+  private func diskContains(_ dir: URL, _ marker: String) -> Bool {
+    files(dir).contains { name in
+      (try? Data(contentsOf: dir.appendingPathComponent(name)))?.range(of: Data(marker.utf8)) != nil
+    }
+  }
+
+  @Test func itemsSurviveARestartExactly() throws {
+    let dir = Paths.temporaryDirectory()
+    let before = try session(dir) { server in
+      for n in 1...50 { try save(server, n) }
+      return try server.request("flushPending", #"{"leaseMs":1}"#, id: 99).at("result.items")
+    }
+    try session(dir, clock: "2026-01-01T00:00:00.000Z") { server in
+      let after = try server.request("flushPending", #"{"leaseMs":1}"#, id: 99).at("result.items")
+      #expect(after == before)
+    }
+  }
+
+  @Test func aLeaseOutlivesItsProcessAndIsAckedByTheNext() throws {
+    let dir = Paths.temporaryDirectory()
+    let flushId = try session(dir) { server in
+      for n in 1...5 { try save(server, n) }
+      let lease = try server.request("flushPending", #"{"leaseMs":600000,"max":3}"#)
+      return try #require(lease.at("result.flushId")?.stringValue)
+    }
+    try session(dir) { server in
+      let live = try server.request("status").at("result.lease.flushId")?.stringValue
+      #expect(live == flushId)
+      let acked = try server.request("ackFlush", #"{"flushId":"\#(flushId)"}"#).at("result.acked")
+      #expect(acked == .int(3))
+    }
+    try session(dir) { server in
+      let status = try server.request("status")
+      #expect(status.at("result.pending.total") == .int(2))
+      #expect(status.at("result.lease") == .null)
+    }
+  }
+
+  @Test func anExpiredLeaseComesBackWithOneMoreDeliveryAcrossARestart() throws {
+    let dir = Paths.temporaryDirectory()
+    try session(dir) { server in
+      try save(server, 1)
+      _ = try server.request("flushPending", #"{"leaseMs":1000}"#)
+    }
+    try session(dir, clock: "2026-01-01T00:00:05.000Z") { server in
+      let items = try server.request("flushPending", "{}").at("result.items")
+      #expect(items?.at("0.deliveryCount") == .int(1))
+    }
+  }
+
+  @Test func drainedDataLeavesEveryFileAtTheNextSnapshot() throws {
+    let dir = Paths.temporaryDirectory()
+    try session(dir) { server in
+      for n in 1...20 { try save(server, n, email: "keep\(n)@example.com") }
+      try save(server, 21, email: "secret-marker@example.com")
+      for n in 22...40 { try save(server, n, email: "keep\(n)@example.com") }
+      server.service.store.drain([21], flushId: "x")
+      _ = server.send("")  // commits the removal record
+    }
+    #expect(!diskContains(dir, "secret-marker"))
+    #expect(diskContains(dir, "keep40@example.com"))
+    try session(dir) { server in
+      let total = try server.request("status").at("result.pending.total")
+      #expect(total == .int(39))
+    }
+  }
+
+  @Test func startsThatSaveNothingLeaveNoSegments() throws {
+    let dir = Paths.temporaryDirectory()
+    for _ in 0..<20 { try session(dir) { _ = try $0.request("status") } }
+    #expect(files(dir).filter { $0.hasPrefix("segment.") }.isEmpty)
+    try session(dir) { try save($0, 1) }
+    for _ in 0..<20 { try session(dir) { _ = try $0.request("status") } }
+    #expect(files(dir).filter { $0.hasPrefix("segment.") }.count == 1)
+  }
+
+  @Test func aMissingSegmentRefusesTheStartUnlessTheLossIsAccepted() throws {
+    let dir = Paths.temporaryDirectory()
+    try session(dir) { server in for n in 1...3 { try save(server, n) } }
+    for name in files(dir) where name.hasPrefix("segment.") {
+      try FileManager.default.removeItem(at: dir.appendingPathComponent(name))
+    }
+    #expect(throws: StartupError.self) { try session(dir) { _ in } }
+    try session(dir, { $0.acceptLoss = true }) { server in
+      let recovery = try server.request("status").at("result.recovery.0.code")
+      #expect(recovery == .string("recoveredWithLoss"))
+    }
+  }
+
+  @Test func aStoreOthersCanWriteIsRefused() throws {
+    let dir = Paths.temporaryDirectory()
+    chmod(dir.path, 0o777)
+    do {
+      try session(dir) { _ in }
+      Issue.record("a world-writable store was accepted")
+    } catch let error as StartupError {
+      #expect(error.exitCode == 1 && error.message.contains("others"))
+    }
+  }
+
+  @Test func aSymlinkedLockIsNeverFollowed() throws {
+    let dir = Paths.temporaryDirectory()
+    let victim = Paths.temporaryDirectory().appendingPathComponent("victim")
+    try Data("keep".utf8).write(to: victim)
+    symlink(victim.path, dir.appendingPathComponent("LOCK").path)
+    #expect(throws: StartupError.self) { try session(dir) { _ in } }
+    #expect(try Data(contentsOf: victim) == Data("keep".utf8))
+  }
+}

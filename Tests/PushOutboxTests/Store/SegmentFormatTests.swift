@@ -1,0 +1,115 @@
+import Testing
+
+@testable import PushOutbox
+
+/// The binary log and the checkpoint: round trips, torn and damaged records, hostile fields.
+@Suite struct SegmentFormatTests {
+  private func records(_ bytes: [UInt8]) -> [SegmentReader.ReadResult] {
+    bytes.withUnsafeBytes { raw in
+      let reader = SegmentReader(raw)
+      var out: [SegmentReader.ReadResult] = []
+      var offset = SegmentFormat.headerSize
+      while true {
+        let result = reader.read(at: offset)
+        out.append(result)
+        guard case .record(let record) = result else { return out }
+        offset = record.end
+      }
+    }
+  }
+
+  private func sample() -> [UInt8] {
+    var out = SegmentFormat.header
+    Array(#","name":"é""#.utf8).withUnsafeBytes {
+      SegmentFormat.appendItem(
+        seq: 5, savedAt: -3, deliveries: 2, kind: .userAttribute, hasUser: true, id: ItemID(client: Array("c1".utf8)),
+        body: $0, to: &out)
+    }
+    SegmentFormat.appendRemove([5, 9], recordSeq: 6, to: &out)
+    SegmentFormat.appendLease(Lease(flushId: "f", seqs: [5], expiresAt: 77, note: [1, 2]), recordSeq: 7, to: &out)
+    SegmentFormat.appendLeaseEnd(flushId: "f", outcome: .expired, counts: [(5, 3)], recordSeq: 8, to: &out)
+    return out
+  }
+
+  @Test func recordsRoundTrip() throws {
+    let bytes = sample()
+    let results = records(bytes)
+    #expect(results.count == 5)
+    guard case .record(let item) = results[0], case .record(let remove) = results[1], case .end = results[4] else {
+      Issue.record("unexpected \(results)")
+      return
+    }
+    let decoded = try #require(ItemRecord(item.payload))
+    #expect(item.seq == 5 && decoded.savedAt == -3 && decoded.deliveries == 2 && decoded.kind == .userAttribute)
+    #expect(decoded.hasUser && decoded.id.client == Array("c1".utf8) && Array(decoded.body) == Array(#","name":"é""#.utf8))
+    var cursor = PayloadCursor(remove.payload)
+    #expect(cursor.seqs() == [5, 9])
+    bytes.withUnsafeBytes { #expect(SegmentReader($0).headerVersion == 2) }
+  }
+
+  @Test func aCutRecordIsTornAndAFlippedByteIsDamage() {
+    var bytes = sample()
+    let cut = Array(bytes.dropLast(3))
+    guard case .torn = records(cut).last! else {
+      Issue.record("a cut record must read as torn")
+      return
+    }
+    bytes[SegmentFormat.headerSize + 20] ^= 0x40
+    guard case .damaged = records(bytes).first! else {
+      Issue.record("a flipped byte must read as damage")
+      return
+    }
+    bytes.withUnsafeBytes { #expect(SegmentReader($0).validRecordFollows(after: SegmentFormat.headerSize)) }
+  }
+
+  @Test func forgedCountsAndLengthsNeitherTrapNorAllocate() {
+    var payload: [UInt8] = []
+    payload.appendLE(UInt32.max)  // a count of 4 billion seqs, with none following
+    payload.withUnsafeBytes {
+      var cursor = PayloadCursor($0)
+      #expect(cursor.seqs() == nil)
+    }
+    let short: [UInt8] = [1, 2, 3]
+    short.withUnsafeBytes { #expect(ItemRecord($0) == nil) }
+    var out = SegmentFormat.header
+    out.appendLE(UInt32(0xFFFF_FFF0))
+    out.append(contentsOf: [UInt8](repeating: 1, count: 20))
+    guard case .damaged = records(out).first! else {
+      Issue.record("an implausible length is damage")
+      return
+    }
+  }
+
+  @Test func checkpointRoundTripsAndRefusesUnknownVersions() throws {
+    let lease = Lease(flushId: "01a-f", seqs: [3, 4], expiresAt: 1_800_000_000_000, note: Array(#"{"a":1}"#.utf8))
+    let checkpoint = Checkpoint(
+      createdAt: 1_700_000_000_000, coversSeq: 9, nextSeq: 10, firstSeq: 3, items: 2, segments: [1, 7], leases: [lease])
+    #expect(try Checkpoint.decode(checkpoint.encode()) == checkpoint)
+    let text = String(decoding: checkpoint.encode(), as: UTF8.self)
+    for version in ["2.0", "1e30", "18446744073709551616", "3", "\"2\"", "-2"] {
+      let crafted = Array(text.replacingOccurrences(of: "\"version\":2,", with: "\"version\":\(version),").utf8)
+      #expect(throws: Checkpoint.DecodeError.self) { try Checkpoint.decode(crafted) }
+      do { _ = try Checkpoint.decode(crafted) } catch {
+        guard case .unsupportedVersion = error else {
+          Issue.record("version \(version) must be unsupported, not \(error)")
+          continue
+        }
+      }
+    }
+  }
+
+  @Test func checkpointWithNegativeSeqsOrABadChecksumIsCorrupt() throws {
+    let checkpoint = Checkpoint(createdAt: 0, coversSeq: 1, nextSeq: 2, firstSeq: 2, items: 0, segments: [], leases: [])
+    var lines = String(decoding: checkpoint.encode(), as: UTF8.self).split(separator: "\n").map(String.init)
+    lines[0] = lines[0].replacingOccurrences(of: "\"coversSeq\":1", with: "\"coversSeq\":-5")
+    var header = Array((lines[0] + "\n").utf8)
+    let crc = CRC32C.checksum(header)
+    header.append(contentsOf: Array("{\"end\":true,\"crc32c\":\(crc)}\n".utf8))
+    #expect(throws: Checkpoint.DecodeError.corrupt("a header field is missing or out of range")) {
+      try Checkpoint.decode(header)
+    }
+    var flipped = checkpoint.encode()
+    flipped[30] ^= 1
+    #expect(throws: Checkpoint.DecodeError.self) { try Checkpoint.decode(flipped) }
+  }
+}
