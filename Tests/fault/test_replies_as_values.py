@@ -172,6 +172,12 @@ def test_full_disk_and_a_notification(spawn, tiny_fs: Path, batch: bool, method:
     assert by_id[3]["result"]["pending"]["total"] == status["pending"]["total"], (by_id[3], status)
     assert status["pending"]["total"] <= 3 + stored
 
+    # What the process last claimed is what the next one finds.
+    again = spawn(store)
+    after = again.result("status")
+    again.close(expect=0)
+    assert after["pending"] == status["pending"], f"claimed {status['pending']}, found {after['pending']}"
+
 
 # ---------------------------------------------------------------------------------------------
 # 4. fsync fails with EIO: the refused save never comes back
