@@ -205,3 +205,38 @@ def test_save_refused_by_a_failed_fsync_never_reappears(outbox_bin: Path, spawn,
     names = [it["name"] for it in flushed.items]
     assert "refused" not in names, f"a save answered -32003 came back after kill -9: {json.dumps(flushed.items)[:800]}"
     assert sorted((it["id"], it["seq"]) for it in flushed.items) == sorted((k["id"], k["seq"]) for k in kept), flushed.items
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("after", [1, 4, 9, 17, 30])
+def test_fsync_failing_after_n_calls_loses_no_acknowledged_save(outbox_bin: Path, spawn, tmp_path: Path, after: int) -> None:
+    """fsync starts failing at the N-th call, wherever that falls (a save, a checkpoint, a segment
+    rewrite after a drain): every save answered ok is there after kill -9, none answered -32003 is."""
+    shim = build_fsync_shim(tmp_path)
+    store = tmp_path / "store"
+    ob = spawn(store, fsync="always", snapshot_interval="0.02", env={"LD_PRELOAD": str(shim), "FAULT_FSYNC_AFTER": str(after)})
+    ok: list[dict] = []
+    refused: list[int] = []
+    drained: set[str] = set()
+    for n in range(40):
+        reply = ob.call("saveCustomEvent", {"name": "e", "properties": {"n": n}, "user": {"externalId": f"u{n}"}})
+        if "result" in reply:
+            ok.append(reply["result"])
+        else:
+            assert is_storage_error(reply), reply
+            refused.append(n)
+        if n % 10 == 9:
+            res = ob.call("flushPending", {"max": 3})
+            if "result" in res:
+                drained |= {it["id"] for it in res["result"]["items"]}
+    assert ob.alive(), ob.stderr[-1000:]
+    ob.kill9()
+    assert not ob.bad_lines, ob.bad_lines[:3]
+    assert refused, "fsync never failed: the shim is not in effect"
+
+    flushed = flush_all(outbox_bin, store)
+    got = {it["properties"]["n"] for it in flushed.items}
+    assert not got & set(refused), f"saves answered -32003 came back: {sorted(got & set(refused))}"
+    recovered = {(it["id"], it["seq"]) for it in flushed.items}
+    missing = [r for r in ok if r["id"] not in drained and (r["id"], r["seq"]) not in recovered]
+    assert not missing, f"acknowledged saves lost: {missing[:5]}"
