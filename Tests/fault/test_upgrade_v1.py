@@ -13,7 +13,6 @@ import pytest
 
 from conftest import (
     ITEM,
-    Outbox,
     flush_all,
     item_payload,
     journals_v1,
