@@ -312,3 +312,23 @@ def test_empty_store_path_is_a_usage_error(outbox_bin: Path, tmp_path: Path) -> 
     if not root_lock_before:
         assert not os.path.lexists("/LOCK"), "--store '' created /LOCK"
     assert not (tmp_path / "LOCK").exists(), "--store '' used the working directory"
+
+
+@pytest.mark.timeout(30)
+def test_quarantine_symlink_is_not_followed(outbox_bin: Path, tmp_path: Path) -> None:
+    """A planted `quarantine -> elsewhere` directory link: copies of damaged files must not land
+    outside the store."""
+    store = tmp_path / "store"
+    two_run_store(outbox_bin, store)
+    seg = segments(store)[0]
+    data = bytearray(seg.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    (store / "quarantine").symlink_to(elsewhere, target_is_directory=True)
+    proc = run_once(outbox_bin, store, input=STATUS)
+    assert proc.returncode >= 0, f"killed by signal {-proc.returncode}"
+    assert not list(elsewhere.iterdir()), f"files written through the quarantine link: {list(elsewhere.iterdir())}"
+    if proc.returncode != 0:
+        refused(proc, proc.returncode)
