@@ -107,3 +107,59 @@ def test_crafted_record_with_a_valid_crc_never_crashes(outbox_bin: Path, tmp_pat
             assert it["kind"] in ("customEvent", "customAttribute", "userAttribute"), it
     elif name not in ("seq-zero",):
         assert status["recovery"], f"the crafted record was dropped silently: {status}"
+
+
+BIG = 9223372036854775807
+CHECKPOINT_FIELDS = {
+    "nextSeq-int64-max": {"nextSeq": BIG, "coversSeq": BIG - 1},
+    "coversSeq-past-nextSeq": {"coversSeq": BIG},
+    "firstSeq-past-nextSeq": {"firstSeq": BIG},
+    "items-negative": {"items": -1},
+    "segments-negative": {"segments": [-1]},
+    "segments-float": {"segments": [1e30]},
+    "lease-expires-int64-max": {"leases": [{"flushId": "f", "expiresAt": BIG, "seqs": [1], "note": ""}]},
+    "lease-expires-int64-min": {"leases": [{"flushId": "f", "expiresAt": -BIG - 1, "seqs": [1], "note": ""}]},
+    "lease-seq-unknown": {"leases": [{"flushId": "f", "expiresAt": 4102444800000, "seqs": [BIG], "note": ""}]},
+    "createdAt-garbage": {"createdAt": "yesterday"},
+}
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("name", list(CHECKPOINT_FIELDS))
+def test_crafted_checkpoint_fields_with_a_valid_crc_never_crash(outbox_bin: Path, tmp_path: Path, name: str) -> None:
+    import json
+
+    from conftest import CHECKPOINT, checkpoint_bytes
+
+    store = tmp_path / "store"
+    ledger = Ledger()
+    save_run(outbox_bin, store, ledger, random.Random(SEED + 1), range(0, 4), "eof")
+    header = json.loads((store / CHECKPOINT).read_bytes().split(b"\n")[0])
+    header.update(CHECKPOINT_FIELDS[name])
+    (store / CHECKPOINT).write_bytes(checkpoint_bytes(json.dumps(header, separators=(",", ":")).encode()))
+
+    ob = Outbox(outbox_bin, store)
+    try:
+        ob.send({"jsonrpc": "2.0", "id": "s", "method": "status", "params": {}})
+        with ob.cond:
+            ob.cond.wait_for(lambda: "s" in ob.by_id or ob.eof, 20)
+        if "s" in ob.by_id:
+            saved = ob.call("saveCustomEvent", {"name": "after", "user": {"externalId": "after"}})
+            assert "result" in saved or saved.get("error", {}).get("code") == -32003, saved
+            drained = ob.call("flushPending", {"max": 100})
+            assert "result" in drained, drained
+        ob.close(expect=None)
+    finally:
+        ob.ensure_dead()
+    rc = ob.proc.returncode
+    assert rc >= 0, f"killed by signal {-rc}: {ob.stderr[-1500:]!r}"
+    assert not ob.bad_lines and not ob.partial, f"stdout is not JSON-RPC: {(ob.bad_lines or [ob.partial])[0][:300]!r}"
+    if rc != 0:
+        assert rc in (1, 2) and ob.stderr.strip(), (rc, ob.stderr)
+        assert len(ob.lines) == 1 and ob.lines[0].get("id", "absent") is None and "error" in ob.lines[0], ob.lines
+        return
+    items = [it for it in drained["result"]["items"] if it["id"] != CRAFTED_TEXT and it.get("name") != "after"]
+    if name == "lease-expires-int64-max":  # a valid lease on seq 1 that has not expired: seq 1 stays leased
+        ledger.acked = {n: v for n, v in ledger.acked.items() if v[1] != 1}
+    lost, problems = check_invariants(items, ledger)
+    assert lost == 0 and not problems, "\n".join(problems)
