@@ -138,3 +138,32 @@ def test_shell_pipeline_saves_leases_and_acks_in_separate_invocations(outbox_bin
     assert status["result"]["pending"]["total"] == 2 and status["result"]["lease"] is None, status
     flushed = flush_all(outbox_bin, store)
     assert sorted(it["properties"]["n"] for it in flushed.items) == [3, 4]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("how", ["eof", "kill"])
+def test_lease_survives_compaction_of_its_segment(outbox_bin: Path, spawn, tmp_path: Path, how: str) -> None:
+    """The leased items' segment is rewritten (the other items in it were drained) and checkpoints
+    are written while the lease is live; the next process still acks it, and nothing else is lost."""
+    from conftest import files_containing, poll
+
+    store = tmp_path / "store"
+    ledger = Ledger()
+    ob = spawn(store, fsync="always", snapshot_interval="0.05")
+    saved_store(ob, ledger, 12)
+    lease = ob.result("flushPending", {"leaseMs": 600000, "max": 4})
+    leased = {it["id"] for it in lease["items"]}
+    drained = {it["id"] for it in ob.result("flushPending", {"max": 5})["items"]}
+    assert len(drained) == 5 and not drained & leased
+    # Wait (bounded) until the drained items are out of every file: the segment was rewritten.
+    drained_ns = {n for n, (iid, _) in ledger.acked.items() if iid in drained}
+    probes = [f'"n{n}"'.encode() for n in drained_ns]
+    assert poll(lambda: not any(files_containing(store, p) for p in probes), 20), "the segment was never compacted"
+    end(ob, how)
+
+    ob2 = spawn(store)
+    assert ob2.result("ackFlush", {"flushId": lease["flushId"]})["acked"] == 4
+    ob2.close(expect=0)
+    flushed = flush_all(outbox_bin, store)
+    lost, problems = check_invariants(flushed.items, minus(ledger, leased | drained))
+    assert lost == 0 and not problems and len(flushed.items) == 3, "\n".join(problems)
