@@ -326,3 +326,33 @@ def test_newer_format_version_is_refused_and_untouched(outbox_bin: Path, tmp_pat
     assert proc.stderr.decode().strip(), "no stderr message"
     after = tree(store, skip=["LOCK"])
     assert after == before, f"files changed: {sorted(set(after) ^ set(before))} or contents differ"
+
+
+@pytest.mark.timeout(30)
+def test_torn_older_segment_is_loss_not_a_torn_tail(outbox_bin: Path, tmp_path: Path) -> None:
+    """Only the newest segment can have a torn tail from a crash. An older segment cut short inside
+    its last record is damage: quarantined, reported as recoveredWithLoss for that record's seq, and
+    every record of the newer segment is kept."""
+    store = tmp_path / "store"
+    rng = random.Random(SEED + 21)
+    ledger = Ledger()
+    save_run(outbox_bin, store, ledger, rng, range(0, 5), "kill")
+    save_run(outbox_bin, store, ledger, rng, range(5, 10), "kill")
+    segs = segments(store)
+    assert len(segs) >= 2 and segs[0].name == SEGMENT, segs
+    older = segs[0]
+    last = [r for r in read_segment(older) if r.type == ITEM][-1]
+    with open(older, "r+b") as f:
+        f.truncate(last.offset + (last.end - last.offset) // 2)
+    damaged = older.read_bytes()
+    later = {r.seq for s in segs[1:] for r in read_segment(s) if r.type == ITEM}
+
+    flushed = flush_all(outbox_bin, store)
+    losses = flushed.warnings("recoveredWithLoss")
+    assert len(losses) == 1 and losses[0].get("fromSeq") == last.seq, flushed.status["recovery"]
+    copies = quarantined(store, older.name)
+    assert copies and copies[0].read_bytes() == damaged, f"quarantine/ lacks the damaged segment: {copies}"
+    gone = lost_range(flushed)
+    lost, problems = check_invariants(flushed.items, without(ledger, {n for n, (_, seq) in ledger.acked.items() if seq in gone}))
+    assert lost == 0 and not problems, "\n".join(problems)
+    assert later <= {it["seq"] for it in flushed.items}, "records of the newer segment were dropped"
