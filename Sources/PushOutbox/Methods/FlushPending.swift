@@ -20,16 +20,17 @@ package enum FlushPending: RPCMethod {
     service.expireLeases()
     let shape = Shape(usersTrack: usersTrack, defaultUser: defaultUser)
     guard let leaseMs else { return drain(max: max, shape, service) }
-    if let lease = service.store.leases.first {  // a repeat: the same lease, in the shape it was first asked for
+    if let lease = service.store.leases.first(where: { $0.origin == .flush }) {  // a repeat: the same lease, in the shape it was first asked for
       let (first, skipped) = Shape.decode(lease.note)
       return result(lease.flushId, service.store.items.items(seqs: lease.seqs), first, skipped, lease.expiresAt, service)
     }
     let (items, skipped) = pick(max: max, shape, service)
     let flushId = service.newID(at: service.clock.now())
     guard !items.isEmpty else { return result(flushId, [], shape, skipped, nil, service) }  // nothing to lease
-    let (expires, overflow) = service.clock.now().addingReportingOverflow(leaseMs)
+    let (sum, overflow) = service.clock.now().addingReportingOverflow(leaseMs)
+    let expires = overflow ? UTCTime.representable.upperBound : min(sum, UTCTime.representable.upperBound)
     let lease = Lease(
-      flushId: flushId, seqs: items.map(\.seq), expiresAt: overflow ? Int64.max : expires,
+      flushId: flushId, seqs: items.map(\.seq), expiresAt: expires,
       note: shape.encode(skipped: skipped))
     service.store.lease(lease)
     return result(flushId, items, shape, skipped, lease.expiresAt, service)

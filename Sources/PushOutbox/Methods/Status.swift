@@ -24,7 +24,7 @@ package enum Status: RPCMethod {
       JSONMember("snapshotSeq", .int(Int64(facts.snapshotSeq))),
       JSONMember("journalBytes", .int(facts.journalBytes)),
       JSONMember("fsync", .string(service.config.fsync.rawValue)),
-      JSONMember("lease", service.store.leases.first.map { leaseJSON($0) } ?? .null),
+      JSONMember("lease", service.store.leases.first { $0.origin == .flush }.map { leaseJSON($0) } ?? .null),
       JSONMember("recovery", .array(facts.recovery)),
     ])
   }

@@ -28,18 +28,21 @@ extension Server {
   /// Commits, then writes the burst's replies into `output`. Call only between lines.
   package func render() {
     commit()
-    var cursor = 0
-    for hole in holes {
-      output.append(contentsOf: draft[cursor..<hole.offset])
-      if case .some(.some(let refusal)) = hole.outcome {
-        Server.appendError(refusal, id: hole.id, to: &output)
-      } else {
-        Server.appendReply(hole.reply, id: hole.id, to: &output)
+    output.reserveCapacity(output.count + draft.count + holes.count * 112)
+    draft.withUnsafeBufferPointer { draft in
+      var cursor = 0
+      for hole in holes {
+        if hole.offset > cursor { output.append(contentsOf: UnsafeBufferPointer(rebasing: draft[cursor..<hole.offset])) }
+        if case .some(.some(let refusal)) = hole.outcome {
+          Server.appendError(refusal, id: hole.id, to: &output)
+        } else {
+          Server.appendReply(hole.reply, id: hole.id, to: &output)
+        }
+        cursor = hole.offset
       }
-      cursor = hole.offset
-      ledger.rendered += 1
+      if draft.count > cursor { output.append(contentsOf: UnsafeBufferPointer(rebasing: draft[cursor...])) }
     }
-    output.append(contentsOf: draft[cursor...])
+    ledger.rendered += holes.count
     ledger.check(service.log)
     holes.removeAll(keepingCapacity: true)
     draft.removeAll(keepingCapacity: draft.capacity <= 1 << 22)

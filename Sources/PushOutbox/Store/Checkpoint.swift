@@ -21,11 +21,14 @@ package struct Checkpoint: Sendable, Equatable {
   package var items: Int
   package var segments: [UInt64]
   package var leases: [Lease]
+  /// Flush ids acked recently, so a repeated ack in a later process is still answered `acked: 0`.
+  package var finished: [String] = []
 
   package init(
     createdAt: Int64, coversSeq: UInt64, nextSeq: UInt64, firstSeq: UInt64, items: Int, segments: [UInt64],
-    leases: [Lease]
+    leases: [Lease], finished: [String] = []
   ) {
+    self.finished = finished
     self.createdAt = createdAt
     self.coversSeq = coversSeq
     self.nextSeq = nextSeq
@@ -57,6 +60,8 @@ package struct Checkpoint: Sendable, Equatable {
     JSONValue.array(segments.map { .int(Int64($0)) }).encodeJSON(into: &out)
     out.appendASCII(",\"leases\":")
     JSONValue.array(leases.map(Self.json)).encodeJSON(into: &out)
+    out.appendASCII(",\"finished\":")
+    JSONValue.array(finished.map(JSONValue.string)).encodeJSON(into: &out)
     out.appendASCII("}\n")
     let crc = CRC32C.checksum(out)
     out.appendASCII("{\"end\":true,\"crc32c\":")
@@ -70,6 +75,7 @@ package struct Checkpoint: Sendable, Equatable {
       JSONMember("flushId", .string(lease.flushId)), JSONMember("expiresAt", .int(lease.expiresAt)),
       JSONMember("seqs", .array(lease.seqs.map { .int(Int64($0)) })),
       JSONMember("note", .string(String(decoding: lease.note, as: UTF8.self))),
+      JSONMember("origin", .int(Int64(lease.origin.rawValue))),
     ])
   }
 
@@ -103,23 +109,31 @@ package struct Checkpoint: Sendable, Equatable {
     let leases = leaseValues.compactMap(lease)
     guard segments.count == segmentValues.count, leases.count == leaseValues.count, covers < next, firstSeq <= next
     else { throw .corrupt("a segment or lease entry is malformed") }
+    var finished: [String] = []
+    if case .array(let values)? = members["finished"] { finished = values.compactMap(\.stringValue) }
     return Checkpoint(
       createdAt: createdAt, coversSeq: covers, nextSeq: next, firstSeq: firstSeq, items: Int(items),
-      segments: segments, leases: leases)
+      segments: segments, leases: leases, finished: finished)
   }
 
   private static func seq(_ value: JSONValue?) -> UInt64? {
-    guard case .int(let n)? = value, n >= 0 else { return nil }
+    guard case .int(let n)? = value, n >= 0, n < Int64.max else { return nil }
     return UInt64(n)
   }
 
   private static func lease(_ value: JSONValue) -> Lease? {
     guard case .object(let m) = value, case .string(let flushId)? = m["flushId"], case .int(let expires)? = m["expiresAt"],
+      UTCTime.representable.contains(expires),
       case .array(let seqValues)? = m["seqs"], case .string(let note)? = m["note"]
     else { return nil }
     let seqs = seqValues.compactMap(seq)
+    var origin = LeaseOrigin.flush
+    if case .int(let raw)? = m["origin"] {
+      guard let known = UInt8(exactly: raw).flatMap(LeaseOrigin.init(rawValue:)) else { return nil }
+      origin = known
+    }
     guard seqs.count == seqValues.count else { return nil }
-    return Lease(flushId: flushId, seqs: seqs, expiresAt: expires, note: Array(note.utf8))
+    return Lease(flushId: flushId, seqs: seqs, expiresAt: expires, note: Array(note.utf8), origin: origin)
   }
 
   private static func parse(_ line: ArraySlice<UInt8>) -> JSONValue? {

@@ -41,7 +41,8 @@ struct Compaction: Sendable {
     }
     let checkpoint = Checkpoint(
       createdAt: now, coversSeq: store.items.nextSeq - 1, nextSeq: store.items.nextSeq,
-      firstSeq: store.items.firstSeq ?? store.items.nextSeq, items: store.count, segments: listed, leases: store.leases)
+      firstSeq: store.items.firstSeq ?? store.items.nextSeq, items: store.count, segments: listed, leases: store.leases,
+      finished: store.finished)
     return Compaction(checkpoint: checkpoint, rewrites: rewrites)
   }
 
@@ -52,12 +53,13 @@ struct Compaction: Sendable {
       for rewrite in rewrites {
         let path = directory + "/" + SegmentFormat.name(first: rewrite.first)
         if let bytes = rewrite.bytes {
-          try FileIO.writeAtomically(bytes, to: path, directory: directory, sync: policy != .never)
+          // Always flushed, whatever the policy: a rewrite replaces bytes that may already be durable.
+          try FileIO.writeAtomically(bytes, to: path, directory: directory)
         } else if unlink(path) != 0 && errno != ENOENT {
           throw FileError(operation: "unlink", path: path, code: errno)
         }
       }
-      if !rewrites.isEmpty && policy != .never { try FileIO.syncDirectory(directory) }
+      if !rewrites.isEmpty { try FileIO.syncDirectory(directory) }
       return nil
     } catch {
       return error

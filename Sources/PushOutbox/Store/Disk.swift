@@ -54,7 +54,7 @@ package final class Disk {
     lock = try StoreLock(directory: directory)
     let outcome = try Recovery.run(directory: directory, store: store, acceptLoss: options.acceptLoss, log: log)
     journal = Journal(directory: directory, policy: options.fsync, segments: outcome.segments)
-    store.restore(leases: outcome.leases, journal: journal)
+    store.restore(leases: outcome.leases, finished: outcome.finished, journal: journal)
     status.recovery = outcome.warnings
     status.lastSnapshotAt = outcome.checkpoint?.createdAt
     status.snapshotSeq = outcome.checkpoint?.coversSeq ?? 0
@@ -102,6 +102,12 @@ package final class Disk {
       finished.put(work.run(directory: directory, policy: journal.policy))
       collect()
     }
+  }
+
+  /// Waits for a snapshot in flight and records its outcome (for tests and shutdown).
+  package func settle() {
+    if inFlight != nil { queue.sync {} }
+    collect()
   }
 
   private func collect() {

@@ -50,6 +50,8 @@ package final class Journal {
   private var unsynced = false
   private let syncQueue = DispatchQueue(label: "push-outbox.fsync")
   private let syncFailure = Mailbox<FileError>()
+  /// True when the last failed commit could not cut its records back off the file.
+  package private(set) var lastCutFailed = false
 
   package init(directory: String, policy: FsyncPolicy, segments: [SegmentInfo]) {
     self.directory = directory
@@ -111,6 +113,7 @@ package final class Journal {
   /// since memory already reflects them.
   package func commit() throws(FileError) {
     guard !buffer.isEmpty else { return }
+    lastCutFailed = false
     do throws(FileError) {
       if fd < 0 { try openSegment(first: pendingFirst) }
       let path = path(segments[segments.count - 1].first)
@@ -185,6 +188,7 @@ package final class Journal {
   /// file is also cut back and abandoned: the next commit opens a new segment.
   private func abandonTail(after error: FileError) {
     let cut = ftruncate(fd, off_t(goodSize)) == 0
+    lastCutFailed = !cut
     if error.operation == "fsync" || !cut {
       if policy != .never { _ = fsync(fd) }
       closeSegment()

@@ -3,18 +3,22 @@
 /// it already covers are skipped.
 enum LeaseRecords {
   static func apply(
-    _ record: SegmentReader.Record, to leases: inout [Lease], store: PendingStore, covers: UInt64?
+    _ record: SegmentReader.Record, to leases: inout [Lease], finished: inout [String], raised: inout [UInt64],
+    store: PendingStore, covers: UInt64?
   ) -> Bool {
     var cursor = PayloadCursor(record.payload)
     let fresh = covers.map { record.seq > $0 } ?? true
     switch record.type {
     case .lease:
-      guard let expires = cursor.u64(), let flushId = flushId(&cursor), let seqs = cursor.seqs(),
-        let noteLength = cursor.u32(), let note = cursor.take(Int(noteLength))
+      guard let expires = cursor.u64(), UTCTime.representable.contains(Int64(bitPattern: expires)),
+        let flushId = flushId(&cursor), let seqs = cursor.seqs(),
+        let noteLength = cursor.u32(), let note = cursor.take(Int(noteLength)),
+        let origin = LeaseOrigin(rawValue: cursor.u8() ?? 0)
       else { return false }
       if fresh {
         leases.removeAll { $0.flushId == flushId }
-        leases.append(Lease(flushId: flushId, seqs: seqs, expiresAt: Int64(bitPattern: expires), note: Array(note)))
+        leases.append(
+          Lease(flushId: flushId, seqs: seqs, expiresAt: Int64(bitPattern: expires), note: Array(note), origin: origin))
       }
     case .leaseEnd:
       guard let outcome = cursor.u8(), LeaseOutcome(rawValue: outcome) != nil, let flushId = flushId(&cursor),
@@ -22,9 +26,12 @@ enum LeaseRecords {
       else { return false }
       for _ in 0..<count {
         guard let seq = cursor.u64(), let deliveries = cursor.u32() else { return false }
-        store.raiseDeliveries(seq: seq, to: deliveries)
+        if store.raiseDeliveries(seq: seq, to: deliveries) { raised.append(seq) }
       }
-      if fresh { leases.removeAll { $0.flushId == flushId } }
+      if fresh {
+        leases.removeAll { $0.flushId == flushId }
+        if outcome == LeaseOutcome.acked.rawValue { finished.append(flushId) }
+      }
     case .item, .remove:
       return false
     }

@@ -170,10 +170,12 @@ package final class PendingStore {
     return changed
   }
 
-  /// Raises an item's delivery count to at least `count` (journal replay).
-  package func raiseDeliveries(seq: UInt64, to count: UInt32) {
-    guard let row = table.row(of: seq), table.deliveries[row] < count else { return }
+  /// Raises an item's delivery count to at least `count` (journal replay). True when it rose.
+  @discardableResult
+  package func raiseDeliveries(seq: UInt64, to count: UInt32) -> Bool {
+    guard let row = table.row(of: seq), table.deliveries[row] < count else { return false }
     table.deliveries[row] = count
+    return true
   }
 
   private func forget(_ row: Int) {

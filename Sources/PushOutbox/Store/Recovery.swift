@@ -2,6 +2,8 @@
 package struct RecoveryOutcome {
   package var segments: [SegmentInfo] = []
   package var leases: [Lease] = []
+  /// Flush ids acked recently (from the checkpoint and the log after it).
+  package var finished: [String] = []
   package var checkpoint: Checkpoint?
   package var warnings: [JSONValue] = []
   /// Something was repaired or upgraded: write a checkpoint soon.
@@ -22,6 +24,9 @@ package struct Recovery {
   let log: Log
   var outcome = RecoveryOutcome()
   private var leaseTable: [Lease] = []
+  /// Items whose delivery count a lease-end record raised above their item record's: their segments
+  /// must be rewritten before that record may be dropped.
+  private var raised: [UInt64] = []
 
   package static func run(directory: String, store: Store, acceptLoss: Bool, log: Log) throws(StartupError)
     -> RecoveryOutcome
@@ -46,10 +51,13 @@ package struct Recovery {
     let firsts = try list().compactMap(SegmentFormat.first(ofName:)).sorted()
     try checkForMissingSegments(firsts)
     leaseTable = outcome.checkpoint?.leases ?? []
+    outcome.finished = outcome.checkpoint?.finished ?? []
     for (n, first) in firsts.enumerated() {
       try replay(first: first, isLast: n == firsts.count - 1)
     }
     if let checkpoint = outcome.checkpoint { store.items.advanceSeq(to: checkpoint.nextSeq) }
+    // The log has records the checkpoint does not cover (a crash, or none yet): settle at the next snapshot.
+    if !firsts.isEmpty && store.items.nextSeq - 1 > (outcome.checkpoint?.coversSeq ?? 0) { outcome.dirty = true }
     countDead()
     outcome.leases = leaseTable
     let directory = self.directory
@@ -120,13 +128,17 @@ package struct Recovery {
   }
 
   private mutating func replay(_ reader: SegmentReader, name: String, isLast: Bool, info: inout SegmentInfo) {
-    guard reader.headerVersion == SegmentFormat.version else {  // only a header cut short gets here
-      info.bytes = 0
-      if isLast { cutTail(name: name, at: 0, reason: "incomplete segment header", info: &info) }
-      return
-    }
     var offset = SegmentFormat.headerSize
     var lastGood: UInt64? = nil
+    if reader.headerVersion != SegmentFormat.version {  // a newer version was refused before; this is damage
+      if isLast && reader.bytes.count <= SegmentFormat.headerSize {
+        cutTail(name: name, at: 0, reason: "incomplete segment header", info: &info)
+        info.bytes = 0
+        return
+      }
+      guard let next = damage(name: name, at: 0, after: nil, reader: reader, info: &info) else { return }
+      offset = next
+    }
     while true {
       switch reader.read(at: offset) {
       case .end:
@@ -163,7 +175,10 @@ package struct Recovery {
       info.otherBytes += record.payload.count + SegmentFormat.recordHeaderSize
       store.items.remove(seqs: seqs)
     case .lease, .leaseEnd:
-      guard LeaseRecords.apply(record, to: &leaseTable, store: store.items, covers: outcome.checkpoint?.coversSeq)
+      guard
+        LeaseRecords.apply(
+          record, to: &leaseTable, finished: &outcome.finished, raised: &raised, store: store.items,
+          covers: outcome.checkpoint?.coversSeq)
       else { return false }
       info.otherBytes += record.payload.count + SegmentFormat.recordHeaderSize
     }
@@ -210,8 +225,12 @@ package struct Recovery {
 
   // MARK: - Bookkeeping
 
-  /// Item records whose items are no longer held, per segment.
+  /// Item records whose items are no longer held, and held items whose counts rose, per segment.
   private mutating func countDead() {
+    let firsts = outcome.segments.map(\.first)
+    for seq in raised where store.items.contains(seq: seq) {
+      if let n = firsts.lastIndex(where: { $0 <= seq }) { outcome.segments[n].changed += 1 }
+    }
     let table = store.items.table
     for n in outcome.segments.indices {
       let start = table.lowerBound(outcome.segments[n].first)

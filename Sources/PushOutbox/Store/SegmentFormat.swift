@@ -15,13 +15,16 @@ package enum SegmentFormat {
   /// No record is larger; a length above it means a damaged length field.
   package static let maxPayload = 1 << 30
   package static let prefix = "segment."
+  /// Seqs are below 2^63, so no arithmetic on one (or on a count of them) can overflow.
+  package static let seqLimit: UInt64 = 1 << 63
 
   package enum RecordType: UInt8, Sendable {
     /// An item: i64 savedAt, u32 deliveryCount, u8 kind, u8 flags, u8 idLength, id, JSON body.
     case item = 16
     /// Items left the store: u32 count, u64 seqs.
     case remove = 17
-    /// A lease began: i64 expiresAt, u8 flushId length, flushId, u32 count, u64 seqs, u32 note length, note.
+    /// A lease began: i64 expiresAt, u8 flushId length, flushId, u32 count, u64 seqs, u32 note length, note,
+    /// u8 origin.
     case lease = 18
     /// A lease ended: u8 outcome, u8 flushId length, flushId, u32 count, then (u64 seq, u32 deliveryCount) pairs.
     case leaseEnd = 19
@@ -44,8 +47,10 @@ package enum SegmentFormat {
   package static func first(ofName name: String) -> UInt64? {
     guard name.hasPrefix(prefix), name.utf8.count == prefix.utf8.count + 20 else { return nil }
     let digits = name.utf8.dropFirst(prefix.utf8.count)
-    guard digits.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
-    return UInt64(String(decoding: digits, as: UTF8.self))
+    guard digits.allSatisfy({ $0 >= 48 && $0 <= 57 }), let first = UInt64(String(decoding: digits, as: UTF8.self)),
+      first > 0 && first < seqLimit
+    else { return nil }
+    return first
   }
 
   // MARK: - Writing
@@ -67,24 +72,38 @@ package enum SegmentFormat {
     }
   }
 
-  /// Appends an item record.
+  private static let zeros = [UInt8](repeating: 0, count: recordHeaderSize + 15)
+
+  /// Appends an item record: one reservation, fixed fields stored in place, the body copied once.
   package static func appendItem(
     seq: UInt64, savedAt: Int64, deliveries: UInt32, kind: ItemKind, hasUser: Bool, id: ItemID,
     body: UnsafeRawBufferPointer, to out: inout [UInt8]
   ) {
-    appendRecord(.item, seq: seq, to: &out) { out in
-      out.appendLE(UInt64(bitPattern: savedAt))
-      out.appendLE(deliveries)
-      out.append(kind.rawValue)
-      out.append(hasUser ? 1 : 0)
-      out.append(UInt8(id.clientLength))
-      if id.client.isEmpty {
-        out.appendLE(id.high)
-        out.appendLE(id.low)
-      } else {
-        out.append(contentsOf: id.client)
-      }
-      out.append(contentsOf: body)
+    let idBytes = id.client.isEmpty ? 16 : id.clientLength
+    let length = 8 + 4 + 3 + idBytes + body.count
+    let start = out.count
+    if out.capacity < start + recordHeaderSize + length { out.reserveCapacity(2 * (start + recordHeaderSize + length)) }
+    out.append(contentsOf: Self.zeros)
+    out.withUnsafeMutableBytes { raw in
+      raw.storeBytes(of: UInt32(length).littleEndian, toByteOffset: start, as: UInt32.self)
+      raw[start + 8] = RecordType.item.rawValue
+      raw.storeBytes(of: seq.littleEndian, toByteOffset: start + 9, as: UInt64.self)
+      raw.storeBytes(of: UInt64(bitPattern: savedAt).littleEndian, toByteOffset: start + 17, as: UInt64.self)
+      raw.storeBytes(of: deliveries.littleEndian, toByteOffset: start + 25, as: UInt32.self)
+      raw[start + 29] = kind.rawValue
+      raw[start + 30] = hasUser ? 1 : 0
+      raw[start + 31] = UInt8(id.clientLength)
+    }
+    if id.client.isEmpty {
+      out.appendLE(id.high)
+      out.appendLE(id.low)
+    } else {
+      out.append(contentsOf: id.client)
+    }
+    out.append(contentsOf: body)
+    out.withUnsafeMutableBytes { raw in
+      let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[(start + 8)...]))
+      raw.storeBytes(of: crc.littleEndian, toByteOffset: start + 4, as: UInt32.self)
     }
   }
 
@@ -103,6 +122,7 @@ package enum SegmentFormat {
       for seq in lease.seqs { out.appendLE(seq) }
       out.appendLE(UInt32(lease.note.count))
       out.append(contentsOf: lease.note)
+      out.append(lease.origin.rawValue)
     }
   }
 

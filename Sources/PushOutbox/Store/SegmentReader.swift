@@ -42,7 +42,9 @@ package struct SegmentReader {
       return .damaged("unknown record type \(bytes[offset + 8]) at byte \(offset)")
     }
     let payload = UnsafeRawBufferPointer(rebasing: bytes[(offset + SegmentFormat.recordHeaderSize)..<end])
-    return .record(Record(type: type, seq: u64(offset + 9), payload: payload, end: end))
+    let seq = u64(offset + 9)
+    guard seq > 0 && seq < SegmentFormat.seqLimit else { return .damaged("record seq \(seq) is out of range") }
+    return .record(Record(type: type, seq: seq, payload: payload, end: end))
   }
 
   /// True when an intact record starts somewhere after `offset`: then what looks torn at `offset`
@@ -124,7 +126,8 @@ package struct ItemRecord {
 
   package init?(_ payload: UnsafeRawBufferPointer) {
     var cursor = PayloadCursor(payload)
-    guard let saved = cursor.u64(), let deliveries = cursor.u32(), let kindRaw = cursor.u8(),
+    guard let saved = cursor.u64(), UTCTime.representable.contains(Int64(bitPattern: saved)),
+      let deliveries = cursor.u32(), let kindRaw = cursor.u8(),
       let kind = ItemKind(rawValue: kindRaw), let flags = cursor.u8(), flags <= 1, let idLength = cursor.u8()
     else { return nil }
     if idLength == 0 {

@@ -11,12 +11,13 @@ package struct StartupError: Error, Sendable {
     self.rpcError = rpcError
   }
 
-  /// The store cannot be used (exit 1): `reason` names why, e.g. `unsafe_directory`, `missing_data`.
+  /// The store cannot be used (exit 1): `-32007 Start-up failed`, `reason` names why, e.g. `unsafe_store`,
+  /// `missing_data`.
   package static func refused(_ reason: String, _ message: String, _ extra: [JSONMember] = []) -> StartupError {
     StartupError(
       message: message, exitCode: 1,
       rpcError: .app(
-        .storageUnavailable, reason, "Storage unavailable", [JSONMember("detail", .string(message))] + extra))
+        ErrorCode(rawValue: -32007), reason, "Start-up failed", [JSONMember("detail", .string(message))] + extra))
   }
 
   /// A file of a format version this build does not read (exit 2); nothing was touched.

@@ -15,10 +15,9 @@ package final class Store {
   package let items = PendingStore()
   package private(set) var leases: [Lease] = []
   /// Flush ids acked or drained recently, so a repeated ack is answered `acked: 0` (bounded).
-  private var finished: [String] = []
-  /// Seqs saved since the last commit; taken back if the commit fails.
+  package private(set) var finished: [String] = []
+  /// Seqs saved since the last commit (the newest held); taken back if the commit fails.
   private var uncommitted: [UInt64] = []
-  private var uncommittedSet = Set<UInt64>()
   /// Bumped by every change; the disk layer compares it to decide whether it is dirty.
   package private(set) var version: UInt64 = 0
   var journal: Journal?
@@ -38,7 +37,7 @@ package final class Store {
   ) throws(StoreError) -> SaveReceipt {
     if !id.client.isEmpty, let seq = items.seq(clientID: id.client) {
       var receipt = SaveReceipt(id: id, seq: seq, pending: items.count, duplicate: true)
-      receipt.awaitsCommit = uncommittedSet.contains(seq)
+      receipt.awaitsCommit = seq >= (uncommitted.first ?? UInt64.max)
       return receipt
     }
     try items.admit(itemBytes: PendingItem.byteCount(body: body.count, clientID: id.clientLength))
@@ -48,17 +47,13 @@ package final class Store {
     guard let journal else { return SaveReceipt(id: id, seq: seq, pending: items.count) }
     journal.appendItem(seq: seq, savedAt: savedAt, kind: kind, hasUser: hasUser, id: id, body: body)
     uncommitted.append(seq)
-    uncommittedSet.insert(seq)
     return SaveReceipt(id: id, seq: seq, pending: items.count, awaitsCommit: true)
   }
 
   /// Writes what was recorded since the last commit. On failure the burst's saves are taken back
   /// out of memory and off the file, and the error says why; nothing else changes.
   package func commit() -> FileError? {
-    defer {
-      uncommitted.removeAll(keepingCapacity: true)
-      uncommittedSet.removeAll(keepingCapacity: true)
-    }
+    defer { uncommitted.removeAll(keepingCapacity: true) }
     guard let journal, journal.hasPendingRecords else { return nil }
     do {
       try journal.commit()
@@ -66,6 +61,8 @@ package final class Store {
     } catch {
       items.rollBack(seqs: uncommitted)
       version &+= 1
+      // Records that could not be cut back off the file must not come back at the next start.
+      if journal.lastCutFailed { journal.appendRemove(uncommitted, recordSeq: items.takeSeq()) }
       return error
     }
   }
@@ -155,7 +152,8 @@ package final class Store {
   // MARK: - Recovery
 
   /// Installs what recovery rebuilt: live leases, and the journal to write from now on.
-  package func restore(leases recovered: [Lease], journal: Journal) {
+  package func restore(leases recovered: [Lease], finished: [String], journal: Journal) {
+    self.finished = Array(finished.suffix(256))
     for lease in recovered {
       let held = lease.seqs.filter(items.contains(seq:))
       guard !held.isEmpty else { continue }

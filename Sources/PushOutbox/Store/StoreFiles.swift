@@ -50,6 +50,9 @@ enum StoreFiles {
   static func quarantine(directory: String, name: String) {
     let dir = directory + "/quarantine"
     if mkdir(dir, 0o700) != 0 && errno != EEXIST { return }
+    var info = stat()
+    // Only a real directory of ours: a symlink planted as quarantine/ is never written through.
+    guard lstat(dir, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == geteuid() else { return }
     guard let bytes = try? FileIO.read(directory + "/" + name) else { return }
     let target = dir + "/" + name + "." + String(Clock.system.now())
     try? FileIO.writeAtomically(bytes, to: target, directory: dir)

@@ -16,6 +16,15 @@ package enum CRC32C {
 
   /// The checksum of `bytes`, continuing from `crc` (pass 0 to start).
   package static func checksum(_ bytes: UnsafeRawBufferPointer, continuing crc: UInt32 = 0) -> UInt32 {
+    #if arch(x86_64)
+      return hardware(bytes, continuing: crc)
+    #else
+      return software(bytes, continuing: crc)
+    #endif
+  }
+
+  /// The table-driven checksum (also the reference the hardware one is tested against).
+  package static func software(_ bytes: UnsafeRawBufferPointer, continuing crc: UInt32 = 0) -> UInt32 {
     var c = ~crc
     var i = 0
     let n = bytes.count

@@ -22,20 +22,29 @@ package enum FileIO {
     guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
       throw FileError(operation: "open (not a regular file)", path: path, code: EINVAL)
     }
-    let expected = max(0, Int(info.st_size))
-    var bytes = [UInt8](repeating: 0, count: expected + 1)
-    var filled = 0
+    var capacity = max(0, Int(info.st_size)) + 1
     while true {
-      if filled == bytes.count { bytes.append(contentsOf: repeatElement(0, count: max(4096, filled))) }
-      let n = bytes.withUnsafeMutableBytes { posixRead(fd, $0.baseAddress! + filled, $0.count - filled) }
-      if n > 0 {
-        filled += n
-      } else if n == 0 {
-        bytes.removeLast(bytes.count - filled)
-        return bytes
-      } else if errno != EINTR {
-        throw FileError(operation: "read", path: path, code: errno)
+      var failure: Int32 = 0
+      // Read straight into uninitialized storage: no zero-fill of what is about to be overwritten.
+      let bytes = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
+        count = 0
+        while count < buffer.count {
+          let n = posixRead(fd, buffer.baseAddress! + count, buffer.count - count)
+          if n > 0 {
+            count += n
+          } else if n == 0 {
+            return
+          } else if errno != EINTR {
+            failure = errno
+            return
+          }
+        }
       }
+      if failure != 0 { throw FileError(operation: "read", path: path, code: failure) }
+      if bytes.count < capacity { return bytes }
+      // The file grew while being read: read it again with more room.
+      guard lseek(fd, 0, SEEK_SET) == 0 else { throw FileError(operation: "seek", path: path, code: errno) }
+      capacity *= 2
     }
   }
 

@@ -27,6 +27,9 @@ package enum UTCTime {
     return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
   }
 
+  /// 0000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z: the instants the fixed-width text can show.
+  package static let representable: ClosedRange<Int64> = -62_167_219_200_000...253_402_300_799_999
+
   package static func isLeap(_ year: Int) -> Bool {
     (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
   }

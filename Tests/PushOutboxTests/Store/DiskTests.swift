@@ -18,7 +18,7 @@ import Testing
       $0.fixedClock = ISO8601.parseDateTime(clock)
       configure(&$0)
     }
-    try server.service.openDisk()
+    try server.service.openDiskInTests()
     let result = try body(server)
     server.service.disk?.finish(server.service.store, now: server.service.clock.now())
     return result
@@ -74,6 +74,8 @@ import Testing
       let status = try server.request("status")
       #expect(status.at("result.pending.total") == .int(2))
       #expect(status.at("result.lease") == .null)
+      let repeated = try server.request("ackFlush", #"{"flushId":"\#(flushId)"}"#).at("result.acked")
+      #expect(repeated == .int(0))  // a repeat in a later process is still a harmless 0
     }
   }
 
@@ -146,5 +148,35 @@ import Testing
     symlink(victim.path, dir.appendingPathComponent("LOCK").path)
     #expect(throws: StartupError.self) { try session(dir) { _ in } }
     #expect(try Data(contentsOf: victim) == Data("keep".utf8))
+  }
+
+  @Test func hostileRecordsWithValidChecksumsAreDamageNotACrash() throws {
+    let dir = Paths.temporaryDirectory()
+    var bytes = SegmentFormat.header
+    let body = Array(#","name":"e","properties":{},"time":"2026-01-01T00:00:00.000Z""#.utf8)
+    func item(_ seq: UInt64, savedAt: Int64) {
+      body.withUnsafeBytes {
+        SegmentFormat.appendItem(
+          seq: seq, savedAt: savedAt, deliveries: 0, kind: .customEvent, hasUser: false, id: ItemID(high: seq, low: 1),
+          body: $0, to: &bytes)
+      }
+    }
+    item(1, savedAt: 0)
+    item(UInt64.max, savedAt: 0)  // a seq no arithmetic could add one to
+    item(3, savedAt: Int64.max)  // past year 9999
+    SegmentFormat.appendRemove([UInt64.max, 77], recordSeq: 4, to: &bytes)
+    item(5, savedAt: 1)
+    try Data(bytes).write(to: dir.appendingPathComponent(SegmentFormat.name(first: 1)))
+    try session(dir) { server in
+      let status = try server.request("status")
+      #expect(status.at("result.pending.total") == .int(2))
+      let codes = status.at("result.recovery").flatMap { value -> [JSONValue]? in
+        if case .array(let entries) = value { return entries.compactMap { $0.at("code") } }
+        return nil
+      }
+      #expect(codes == [.string("recoveredWithLoss"), .string("recoveredWithLoss")])
+      let next = try server.request("saveCustomEvent", #"{"name":"after"}"#).at("result.seq")
+      #expect(next == .int(6))
+    }
   }
 }

@@ -36,7 +36,7 @@ import Testing
       $0.memory = false
       $0.storePath = dir.path
     }
-    try server.service.openDisk()
+    try server.service.openDiskInTests()
     defer { server.service.disk?.finish(server.service.store, now: server.service.clock.now()) }
     return try server.request("flushPending", #"{"leaseMs":1}"#).at("result.items")
   }

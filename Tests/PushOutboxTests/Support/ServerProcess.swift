@@ -27,6 +27,12 @@ final class ServerProcess {
 
   var pid: Int32 { process.processIdentifier }
   var stderrText: String { stderrBuffer.text }
+
+  /// After exit: stops the background reader and reads what it had not read yet, so no line is missed.
+  func drainStderr() {
+    stderrPipe.fileHandleForReading.readabilityHandler = nil
+    stderrBuffer.append(stderrPipe.fileHandleForReading.readDataToEndOfFile())
+  }
   var stdoutFD: Int32 { stdoutPipe.fileHandleForReading.fileDescriptor }
   var stdinFD: Int32 { stdinPipe.fileHandleForWriting.fileDescriptor }
 
@@ -134,6 +140,7 @@ func runBinary(
     }
   }
   let status = server.waitForExit(timeout: max(1, deadline.timeIntervalSinceNow))
+  if status != nil { server.drainStderr() }
   return (output, server.stderrText, status)
 }
 

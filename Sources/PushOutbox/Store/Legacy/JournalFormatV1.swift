@@ -84,6 +84,7 @@ package enum JournalFormatV1 {
     guard let type = RecordType(rawValue: bytes[offset + 8]) else { return .damaged("unknown record type") }
     var seq: UInt64 = 0
     for k in 0..<8 { seq |= UInt64(bytes[offset + 9 + k]) << (8 * UInt64(k)) }
+    guard seq < SegmentFormat.seqLimit else { return .damaged("record seq \(seq) is out of range") }
     return .record(Record(type: type, seq: seq, payload: bytes[(offset + recordHeaderSize)..<end], end: end))
   }
 
@@ -126,7 +127,9 @@ package enum JournalFormatV1 {
 
   /// The first seq encoded in a segment file name.
   package static func segmentFirst(_ name: String) -> UInt64? {
-    guard name.hasPrefix("journal."), name.count == 28 else { return nil }
-    return UInt64(name.dropFirst(8))
+    guard name.hasPrefix("journal."), name.count == 28, let first = UInt64(name.dropFirst(8)),
+      first < SegmentFormat.seqLimit
+    else { return nil }
+    return first
   }
 }
