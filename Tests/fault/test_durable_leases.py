@@ -80,17 +80,20 @@ def test_expired_lease_comes_back_across_a_restart_with_one_more_delivery(outbox
     ledger = Ledger()
     ob = spawn(store, fsync="always", snapshot_interval="0.05")
     saved_store(ob, ledger, 6)
-    lease = ob.result("flushPending", {"leaseMs": 1500, "max": 4})
+    lease = ob.result("flushPending", {"leaseMs": 3000, "max": 4})
     leased = {it["id"]: it["deliveryCount"] for it in lease["items"]}
     end(ob, how)
 
     # Before expiry the next process still honours the lease.
+    # (Checked only with time to spare before the expiry, so a slow machine skips the check.)
+    expiry = parse_time(lease["leaseExpiresAt"])
     ob2 = spawn(store)
-    status = ob2.result("status")
-    if time.time() < parse_time(lease["leaseExpiresAt"]) - 0.3:
-        assert status["lease"] and status["lease"]["flushId"] == lease["flushId"], status
-        free = ob2.result("flushPending", {"leaseMs": 60000})
-        assert free.get("flushId") == lease["flushId"], "a second lease while the first is live"
+    if time.time() < expiry - 1.5:
+        status = ob2.result("status")
+        again = ob2.result("flushPending", {"leaseMs": 60000})
+        if time.time() < expiry - 0.05:
+            assert status["lease"] and status["lease"]["flushId"] == lease["flushId"], status
+            assert again.get("flushId") == lease["flushId"], "a second lease while the first is live"
     ob2.close(expect=0)
 
     wait = parse_time(lease["leaseExpiresAt"]) - time.time() + 0.2
