@@ -1,5 +1,6 @@
-"""Damaged journals: a torn last record cut at every byte, a flipped byte mid-segment, a zero-filled
-tail, and a segment from a newer format version."""
+"""Damaged log segments (format 2, `segment.*`): a torn last record cut at every byte, a flipped byte
+mid-segment (quarantine, recoveredWithLoss naming the lost seq range, every other record kept), a
+zero-filled tail, and a segment or checkpoint from a newer format version."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from pathlib import Path
 import pytest
 
 from conftest import (
+    CHECKPOINT,
+    ITEM,
+    checkpoint_bytes,
     Ledger,
     Outbox,
     check_invariants,
@@ -27,6 +31,7 @@ from conftest import (
 )
 
 SEED = 4242
+SEGMENT = "segment.00000000000000000001"
 
 
 def build_journal_only_store(binary: Path, store: Path, count: int, seed: int = SEED, small_last: bool = False) -> Ledger:
@@ -47,10 +52,9 @@ def build_journal_only_store(binary: Path, store: Path, count: int, seed: int = 
         ob.ensure_dead()
     assert len(ledger.acked) == count and not ledger.errors
     segs = segments(store)
-    assert [s.name for s in segs] == ["journal.00000000000000000001"], segs
+    assert [s.name for s in segs] == [SEGMENT], segs
     records = read_segment(segs[0])
-    assert [r.seq for r in records] == list(range(1, count + 1)) and all(r.type == 1 for r in records)
-    assert not (store / "snapshot.json").exists()
+    assert [r.seq for r in records] == list(range(1, count + 1)) and all(r.type == ITEM for r in records)
     return ledger
 
 
@@ -72,7 +76,7 @@ def test_journal_truncated_at_every_byte_of_its_last_record(outbox_bin: Path, tm
     base = tmp_path / "base"
     count = 4
     ledger = build_journal_only_store(outbox_bin, base, count, small_last=True)
-    segment_name = "journal.00000000000000000001"
+    segment_name = SEGMENT
     last = read_segment(base / segment_name)[-1]
     original = (base / segment_name).read_bytes()
     assert last.end == len(original)
@@ -146,7 +150,7 @@ def test_flipped_byte_mid_segment_reports_loss_and_keeps_the_rest(outbox_bin: Pa
     store = tmp_path / "store"
     count = 10
     ledger = build_journal_only_store(outbox_bin, store, count)
-    segment = store / "journal.00000000000000000001"
+    segment = store / SEGMENT
     records = read_segment(segment)
     data = bytearray(segment.read_bytes())
     if where == "payload":
@@ -165,7 +169,7 @@ def test_flipped_byte_mid_segment_reports_loss_and_keeps_the_rest(outbox_bin: Pa
         data[at] ^= 0xFF
     segment.write_bytes(bytes(data))
     damaged = bytes(data)
-    index = records.index(victim)  # saves 0..index-1 come before the damage
+    index = records.index(victim)  # save n=index wrote the damaged record
 
     # Restart: serves, reports, accepts new saves, and exits 0.
     ob = Outbox(outbox_bin, store, "--snapshot-interval", "3600")
@@ -180,16 +184,24 @@ def test_flipped_byte_mid_segment_reports_loss_and_keeps_the_rest(outbox_bin: Pa
     assert len(losses) == 1, f"damage at byte {at} ({where} of seq {victim.seq}): status.recovery={status['recovery']}"
     loss = losses[0]
     assert loss.get("fromSeq") == victim.seq, loss
-    assert "toSeq" in loss and (loss["toSeq"] is None or loss["toSeq"] >= loss["fromSeq"]), loss
+    assert loss.get("toSeq") == victim.seq, f"the next record is intact, so only seq {victim.seq} is lost: {loss}"
     copies = quarantined(store, segment.name)
     assert copies and copies[0].read_bytes() == damaged, f"quarantine/ lacks the damaged segment: {copies}"
 
     flushed = flush_all(outbox_bin, store)
     before = [it for it in flushed.items if it.get("name") != "after_damage"]
-    lost, problems = check_invariants(before, without(ledger, set(range(index, count))))
+    lost, problems = check_invariants(before, without(ledger, {index}))
     assert not problems, "\n".join(problems)
-    assert sorted(it["seq"] for it in before) == [r.seq for r in records[:index]]
+    assert sorted(it["seq"] for it in before) == [r.seq for r in records if r is not victim], "records after the damage were not kept"
     assert [it["name"] for it in flushed.items if it.get("name") == "after_damage"] == ["after_damage"]
+
+
+def lost_range(flushed) -> set[int]:
+    """The seqs that the recoveredWithLoss reports cover."""
+    out: set[int] = set()
+    for w in flushed.warnings("recoveredWithLoss"):
+        out |= set(range(w["fromSeq"], (w["toSeq"] if w.get("toSeq") is not None else 1 << 20) + 1))
+    return out
 
 
 @pytest.mark.timeout(30)
@@ -198,7 +210,7 @@ def test_saves_after_a_recovery_with_loss_survive_the_next_crash(outbox_bin: Pat
     hidden behind it when the process is killed again before any snapshot."""
     store = tmp_path / "store"
     ledger = build_journal_only_store(outbox_bin, store, 6)
-    segment = store / "journal.00000000000000000001"
+    segment = store / SEGMENT
     victim = read_segment(segment)[2]
     data = bytearray(segment.read_bytes())
     data[victim.end - 3] ^= 0xFF
@@ -217,7 +229,7 @@ def test_saves_after_a_recovery_with_loss_survive_the_next_crash(outbox_bin: Pat
     assert not ledger.errors
 
     flushed = flush_all(outbox_bin, store)
-    lost, problems = check_invariants(flushed.items, without(ledger, {2, 3, 4, 5}))
+    lost, problems = check_invariants(flushed.items, without(ledger, {2}))
     assert lost == 0 and not problems, (
         f"{lost} saves acknowledged after the first recovery were lost on the second one; "
         f"files={sorted(p.name for p in store.iterdir())}; recovery={flushed.status['recovery']}\n" + "\n".join(problems)
@@ -225,17 +237,16 @@ def test_saves_after_a_recovery_with_loss_survive_the_next_crash(outbox_bin: Pat
 
 
 @pytest.mark.timeout(30)
-def test_loss_report_names_the_first_seq_not_applied(outbox_bin: Path, tmp_path: Path) -> None:
-    """Two segments (two crashed runs); the first is damaged at its third record. Replay stops
-    there, so seqs 3..10 are not applied: the report must say fromSeq 3 and a toSeq that covers
-    the later segment's records."""
+def test_loss_report_names_the_seqs_not_applied(outbox_bin: Path, tmp_path: Path) -> None:
+    """Two crashed runs; the oldest segment is damaged at its third record. The report must name
+    seq 3, and every acknowledged save outside the reported range must come back."""
     store = tmp_path / "store"
     rng = random.Random(SEED + 11)
     ledger = Ledger()
     save_run(outbox_bin, store, ledger, rng, range(0, 5), "kill")
     save_run(outbox_bin, store, ledger, rng, range(5, 10), "kill")
-    assert [s.name[-2:] for s in segments(store)] == ["01", "06"], segments(store)
     first = segments(store)[0]
+    assert first.name == SEGMENT, segments(store)
     victim = read_segment(first)[2]
     assert victim.seq == 3
     data = bytearray(first.read_bytes())
@@ -246,36 +257,11 @@ def test_loss_report_names_the_first_seq_not_applied(outbox_bin: Path, tmp_path:
     losses = flushed.warnings("recoveredWithLoss")
     assert len(losses) == 1, flushed.status["recovery"]
     assert losses[0].get("fromSeq") == 3, f"first seq not applied is 3: {losses[0]}"
-    to = losses[0].get("toSeq")
-    assert to is None or to >= 10, f"seqs up to 10 were not applied: {losses[0]}"
-    lost, problems = check_invariants(flushed.items, without(ledger, set(range(2, 10))))
-    assert not problems, "\n".join(problems)
-
-
-@pytest.mark.timeout(30)
-def test_damage_in_a_segment_the_snapshot_covers_loses_nothing(outbox_bin: Path, tmp_path: Path) -> None:
-    """snapshot.json covers seqs 1..5; journal.1 (records 1..5) is kept only as the fallback for an
-    older snapshot; a later segment holds the five acknowledged saves made after it. A flipped byte
-    in journal.1 damages nothing that is not also in snapshot.json, so all ten saves must come back."""
-    store = tmp_path / "store"
-    rng = random.Random(SEED + 12)
-    ledger = Ledger()
-    save_run(outbox_bin, store, ledger, rng, range(0, 5), "eof")  # clean exit: snapshot covering 1..5
-    save_run(outbox_bin, store, ledger, rng, range(5, 10), "kill")
-    assert (store / "snapshot.json").exists()
-    segs = segments(store)
-    assert segs[0].name.endswith("01") and len(segs) >= 2, segs
-    later = [r for s in segs[1:] for r in read_segment(s)]
-    assert len(later) == 5 and all(r.type == 1 and r.seq > 5 for r in later), later
-    first = segments(store)[0]
-    victim = read_segment(first)[2]
-    data = bytearray(first.read_bytes())
-    data[victim.end - 2] ^= 0xFF
-    first.write_bytes(bytes(data))
-
-    flushed = flush_all(outbox_bin, store)
-    lost, problems = check_invariants(flushed.items, ledger)
-    assert lost == 0 and not problems, f"recovery={flushed.status['recovery']}\n" + "\n".join(problems)
+    gone = lost_range(flushed)
+    assert 3 in gone
+    lost, problems = check_invariants(flushed.items, without(ledger, {n for n, (_, seq) in ledger.acked.items() if seq in gone}))
+    assert lost == 0 and not problems, "\n".join(problems)
+    assert len(flushed.items) >= 9 - len(gone & set(range(4, 11))), flushed.status["recovery"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -288,7 +274,7 @@ def test_damage_in_a_segment_the_snapshot_covers_loses_nothing(outbox_bin: Path,
 def test_zero_filled_tail_is_recovered_fully(outbox_bin: Path, tmp_path: Path, zeros: int) -> None:
     store = tmp_path / "store"
     ledger = build_journal_only_store(outbox_bin, store, 5, seed=SEED + zeros)
-    segment = store / "journal.00000000000000000001"
+    segment = store / SEGMENT
     size = segment.stat().st_size
     with open(segment, "ab") as f:
         f.write(b"\0" * zeros)
@@ -309,24 +295,23 @@ def test_zero_filled_tail_is_recovered_fully(outbox_bin: Path, tmp_path: Path, z
 
 
 @pytest.mark.timeout(30)
-@pytest.mark.parametrize("target", ["journal", "snapshot"])
+@pytest.mark.parametrize("target", ["segment", "checkpoint"])
 def test_newer_format_version_is_refused_and_untouched(outbox_bin: Path, tmp_path: Path, target: str) -> None:
     store = tmp_path / "store"
     build_journal_only_store(outbox_bin, store, 3)
-    if target == "journal":
-        segment = store / "journal.00000000000000000001"
+    if target == "segment":
+        segment = store / SEGMENT
         data = bytearray(segment.read_bytes())
         struct.pack_into("<I", data, 8, 99)
         segment.write_bytes(bytes(data))
     else:
-        # A clean run writes a snapshot; then its header claims version 99.
+        # A clean run writes a checkpoint; then its header (with a valid CRC) claims version 99.
         ob = Outbox(outbox_bin, store)
-        ob.result("status")
+        ob.result("saveCustomEvent", {"name": "y"})
         ob.close(expect=0)
-        snapshot = store / "snapshot.json"
-        text = snapshot.read_bytes()
-        assert b'"version":1,' in text.split(b"\n")[0]
-        snapshot.write_bytes(text.replace(b'"version":1,', b'"version":99,', 1))
+        line = (store / CHECKPOINT).read_bytes().split(b"\n")[0]
+        assert b'"version":2,' in line
+        (store / CHECKPOINT).write_bytes(checkpoint_bytes(line.replace(b'"version":2,', b'"version":99,', 1)))
     before = tree(store, skip=["LOCK"])
 
     proc = run_once(
@@ -341,3 +326,33 @@ def test_newer_format_version_is_refused_and_untouched(outbox_bin: Path, tmp_pat
     assert proc.stderr.decode().strip(), "no stderr message"
     after = tree(store, skip=["LOCK"])
     assert after == before, f"files changed: {sorted(set(after) ^ set(before))} or contents differ"
+
+
+@pytest.mark.timeout(30)
+def test_torn_older_segment_is_loss_not_a_torn_tail(outbox_bin: Path, tmp_path: Path) -> None:
+    """Only the newest segment can have a torn tail from a crash. An older segment cut short inside
+    its last record is damage: quarantined, reported as recoveredWithLoss for that record's seq, and
+    every record of the newer segment is kept."""
+    store = tmp_path / "store"
+    rng = random.Random(SEED + 21)
+    ledger = Ledger()
+    save_run(outbox_bin, store, ledger, rng, range(0, 5), "kill")
+    save_run(outbox_bin, store, ledger, rng, range(5, 10), "kill")
+    segs = segments(store)
+    assert len(segs) >= 2 and segs[0].name == SEGMENT, segs
+    older = segs[0]
+    last = [r for r in read_segment(older) if r.type == ITEM][-1]
+    with open(older, "r+b") as f:
+        f.truncate(last.offset + (last.end - last.offset) // 2)
+    damaged = older.read_bytes()
+    later = {r.seq for s in segs[1:] for r in read_segment(s) if r.type == ITEM}
+
+    flushed = flush_all(outbox_bin, store)
+    losses = flushed.warnings("recoveredWithLoss")
+    assert len(losses) == 1 and losses[0].get("fromSeq") == last.seq, flushed.status["recovery"]
+    copies = quarantined(store, older.name)
+    assert copies and copies[0].read_bytes() == damaged, f"quarantine/ lacks the damaged segment: {copies}"
+    gone = lost_range(flushed)
+    lost, problems = check_invariants(flushed.items, without(ledger, {n for n, (_, seq) in ledger.acked.items() if seq in gone}))
+    assert lost == 0 and not problems, "\n".join(problems)
+    assert later <= {it["seq"] for it in flushed.items}, "records of the newer segment were dropped"

@@ -1,4 +1,5 @@
-"""One writer per store (a second process exits 3 fast, touching nothing), and leases across kill -9."""
+"""One writer per store (a second process exits 3 fast, touching nothing), and leases across kill -9
+(durable: more in test_durable_leases.py)."""
 
 from __future__ import annotations
 
@@ -87,7 +88,7 @@ def test_second_process_on_the_same_store_exits_3_fast(outbox_bin: Path, tmp_pat
 
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize("interval", ["3600", "0.02"])
-def test_leased_items_are_pending_again_after_kill9(outbox_bin: Path, tmp_path: Path, interval: str) -> None:
+def test_lease_survives_kill9_and_its_release_counts_a_delivery(outbox_bin: Path, tmp_path: Path, interval: str) -> None:
     store = tmp_path / "store"
     rng = random.Random(SEED + 1)
     ledger = Ledger()
@@ -107,18 +108,22 @@ def test_leased_items_are_pending_again_after_kill9(outbox_bin: Path, tmp_path: 
 
     def check(ob2: Outbox) -> None:
         seen["status"] = ob2.result("status")
-        # A lease is memory only: after a crash nobody holds it and the old flushId is unknown.
-        seen["ack"] = ob2.call("ackFlush", {"flushId": lease["flushId"]})
+        # Leases are durable: after a crash the lease is still live, and releasing it hands its
+        # items back with one more delivery.
+        seen["release"] = ob2.call("releaseFlush", {"flushId": lease["flushId"]})
 
     flushed = flush_all(outbox_bin, store, check=check)
-    assert seen["status"]["lease"] is None, seen["status"]
+    assert seen["status"]["lease"] and seen["status"]["lease"]["flushId"] == lease["flushId"], seen["status"]
+    assert seen["status"]["lease"]["count"] == 5, seen["status"]
     assert seen["status"]["pending"]["total"] == 8
-    assert seen["ack"].get("error", {}).get("code") == -32004, seen["ack"]
+    assert seen["release"].get("result") == {"released": 5}, seen["release"]
     lost, problems = check_invariants(flushed.items, ledger)
     assert lost == 0 and not problems, "\n".join(problems)
     assert leased <= {(it["id"], it["seq"]) for it in flushed.items}, "leased items did not come back with the same ids"
     assert len(flushed.items) == 8
-    assert all(isinstance(it["deliveryCount"], int) and it["deliveryCount"] >= 0 for it in flushed.items)
+    counts = {(it["id"], it["seq"]): it["deliveryCount"] for it in flushed.items}
+    assert all(counts[k] == (1 if k in leased else 0) for k in counts), counts
+
 
 
 @pytest.mark.timeout(30)

@@ -6,16 +6,13 @@ the storage recovers; the process never dies (SIGXFSZ is ignored)."""
 
 from __future__ import annotations
 
-import errno
-import os
 import random
 import resource
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import Ledger, Outbox, check_invariants, flush_all, make_save
+from conftest import Ledger, Outbox, check_invariants, fill, flush_all, make_save, mount_tmpfs, unmount
 
 SEED = 707
 
@@ -102,7 +99,7 @@ def test_file_size_limit_refuses_saves_and_keeps_stored_items(outbox_bin: Path, 
     try:
         n, refused = load_until_refused(ob, ledger, rng, 0)
         assert len(ledger.acked) >= 8, "the limit was hit before anything was stored"
-        journal_size = max(p.stat().st_size for p in store.glob("journal.*"))
+        journal_size = max(p.stat().st_size for p in store.glob("segment.*"))
         assert journal_size <= limit
         n, drained = while_failing(ob, ledger, rng, n)
         check_refusals(ledger, refused)
@@ -143,42 +140,10 @@ def test_file_size_limit_at_startup_and_clean_exit(outbox_bin: Path, tmp_path: P
     verify_after_restart(outbox_bin, store, ledger, set())
 
 
-def _mount_tmpfs(path: Path, size: str) -> str | None:
-    path.mkdir(parents=True, exist_ok=True)
-    try:
-        proc = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
-            capture_output=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return f"mount failed: {error}"
-    if proc.returncode != 0:
-        return f"mount -t tmpfs failed (needs root/CAP_SYS_ADMIN): {proc.stderr.decode().strip()}"
-    return None
-
-
-def _fill(path: Path, leave_bytes: int) -> None:
-    """Fills the filesystem, then frees about `leave_bytes`."""
-    chunk = b"\xaa" * 4096
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        while True:
-            try:
-                os.write(fd, chunk)
-            except OSError as error:
-                assert error.errno == errno.ENOSPC, error
-                break
-        size = os.lseek(fd, 0, os.SEEK_END)
-        os.ftruncate(fd, max(0, size - size % 4096 - leave_bytes))
-    finally:
-        os.close(fd)
-
-
 @pytest.mark.timeout(60)
 def test_full_filesystem_refuses_saves_then_recovers(outbox_bin: Path, tmp_path: Path) -> None:
     mnt = tmp_path / "tiny"
-    why = _mount_tmpfs(mnt, "256k")
+    why = mount_tmpfs(mnt, "256k")
     if why:
         pytest.skip(why)
     try:
@@ -189,10 +154,10 @@ def test_full_filesystem_refuses_saves_then_recovers(outbox_bin: Path, tmp_path:
         ob = Outbox(outbox_bin, store, fsync="always", snapshot_interval=3600)
         try:
             ob.result("status")  # store open: LOCK and journal exist
-            _fill(junk, leave_bytes=16 * 1024)
+            fill(junk, leave_bytes=16 * 1024)
             n, refused = load_until_refused(ob, ledger, rng, 0)
             assert len(ledger.acked) >= 8, "the filesystem was full before anything was stored"
-            _fill(mnt / "junk2", leave_bytes=0)  # now completely full
+            fill(mnt / "junk2", leave_bytes=0)  # now completely full
             n, drained = while_failing(ob, ledger, rng, n)
             check_refusals(ledger, refused)
             assert any("No space" in e["error"]["data"].get("detail", "") or "ENOSPC" in e["error"]["data"].get("detail", "")
@@ -210,4 +175,4 @@ def test_full_filesystem_refuses_saves_then_recovers(outbox_bin: Path, tmp_path:
             ob.ensure_dead()
         verify_after_restart(outbox_bin, store, ledger, drained)
     finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=10)
+        unmount(mnt)

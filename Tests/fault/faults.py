@@ -1,0 +1,136 @@
+"""Fault injection on the file system and in libc: a tiny tmpfs, filling it, an LD_PRELOAD shim that
+makes fsync fail, and reading every reply of a run. Re-exported by conftest.py."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def mount_tmpfs(path: Path, size: str) -> str | None:
+    """Mounts a tmpfs of `size` at `path`; returns why not (needs root / CAP_SYS_ADMIN), or None."""
+    path.mkdir(parents=True, exist_ok=True)
+    try:
+        proc = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
+            capture_output=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"mount failed: {error}"
+    if proc.returncode != 0:
+        return f"mount -t tmpfs failed (needs root/CAP_SYS_ADMIN): {proc.stderr.decode().strip()}"
+    return None
+
+
+def unmount(path: Path) -> None:
+    subprocess.run(["umount", "-l", str(path)], capture_output=True, timeout=10)
+
+
+def fill(path: Path, leave_bytes: int) -> None:
+    """Fills the file system holding `path` with the file `path`, then frees about `leave_bytes`."""
+    chunk = b"\xaa" * 4096
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while True:
+            try:
+                os.write(fd, chunk)
+            except OSError as error:
+                assert error.errno == errno.ENOSPC, error
+                break
+        size = os.lseek(fd, 0, os.SEEK_END)
+        os.ftruncate(fd, max(0, size - size % 4096 - leave_bytes))
+    finally:
+        os.close(fd)
+
+
+FSYNC_SHIM = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* fsync and fdatasync fail with EIO while the file named by $FAULT_FSYNC_CONTROL exists,
+   and every call after the first $FAULT_FSYNC_AFTER calls (when set). */
+static long calls;
+
+static int failing(void) {
+    const char *control = getenv("FAULT_FSYNC_CONTROL");
+    const char *after = getenv("FAULT_FSYNC_AFTER");
+    calls++;
+    if (control && access(control, F_OK) == 0) return 1;
+    if (after && calls > atol(after)) return 1;
+    return 0;
+}
+
+int fsync(int fd) {
+    static int (*real)(int);
+    if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
+    if (failing()) { errno = EIO; return -1; }
+    return real(fd);
+}
+
+int fdatasync(int fd) {
+    static int (*real)(int);
+    if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
+    if (failing()) { errno = EIO; return -1; }
+    return real(fd);
+}
+"""
+
+
+def build_fsync_shim(directory: Path) -> Path:
+    """Compiles the fsync-failing LD_PRELOAD shim with gcc (skips the test if there is no gcc)."""
+    source = directory / "fsync_shim.c"
+    library = directory / "fsync_shim.so"
+    source.write_text(FSYNC_SHIM)
+    try:
+        proc = subprocess.run(
+            ["gcc", "-shared", "-fPIC", "-O2", "-o", str(library), str(source), "-ldl"], capture_output=True, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        pytest.skip(f"cannot build the fsync shim: {error}")
+    if proc.returncode != 0:
+        pytest.skip(f"cannot build the fsync shim: {proc.stderr.decode()[-500:]}")
+    return library
+
+
+def replies(lines: list[Any]) -> list[dict]:
+    """Every reply object in parsed stdout lines (batch replies flattened)."""
+    out = []
+    for value in lines:
+        for member in value if isinstance(value, list) else [value]:
+            out.append(member)
+    return out
+
+
+def replies_by_id(lines: list[Any]) -> dict[Any, list[dict]]:
+    """id -> every reply carrying it (so a second reply to one request shows up)."""
+    out: dict[Any, list[dict]] = {}
+    for reply in replies(lines):
+        if isinstance(reply, dict):
+            out.setdefault(reply.get("id"), []).append(reply)
+    return out
+
+
+def parse_stdout(stdout: bytes) -> tuple[list[Any], list[bytes]]:
+    """(parsed lines, unparsable lines) of a finished run's stdout; a missing final newline counts
+    as an unparsable line."""
+    parsed, bad = [], []
+    if stdout and not stdout.endswith(b"\n"):
+        bad.append(b"<no final newline>")
+    for raw in stdout.split(b"\n"):
+        if not raw:
+            continue
+        try:
+            parsed.append(json.loads(raw))
+        except ValueError:
+            bad.append(raw)
+    return parsed, bad
