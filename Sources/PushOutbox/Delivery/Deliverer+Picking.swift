@@ -25,6 +25,7 @@ extension Deliverer {
     for row in table.rows where !table.has(.removed, row) && !table.has(.leased, row) && !table.has(.dead, row) {
       visited += 1
       if visited > 2048 || picked.count >= cap { break }
+      guard store.items.wellFormed(row) else { continue }
       let seq = table.seqs[row]
       guard table.has(.hasUser, row), let key = userKey(seq: seq) else {
         noIdentifier.append((seq, "no_identifier"))

@@ -25,7 +25,7 @@ package enum Status: RPCMethod {
       JSONMember("journalBytes", .int(facts.journalBytes)),
       JSONMember("fsync", .string(service.config.fsync.rawValue)),
       JSONMember("lease", service.store.leases.first { $0.origin == .flush }.map { leaseJSON($0) } ?? .null),
-      JSONMember("recovery", .array(facts.recovery)),
+      JSONMember("recovery", .array(facts.recovery + service.store.notices)),
       JSONMember("deadLetters", .int(Int64(store.deadCount))),
       JSONMember("delivery", service.delivery?.statusJSON ?? .null),
     ])

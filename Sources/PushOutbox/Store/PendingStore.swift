@@ -67,12 +67,14 @@ package final class PendingStore {
   /// Appends an item with a seq above every held one.
   package func append(
     seq: UInt64, id: ItemID, kind: ItemKind, savedAt: Int64, deliveryCount: UInt32 = 0, hasUser: Bool,
-    body: UnsafeRawBufferPointer
+    body: UnsafeRawBufferPointer, verified: Bool = true
   ) {
     let location = id.client.withUnsafeBytes { arena.append($0, body) }
+    var flags: ItemTable.Flags = hasUser ? .hasUser : []
+    if verified { flags.insert(.verified) }
     table.append(
       seq: seq, savedAt: savedAt, location: location, length: body.count, id: id, kind: kind,
-      flags: hasUser ? .hasUser : [], deliveries: deliveryCount)
+      flags: flags, deliveries: deliveryCount)
     if seq >= nextSeq { nextSeq = seq + 1 }
     bytes += PendingItem.byteCount(body: body.count, clientID: id.clientLength)
     counts[Int(kind.rawValue)] += 1
@@ -131,6 +133,7 @@ package final class PendingStore {
   package func firstAvailable(max: Int, skipped: inout [Int], where eligible: (Int) -> Bool) -> [Int] {
     var picked: [Int] = []
     for row in table.rows where !table.has(.removed, row) && !table.has(.leased, row) && !table.has(.dead, row) {
+      guard wellFormed(row) else { continue }
       guard eligible(row) else {
         skipped.append(row)
         continue
@@ -139,6 +142,36 @@ package final class PendingStore {
       if picked.count == max { break }
     }
     return picked
+  }
+
+  /// Seqs of loaded items whose bodies turned out not to be JSON members (a crafted record with a
+  /// valid checksum); the store removes them at its next commit. They are never written out.
+  package private(set) var malformed: [UInt64] = []
+
+  /// True when the row's body may be written out as it is: saved here, or loaded and checked now.
+  package func wellFormed(_ row: Int) -> Bool {
+    if table.has(.verified, row) { return true }
+    let body = self.body(row: row)
+    var text: [UInt8] = [UInt8(ascii: "{")]
+    if let first = body.first {
+      guard first == UInt8(ascii: ",") else { return reject(row) }
+      text.append(contentsOf: body.dropFirst())
+    }
+    text.append(UInt8(ascii: "}"))
+    guard case .object? = try? JSONReader.parse(text, maxDepth: 1000) else { return reject(row) }
+    table.set(.verified, true, row)
+    return true
+  }
+
+  private func reject(_ row: Int) -> Bool {
+    malformed.append(table.seqs[row])
+    return false
+  }
+
+  /// Hands over the malformed seqs found so far.
+  package func takeMalformed() -> [UInt64] {
+    defer { malformed.removeAll() }
+    return malformed
   }
 
   // MARK: - Changing
@@ -213,6 +246,7 @@ package final class PendingStore {
     var rows: [Int] = []
     guard deadCount > 0 else { return rows }
     for row in table.rows where !table.has(.removed, row) && table.has(.dead, row) {
+      guard wellFormed(row) else { continue }
       rows.append(row)
       if rows.count == max { break }
     }

@@ -176,7 +176,7 @@ package struct Recovery {
       guard record.seq >= store.items.nextSeq else { return true }  // a repeat of a seq already held
       store.items.append(
         seq: record.seq, id: item.id, kind: item.kind, savedAt: item.savedAt, deliveryCount: item.deliveries,
-        hasUser: item.hasUser, body: item.body)
+        hasUser: item.hasUser, body: item.body, verified: false)
     case .remove:
       var cursor = PayloadCursor(record.payload)
       guard let seqs = cursor.seqs() else { return false }

@@ -18,6 +18,8 @@ package final class Store {
   package private(set) var finished: [String] = []
   /// Seqs saved since the last commit (the newest held); taken back if the commit fails.
   private var uncommitted: [UInt64] = []
+  /// Problems found in stored data after start-up (`status.recovery` lists them with recovery's).
+  package private(set) var notices: [JSONValue] = []
   /// Bumped by every change; the disk layer compares it to decide whether it is dirty.
   package private(set) var version: UInt64 = 0
   var journal: Journal?
@@ -55,6 +57,16 @@ package final class Store {
   /// out of memory and off the file, and the error says why; nothing else changes.
   package func commit() -> FileError? {
     defer { uncommitted.removeAll(keepingCapacity: true) }
+    let malformed = items.takeMalformed()
+    if !malformed.isEmpty {
+      let message = "\(malformed.count) stored items were not well-formed JSON and were dropped (seqs \(malformed.prefix(10)))"
+      Log.stderr("push-outbox: error: " + message)
+      notices.append(.object([
+        JSONMember("code", .string("malformedItemDropped")), JSONMember("message", .string(message)),
+        JSONMember("seqs", .array(malformed.prefix(100).map { .int(Int64($0)) })),
+      ]))
+      remove(malformed)
+    }
     guard let journal, journal.hasPendingRecords else { return nil }
     do {
       try journal.commit()
