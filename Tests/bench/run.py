@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """The push-outbox benchmark suite (issue 8, "The benchmark"): one command, every figure in one run.
 
-    swift build -c release --static-swift-stdlib      # the build this suite expects
+    PUSH_OUTBOX_BIN=$(bash .ci/build-static) python3 Tests/bench/run.py   # the build this suite expects
     python3 Tests/bench/run.py [--json FILE] [--requests 1000000] [--runs 3] [--cold-runs 20]
     python3 Tests/bench/run.py --smoke                  # every section at tiny sizes (CI)
 
-The binary is $PUSH_OUTBOX_BIN, else .build/release/push-outbox. Node (for its baseline) is optional.
+The binary is $PUSH_OUTBOX_BIN (the self-contained release build of .ci/build-static), else
+.build-static/release/push-outbox, else .build/release/push-outbox. Node (for its baseline) is optional.
 On Linux, --static-swift-stdlib leaves only libc, libm, libstdc++ and libgcc_s dynamic (ldd; the header
 prints them); adding -Xswiftc -static-executable links everything and about halves the cold start.
 Sections, on the realistic mix (saveCustomEvent with a `user` on every line) unless named otherwise:
@@ -46,7 +47,9 @@ OPTIONAL = ["instructions"]
 
 class Context:
     def __init__(self, args, work):
-        self.binary = os.path.abspath(os.environ.get("PUSH_OUTBOX_BIN", os.path.join(ROOT, ".build/release/push-outbox")))
+        static = os.path.join(ROOT, ".build-static/release/push-outbox")
+        default = static if os.path.exists(static) else os.path.join(ROOT, ".build/release/push-outbox")
+        self.binary = os.path.abspath(os.environ.get("PUSH_OUTBOX_BIN", default))
         self.node = shutil.which("node") if not args.no_node else None
         self.python = sys.executable
         self.work = work
