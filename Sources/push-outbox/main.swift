@@ -1,4 +1,11 @@
 import PushOutbox
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
 
 // The executable: parse the command line, open the store, serve stdin until it ends.
 // Every start-up failure is one line on stderr AND one JSON-RPC error line with `id: null` on stdout.

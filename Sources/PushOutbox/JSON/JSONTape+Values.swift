@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
 // Reading values out of a tape: typed scalars, decoded strings, byte comparison, `JSONValue`
 // trees with exact capacities, and compact JSON written from the nodes.
 extension JSONTape {

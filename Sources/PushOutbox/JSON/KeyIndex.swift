@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
 /// Duplicate-key detection for the object being read: a linear scan while it has at most 16
 /// keys, then an open-addressing table of key node indices. Keys are equal when their decoded
 /// code points are equal (`"\u00c5"` and `"A\u030a"` are two keys; so are `"K"` and the Kelvin sign).

@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
 /// `push-outbox deliver [FLAGS]`: a one-shot for pipelines and cron. Opens the store (same flags,
 /// same directory), delivers everything deliverable, prints one summary line on stderr (and a line
 /// per pass when stderr is a terminal), and exits 0 when nothing is left retrying, 1 otherwise.

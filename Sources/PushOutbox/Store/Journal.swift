@@ -1,4 +1,11 @@
 import Dispatch
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
 
 /// Durability of each journal write (see README "Durability").
 package enum FsyncPolicy: String, Sendable, CaseIterable {

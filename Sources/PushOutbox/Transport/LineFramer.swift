@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
 /// One framed input line, or the news that a line was too long and was dropped.
 package enum FramedLine {
   /// The line's bytes without `\n`, a trailing `\r` or a leading BOM. Valid only inside the callback.
