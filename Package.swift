@@ -9,9 +9,9 @@ let settings: [SwiftSetting] = [
 // CRC-32C in hardware on x86-64 (the SSE4.2 `crc32` instruction, in every x86-64 CPU since 2008):
 // it checks every journal record written and read. Other CPUs use the table-driven code.
 #if arch(x86_64)
-  let crcSettings: [SwiftSetting] = [.unsafeFlags(["-Xcc", "-msse4.2"])]
+let crcSettings: [SwiftSetting] = [.unsafeFlags(["-Xcc", "-msse4.2"])]
 #else
-  let crcSettings: [SwiftSetting] = []
+let crcSettings: [SwiftSetting] = []
 #endif
 
 // Release builds leave exclusivity to the compiler's static checks: the runtime's per-access

@@ -1,10 +1,11 @@
 import PushOutbox
+
 #if canImport(Glibc)
-  import Glibc
+import Glibc
 #elseif canImport(Musl)
-  import Musl
+import Musl
 #elseif canImport(Darwin)
-  import Darwin
+import Darwin
 #endif
 
 // The executable: parse the command line, open the store, serve stdin until it ends.

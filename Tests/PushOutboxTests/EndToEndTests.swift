@@ -12,10 +12,12 @@ import Testing
   }
 
   @Test func stdoutCarriesOnlyJSONResponseLines() throws {
-    let input = [
-      Self.request(1, "saveCustomEvent", #"{"name":"a","properties":{"s":"x\u2028y"}}"#), "garbage", "", "[]",
-      #"{"jsonrpc":"2.0","method":"status"}"#, Self.request(2, "flushPending"), "[1,{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"status\"}]",
-    ].joined(separator: "\n") + "\n"
+    let input =
+      [
+        Self.request(1, "saveCustomEvent", #"{"name":"a","properties":{"s":"x\u2028y"}}"#), "garbage", "", "[]",
+        #"{"jsonrpc":"2.0","method":"status"}"#, Self.request(2, "flushPending"),
+        "[1,{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"status\"}]",
+      ].joined(separator: "\n") + "\n"
     let run = try runBinary(Self.fixed + ["--log-level", "debug"], input: Array(input.utf8))
     #expect(run.status == 0)
     let output = lines(run.stdout)
@@ -63,7 +65,8 @@ import Testing
 
   @Test func anOverlongLineGetsOneErrorAndTheNextLineIsServed() throws {
     let long = Self.request(1, "parsePayload", #"{"payload":{"x":"\#(String(repeating: "y", count: 5000))"}}"#)
-    let run = try runBinary(Self.fixed + ["--max-line-bytes", "1000"], input: Array((long + "\n" + Self.request(2, "status") + "\n").utf8))
+    let run = try runBinary(
+      Self.fixed + ["--max-line-bytes", "1000"], input: Array((long + "\n" + Self.request(2, "status") + "\n").utf8))
     let replies = try lines(run.stdout).map { try JSONReader.parse($0) }
     #expect(replies.count == 2)
     #expect(replies.first?.at("error.code") == .int(-32700))

@@ -18,7 +18,8 @@ import Testing
     #"{"name":"a","properties":{"x":{"y":1}}}"#, #"{"name":"a","properties":{"time":1}}"#,
     #"{"name":"a","properties":{"event_name":1}}"#, #"{"name":"a","properties":{"$x":1}}"#,
     #"{"name":"a","properties":{"":1}}"#, #"{"name":"a","properties":{"x":1,"x":2}}"#,
-    #"{"name":"a","properties":{"x":["2026-01-02T03:04:05Z"]}}"#, #"{"name":"a","properties":{"x":"2026-01-02T03:04:05Z"}}"#,
+    #"{"name":"a","properties":{"x":["2026-01-02T03:04:05Z"]}}"#,
+    #"{"name":"a","properties":{"x":"2026-01-02T03:04:05Z"}}"#,
     #"{"name":"a","properties":{"x":-0,"y":1e999,"z":123456789012345678901234567890}}"#,
     #"{"name":"a","properties":{"x":01}}"#, #"{"name":"a","properties":{"x":"\u00e9"}}"#,
     "{\"name\":\"a\",\"properties\":{\"x\":\"\u{e9}\"}}", "{\"name\":\"a\",\"properties\":{\"x\":\"\u{2028}\"}}",
@@ -86,7 +87,9 @@ import Testing
 
   /// Every journal segment's bytes, in name order.
   static func journalBytes(_ store: URL) -> [UInt8] {
-    let names = ((try? FileManager.default.contentsOfDirectory(atPath: store.path)) ?? []).filter { $0.hasPrefix("segment.") }
+    let names = ((try? FileManager.default.contentsOfDirectory(atPath: store.path)) ?? []).filter {
+      $0.hasPrefix("segment.")
+    }
     return names.sorted().flatMap { (try? [UInt8](Data(contentsOf: store.appendingPathComponent($0)))) ?? [] }
   }
 

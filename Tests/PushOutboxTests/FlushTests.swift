@@ -51,7 +51,8 @@ import Testing
   @Test func releaseAndUnknownIds() throws {
     let server = InProcessServer()
     try save(server, "x")
-    let flushId = try #require(try server.request("flushPending", #"{"leaseMs":60000}"#).at("result.flushId")?.stringValue)
+    let flushId = try #require(
+      try server.request("flushPending", #"{"leaseMs":60000}"#).at("result.flushId")?.stringValue)
     #expect(try server.request("releaseFlush", #"{"flushId":"\#(flushId)"}"#).at("result.released") == .int(1))
     #expect(try server.request("releaseFlush", #"{"flushId":"\#(flushId)"}"#).at("error.code") == .int(-32004))
     #expect(try server.request("ackFlush", #"{"flushId":"nope"}"#).at("error.code") == .int(-32004))
@@ -140,7 +141,8 @@ import Testing
   @Test func laterUserAttributeSupersedesEarlier() throws {
     let server = InProcessServer()
     for (n, city) in ["Paris", "Lyon"].enumerated() {
-      _ = try server.request("saveUserAttribute", #"{"field":"home_city","value":"\#(city)","user":{"externalId":"u"}}"#, id: n)
+      _ = try server.request(
+        "saveUserAttribute", #"{"field":"home_city","value":"\#(city)","user":{"externalId":"u"}}"#, id: n)
     }
     let items = try server.request("flushPending", #"{"leaseMs":1000}"#).at("result.items")?.arrayValue ?? []
     #expect(items.map { $0["superseded"] } == [.bool(true), nil])

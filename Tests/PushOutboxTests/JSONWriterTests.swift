@@ -10,14 +10,17 @@ import Testing
     (.int(-9_223_372_036_854_775_808), "-9223372036854775808"),
     (.number("1.50"), "1.50"),
     (.double(3), "3.0"),
-    (.object([JSONMember("z", .int(1)), JSONMember("a", .array([.null, .bool(false)]))]), #"{"z":1,"a":[null,false]}"#),
+    (
+      .object([JSONMember("z", .int(1)), JSONMember("a", .array([.null, .bool(false)]))]), #"{"z":1,"a":[null,false]}"#
+    ),
   ])
   func writesCompactExactJSON(value: JSONValue, expected: String) {
     #expect(value.jsonText == expected)
   }
 
   @Test func outputHasNoRawLineBreaks() {
-    let value = JSONValue.string((0..<0x30).map { String(UnicodeScalar(UInt8($0))) }.joined() + "\u{2028}\u{2029}\u{85}")
+    let value = JSONValue.string(
+      (0..<0x30).map { String(UnicodeScalar(UInt8($0))) }.joined() + "\u{2028}\u{2029}\u{85}")
     let bytes = value.jsonBytes
     #expect(!bytes.contains(0x0A) && !bytes.contains(0x0D))
     #expect(!String(decoding: bytes, as: UTF8.self).contains("\u{2028}"))

@@ -30,7 +30,8 @@ import Testing
   private static func identifiers(_ file: URL) throws -> Set<String> {
     let raw = try String(contentsOf: file, encoding: .utf8)
     let literal = try NSRegularExpression(pattern: #""(?:[^"\\\n]|\\.)*""#)
-    let text = literal.stringByReplacingMatches(in: raw, range: NSRange(raw.startIndex..., in: raw), withTemplate: "\"\"")
+    let text = literal.stringByReplacingMatches(
+      in: raw, range: NSRange(raw.startIndex..., in: raw), withTemplate: "\"\"")
     let code = text.split(separator: "\n").map { line -> Substring in
       guard let comment = line.range(of: "//") else { return line }
       return line[..<comment.lowerBound]

@@ -10,7 +10,8 @@ import Testing
   }
 
   func flushAll(store: URL) throws -> [JSONValue] {
-    let run = try runBinary(["--store", store.path], input: Array((EndToEndTests.request(1, "flushPending") + "\n").utf8))
+    let run = try runBinary(
+      ["--store", store.path], input: Array((EndToEndTests.request(1, "flushPending") + "\n").utf8))
     #expect(run.status == 0, "\(run.stderr)")
     let reply = try JSONReader.parse(try #require(lines(run.stdout).first))
     return reply.at("result.items")?.arrayValue ?? []
@@ -110,7 +111,9 @@ import Testing
   @Test func corruptSnapshotStopsStartupAndIsLeftUntouched() throws {
     let store = Paths.temporaryDirectory()
     let file = store.appendingPathComponent("snapshot.json")
-    try Data("{\"format\":\"push-outbox-snapshot\",\"version\":1,\"coversSeq\":1,\"nextSeq\":2,\"items\":1}\n{\"id\":".utf8).write(to: file)
+    try Data(
+      "{\"format\":\"push-outbox-snapshot\",\"version\":1,\"coversSeq\":1,\"nextSeq\":2,\"items\":1}\n{\"id\":".utf8
+    ).write(to: file)
     let before = try Data(contentsOf: file)
     let run = try runBinary(["--store", store.path], input: Array((EndToEndTests.request(1, "status") + "\n").utf8))
     #expect(run.status == 1)

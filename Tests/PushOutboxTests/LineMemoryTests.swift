@@ -41,9 +41,19 @@ import Testing
 
   static let hostile: [(String, [UInt8])] = [
     ("a batch of empty objects", line("[", "{},", "]")),
-    ("params holding an array of zeros", line(#"{"jsonrpc":"2.0","id":1,"method":"parsePayload","params":{"payload":["#, "0,", "]}}")),
-    ("params holding an array of empty objects", line(#"{"jsonrpc":"2.0","id":1,"method":"parsePayload","params":{"payload":["#, "{},", "]}}")),
-    ("event properties holding an array", line(#"{"jsonrpc":"2.0","id":1,"method":"saveCustomEvent","params":{"name":"a","properties":{"x":["#, "1,", "]}}}")),
+    (
+      "params holding an array of zeros",
+      line(#"{"jsonrpc":"2.0","id":1,"method":"parsePayload","params":{"payload":["#, "0,", "]}}")
+    ),
+    (
+      "params holding an array of empty objects",
+      line(#"{"jsonrpc":"2.0","id":1,"method":"parsePayload","params":{"payload":["#, "{},", "]}}")
+    ),
+    (
+      "event properties holding an array",
+      line(
+        #"{"jsonrpc":"2.0","id":1,"method":"saveCustomEvent","params":{"name":"a","properties":{"x":["#, "1,", "]}}}")
+    ),
   ]
 
   @Test(arguments: hostile.indices)

@@ -38,7 +38,9 @@ import Testing
     let run = try runBinary(Transcript.baseArguments + transcript.arguments, input: transcript.input)
     #expect(run.status == 0, "\(run.stderr)")
     let actual = try lines(run.stdout).map { try JSONReader.parse($0, maxDepth: 1000) }
-    #expect(actual.count == transcript.expected.count, "\(name): \(actual.count) replies, expected \(transcript.expected.count)")
+    #expect(
+      actual.count == transcript.expected.count,
+      "\(name): \(actual.count) replies, expected \(transcript.expected.count)")
     for (n, (got, want)) in zip(actual, transcript.expected).enumerated() {
       #expect(got == want, "\(name) reply \(n + 1): got \(got.jsonText)")
     }

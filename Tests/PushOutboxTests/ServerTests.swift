@@ -54,7 +54,8 @@ import Testing
 
   @Test func batchesKeepOrderAndAnswerInvalidMembersInPlace() throws {
     let replies = InProcessServer().send(
-      #"[{"jsonrpc":"2.0","id":1,"method":"status"},{"jsonrpc":"2.0","method":"status"},1,{"foo":"boo"},{"jsonrpc":"2.0","id":"x","method":"nope"},[],{"jsonrpc":"2.0","id":1,"method":"status"}]"#)
+      #"[{"jsonrpc":"2.0","id":1,"method":"status"},{"jsonrpc":"2.0","method":"status"},1,{"foo":"boo"},{"jsonrpc":"2.0","id":"x","method":"nope"},[],{"jsonrpc":"2.0","id":1,"method":"status"}]"#
+    )
     #expect(replies.count == 1)
     let batch = try JSONReader.parse(replies[0]).arrayValue ?? []
     #expect(batch.count == 6)
@@ -91,10 +92,12 @@ import Testing
     _ = try server.request("saveCustomEvent", #"{"name":"e","properties":{"one":1,"yes":true,"half":0.5,"float":1.0}}"#)
     let flushed = try server.request("flushPending")
     let properties = flushed.at("result.items.0.properties")
-    #expect(properties == .object([
-      JSONMember("one", .int(1)), JSONMember("yes", .bool(true)), JSONMember("half", .number("0.5")),
-      JSONMember("float", .number("1.0")),
-    ]))
+    #expect(
+      properties
+        == .object([
+          JSONMember("one", .int(1)), JSONMember("yes", .bool(true)), JSONMember("half", .number("0.5")),
+          JSONMember("float", .number("1.0")),
+        ]))
   }
 
   @Test func savesAnswerIdSeqAndPending() throws {

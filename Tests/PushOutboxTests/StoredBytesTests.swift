@@ -50,7 +50,8 @@ import Testing
     let params = #"{"name":"n\u00e9","properties":{"a":[1,"x"]},"user":{"alias":{"label":"l","name":"n"}}}"#
     let server = InProcessServer()
     #expect(try server.request("saveCustomEvent", params)["result"] != nil)
-    let body = try #require(server.service.store.items.firstSeq.flatMap { server.service.store.items.item(seq: $0) }?.body)
+    let body = try #require(
+      server.service.store.items.firstSeq.flatMap { server.service.store.items.item(seq: $0) }?.body)
     let expected =
       #","user":{"alias":{"name":"n","label":"l"}},"name":"né","properties":{"a":[1,"x"]},"time":"2026-01-01T00:00:00.000Z""#
     #expect(String(decoding: body, as: UTF8.self) == expected)

@@ -95,7 +95,8 @@ import Testing
 
   @Test func namesFromTablesMatchOnlyTheirOwnBytes() throws {
     let server = InProcessServer()
-    let country = try server.request("saveUserAttribute", #"{"field":"country","value":"\u212ae","user":{"externalId":"u"}}"#)
+    let country = try server.request(
+      "saveUserAttribute", #"{"field":"country","value":"\u212ae","user":{"externalId":"u"}}"#)
     #expect(country.at("error.data.errors.0.code") == .string("invalid_country"))
     let op = try server.request("saveCustomAttribute", #"{"key":"k","op":"\u212a","value":1}"#)
     #expect(op.at("error.code") == .int(-32602))

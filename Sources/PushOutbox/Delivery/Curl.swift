@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The system's libcurl, loaded with `dlopen` the first time delivery needs it (never at start-up),
 /// its functions called through `@convention(c)` pointers, so no headers or link flags are needed.
 ///
@@ -9,11 +17,11 @@ final class Curl: @unchecked Sendable {
   typealias Handle = UnsafeMutableRawPointer
   typealias Callback = @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int
   #if os(macOS) && arch(arm64)
-    typealias SetOpt = @convention(c) (Handle, Int32, Int, Int, Int, Int, Int, Int, UnsafeRawPointer?) -> Int32
-    typealias GetInfo = @convention(c) (Handle, Int32, Int, Int, Int, Int, Int, Int, UnsafeMutableRawPointer?) -> Int32
+  typealias SetOpt = @convention(c) (Handle, Int32, Int, Int, Int, Int, Int, Int, UnsafeRawPointer?) -> Int32
+  typealias GetInfo = @convention(c) (Handle, Int32, Int, Int, Int, Int, Int, Int, UnsafeMutableRawPointer?) -> Int32
   #else
-    typealias SetOpt = @convention(c) (Handle, Int32, UnsafeRawPointer?) -> Int32
-    typealias GetInfo = @convention(c) (Handle, Int32, UnsafeMutableRawPointer?) -> Int32
+  typealias SetOpt = @convention(c) (Handle, Int32, UnsafeRawPointer?) -> Int32
+  typealias GetInfo = @convention(c) (Handle, Int32, UnsafeMutableRawPointer?) -> Int32
   #endif
 
   let easyInit: @convention(c) () -> Handle?
@@ -41,16 +49,17 @@ final class Curl: @unchecked Sendable {
     setopt = try symbol("curl_easy_setopt", SetOpt.self)
     getinfo = try symbol("curl_easy_getinfo", GetInfo.self)
     slistAppend = try symbol(
-      "curl_slist_append", (@convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>) -> UnsafeMutableRawPointer?).self)
+      "curl_slist_append",
+      (@convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>) -> UnsafeMutableRawPointer?).self)
     slistFree = try symbol("curl_slist_free_all", (@convention(c) (UnsafeMutableRawPointer?) -> Void).self)
     guard globalInit(3) == 0 else { throw .transport("curl_global_init failed") }  // CURL_GLOBAL_ALL
   }
 
   private static func load() -> Result<Curl, DeliveryFailure> {
     #if canImport(Darwin)
-      let names = ["libcurl.4.dylib", "/usr/lib/libcurl.4.dylib"]
+    let names = ["libcurl.4.dylib", "/usr/lib/libcurl.4.dylib"]
     #else
-      let names = ["libcurl.so.4", "libcurl-gnutls.so.4"]
+    let names = ["libcurl.so.4", "libcurl-gnutls.so.4"]
     #endif
     for name in names {
       guard let library = dlopen(name, RTLD_NOW | RTLD_LOCAL) else { continue }
@@ -61,9 +70,9 @@ final class Curl: @unchecked Sendable {
 
   func set(_ handle: Handle, _ option: Int32, _ value: UnsafeRawPointer?) -> Int32 {
     #if os(macOS) && arch(arm64)
-      setopt(handle, option, 0, 0, 0, 0, 0, 0, value)
+    setopt(handle, option, 0, 0, 0, 0, 0, 0, value)
     #else
-      setopt(handle, option, value)
+    setopt(handle, option, value)
     #endif
   }
 
@@ -73,9 +82,9 @@ final class Curl: @unchecked Sendable {
 
   func info(_ handle: Handle, _ item: Int32, _ out: UnsafeMutableRawPointer) -> Int32 {
     #if os(macOS) && arch(arm64)
-      getinfo(handle, item, 0, 0, 0, 0, 0, 0, out)
+    getinfo(handle, item, 0, 0, 0, 0, 0, 0, out)
     #else
-      getinfo(handle, item, out)
+    getinfo(handle, item, out)
     #endif
   }
 

@@ -9,7 +9,8 @@ extension Deliverer {
     switch verdict {
     case .delivered(let dead):
       let delivered = batch.seqs.filter { dead[$0] == nil }
-      store.settle(completion.flushId, delivered: delivered, dead: dead.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+      store.settle(
+        completion.flushId, delivered: delivered, dead: dead.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
       stats.delivered += delivered.count
       stats.deadLettered += dead.count
       stats.retrying.subtract(batch.seqs)

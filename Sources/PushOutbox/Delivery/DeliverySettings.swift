@@ -50,7 +50,9 @@ package struct DeliverySettings: Sendable {
 private func isLoopbackIPv4(_ host: Substring) -> Bool {
   let parts = host.split(separator: ".", omittingEmptySubsequences: false)
   guard parts.count == 4, parts[0] == "127" else { return false }
-  return parts.allSatisfy { part in part.count <= 3 && !part.isEmpty && part.allSatisfy(\.isASCII) && Int(part).map { $0 <= 255 } == true }
+  return parts.allSatisfy { part in
+    part.count <= 3 && !part.isEmpty && part.allSatisfy(\.isASCII) && Int(part).map { $0 <= 255 } == true
+  }
 }
 
 /// `N/S`: at most N requests in any S seconds.

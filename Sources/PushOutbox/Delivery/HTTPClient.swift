@@ -100,7 +100,9 @@ private let onBody: Curl.Callback = { data, size, count, user in
   let sink = Unmanaged<ResponseSink>.fromOpaque(user).takeUnretainedValue()
   let n = size * count
   guard sink.body.count + n <= 1 << 20 else { return 0 }  // Braze answers are small; refuse a flood
-  data.withMemoryRebound(to: UInt8.self, capacity: n) { sink.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: n)) }
+  data.withMemoryRebound(to: UInt8.self, capacity: n) {
+    sink.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: n))
+  }
   return n
 }
 
@@ -108,7 +110,9 @@ private let onHeader: Curl.Callback = { data, size, count, user in
   guard let data, let user else { return 0 }
   let sink = Unmanaged<ResponseSink>.fromOpaque(user).takeUnretainedValue()
   let n = size * count
-  let line = data.withMemoryRebound(to: UInt8.self, capacity: n) { String(decoding: UnsafeBufferPointer(start: $0, count: n), as: UTF8.self) }
+  let line = data.withMemoryRebound(to: UInt8.self, capacity: n) {
+    String(decoding: UnsafeBufferPointer(start: $0, count: n), as: UTF8.self)
+  }
   if line.hasPrefix("HTTP/") { sink.headers.removeAll() }  // a new response (after 100 Continue)
   if let colon = line.firstIndex(of: ":") {
     let name = line[..<colon].lowercased()
@@ -123,7 +127,8 @@ extension StringProtocol {
   func trimmedSpace() -> String {
     let bytes = Array(utf8)
     let isSpace = { (b: UInt8) in b == 0x20 || b == 0x09 || b == 0x0D || b == 0x0A }
-    guard let start = bytes.firstIndex(where: { !isSpace($0) }), let end = bytes.lastIndex(where: { !isSpace($0) }) else {
+    guard let start = bytes.firstIndex(where: { !isSpace($0) }), let end = bytes.lastIndex(where: { !isSpace($0) })
+    else {
       return ""
     }
     return String(decoding: bytes[start...end], as: UTF8.self)

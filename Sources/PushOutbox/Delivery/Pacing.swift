@@ -45,5 +45,9 @@ final class Inbox<Value: Sendable>: Sendable {
 
   func put(_ value: Value) { values.withLock { $0.append(value) } }
 
-  func takeAll() -> [Value] { values.withLock { all in defer { all.removeAll() }; return all } }
+  func takeAll() -> [Value] {
+    values.withLock { all in
+      defer { all.removeAll() }; return all
+    }
+  }
 }

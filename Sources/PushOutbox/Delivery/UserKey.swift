@@ -25,7 +25,13 @@ enum UserKey {
     for index in prefix.count..<body.count {
       let byte = body[index]
       if inString {
-        if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+        if escaped {
+          escaped = false
+        } else if byte == UInt8(ascii: "\\") {
+          escaped = true
+        } else if byte == UInt8(ascii: "\"") {
+          inString = false
+        }
         continue
       }
       switch byte {

@@ -39,7 +39,9 @@ package enum UsersTrack {
     _ items: [PendingItem], superseded: Set<UInt64>, defaultUser: UserIdentifier?, limit: Int,
     mode: TrackBatchMode = .combined
   ) -> [JSONValue] {
-    batches(items, superseded: superseded, defaultUser: defaultUser, limit: limit, mode: mode).filter { $0.objectCount > 0 }.map(\.body)
+    batches(items, superseded: superseded, defaultUser: defaultUser, limit: limit, mode: mode).filter {
+      $0.objectCount > 0
+    }.map(\.body)
   }
 
   /// The bodies with the seqs behind each object. Items with no identifier (and no default user) are left out.
@@ -120,7 +122,8 @@ extension Array where Element == PendingItem {
     var keys: [UInt64: ByteKey] = [:]
     for item in self where item.kind == .userAttribute {
       let members = item.members
-      let key = ByteKey((members["user"].map(UserIdentifier.key) ?? "") + "\u{0}" + (members["field"]?.stringValue ?? ""))
+      let key = ByteKey(
+        (members["user"].map(UserIdentifier.key) ?? "") + "\u{0}" + (members["field"]?.stringValue ?? ""))
       latest[key] = item.seq
       keys[item.seq] = key
     }

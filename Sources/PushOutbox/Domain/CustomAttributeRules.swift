@@ -56,7 +56,8 @@ package enum CustomAttributeRules {
             extra: [JSONMember("min", .int(.min)), JSONMember("max", .int(.max))]))
         return value
       }
-      issues.error("value", "wrong_type", "op inc takes an integer (Braze increments only integers), not \(value.typeName)")
+      issues.error(
+        "value", "wrong_type", "op inc takes an integer (Braze increments only integers), not \(value.typeName)")
       return value
     case .add, .remove:
       guard case .array(let items) = value else {
@@ -65,7 +66,9 @@ package enum CustomAttributeRules {
       }
       return .array(stringArray(items, limits: limits, issues: &issues))
     case .unset:
-      if !value.isNull { issues.error("value", "wrong_type", "op unset takes null (or no value), not \(value.typeName)") }
+      if !value.isNull {
+        issues.error("value", "wrong_type", "op unset takes null (or no value), not \(value.typeName)")
+      }
       return .null
     }
   }
@@ -74,10 +77,14 @@ package enum CustomAttributeRules {
     if key.isEmpty {
       issues.error("key", "key_empty", "the attribute key must not be empty")
     } else if !TextLimit.fits(key) {
-      issues.error("key", "key_too_long", "the key has \(TextLimit.characterCount(key)) characters; Braze allows at most \(TextLimit.maxCharacters)")
+      issues.error(
+        "key", "key_too_long",
+        "the key has \(TextLimit.characterCount(key)) characters; Braze allows at most \(TextLimit.maxCharacters)")
     }
     if key.isASCII, UserField(rawValue: key) != nil {
-      issues.error("key", "reserved_user_field", "\"\(key)\" is a default Braze user field; use saveUserAttribute with field \"\(key)\"")
+      issues.error(
+        "key", "reserved_user_field",
+        "\"\(key)\" is a default Braze user field; use saveUserAttribute with field \"\(key)\"")
     } else if key.isASCII, reservedOperators.contains(key) {
       issues.error("key", "reserved_key", "\"\(key)\" is a reserved Braze operator")
     } else if key.isASCII, reservedKeys.contains(key) {
@@ -92,7 +99,9 @@ package enum CustomAttributeRules {
     case .bool, .int, .number:
       break
     case .string(let s):
-      if let cut = TextLimit.checkValue(s, path: { "value" }, policy: limits.strings, issues: &issues) { return .string(cut) }
+      if let cut = TextLimit.checkValue(s, path: { "value" }, policy: limits.strings, issues: &issues) {
+        return .string(cut)
+      }
     case .array(let items):
       if items.allSatisfy({ $0.objectValue != nil }) && !items.isEmpty {
         return NestedAttribute.check(value, path: "value", limits: limits, issues: &issues)
@@ -110,20 +119,28 @@ package enum CustomAttributeRules {
     var result = items
     for i in items.indices {
       guard case .string(let s) = items[i] else {
-        issues.error(joinPath("value", index: i), "invalid_array_element", "array elements must all be strings (or all objects), not \(items[i].typeName)")
+        issues.error(
+          joinPath("value", index: i), "invalid_array_element",
+          "array elements must all be strings (or all objects), not \(items[i].typeName)")
         continue
       }
-      if let cut = TextLimit.checkValue(s, path: { joinPath("value", index: i) }, policy: limits.strings, issues: &issues) {
+      if let cut = TextLimit.checkValue(
+        s, path: { joinPath("value", index: i) }, policy: limits.strings, issues: &issues)
+      {
         result[i] = .string(cut)
       }
     }
     let unique = dedupe(result)
     if unique.count < result.count {
-      issues.warn("value", "array_duplicates_removed", "\(result.count - unique.count) duplicate elements were removed (Braze keeps array elements unique)")
+      issues.warn(
+        "value", "array_duplicates_removed",
+        "\(result.count - unique.count) duplicate elements were removed (Braze keeps array elements unique)")
     }
     let limit = max(0, limits.arrayLimit)
     guard unique.count > limit else { return unique }
-    issues.warn("value", "array_truncated", "the array has \(unique.count) elements; the newest \(limit) were kept (--array-limit)")
+    issues.warn(
+      "value", "array_truncated",
+      "the array has \(unique.count) elements; the newest \(limit) were kept (--array-limit)")
     return Array(unique.suffix(limit))
   }
 

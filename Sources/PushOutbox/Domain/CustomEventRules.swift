@@ -61,7 +61,9 @@ package enum CustomEventRules {
     if truncated { EventValue.writeTruncated(tape, n, into: &out) } else { tape.encode(n, into: &out) }
     let size = out.count - start
     if size > limits.maxPropertiesBytes {
-      issues.error("properties", "properties_too_large", "properties take \(size) bytes as compact JSON; the limit is \(limits.maxPropertiesBytes)")
+      issues.error(
+        "properties", "properties_too_large",
+        "properties take \(size) bytes as compact JSON; the limit is \(limits.maxPropertiesBytes)")
     }
   }
 
@@ -89,7 +91,10 @@ package enum CustomEventRules {
       if name.isEmpty {
         issues.error("name", "name_empty", "the event name must not be empty")
       } else if !TextLimit.fits(name) {
-        issues.error("name", "name_too_long", "the event name has \(TextLimit.characterCount(name)) characters; Braze allows at most \(TextLimit.maxCharacters)")
+        issues.error(
+          "name", "name_too_long",
+          "the event name has \(TextLimit.characterCount(name)) characters; Braze allows at most \(TextLimit.maxCharacters)"
+        )
       }
       if name.first == UInt8(ascii: "$") {
         issues.error("name", "name_dollar_prefix", "the event name must not start with $")
@@ -114,14 +119,18 @@ package enum CustomEventRules {
         return
       }
       if !TextLimit.fits(key) {
-        issues.error(joinPath(parent(), tape.string(k)), "key_too_long", "the key has \(TextLimit.characterCount(key)) characters; Braze allows at most \(TextLimit.maxCharacters)")
+        issues.error(
+          joinPath(parent(), tape.string(k)), "key_too_long",
+          "the key has \(TextLimit.characterCount(key)) characters; Braze allows at most \(TextLimit.maxCharacters)")
       }
       if key.first == UInt8(ascii: "$") {
         issues.error(joinPath(parent(), tape.string(k)), "key_dollar_prefix", "property keys must not start with $")
       }
       if topLevel && (tape.stringEquals(k, "time") || tape.stringEquals(k, "event_name")) {
         let name = tape.string(k)
-        issues.error(joinPath(parent(), name), "reserved_property_key", "\"\(name)\" is reserved by Braze and cannot be a property key")
+        issues.error(
+          joinPath(parent(), name), "reserved_property_key",
+          "\"\(name)\" is reserved by Braze and cannot be a property key")
       }
     }
   }
@@ -154,18 +163,22 @@ enum EventValue {
         defer { i += 1 }
         let index = i
         if tape.isNull(v) || tape.isArray(v) {
-          issues.error(joinPath(path(), index: index), "invalid_array_element", "array elements must be strings, numbers, booleans or objects, not \(tape.typeName(v))")
+          issues.error(
+            joinPath(path(), index: index), "invalid_array_element",
+            "array elements must be strings, numbers, booleans or objects, not \(tape.typeName(v))")
           continue
         }
         if tape.isString(v), tape.withString(v, looksLikeDateTime) {
-          issues.error(joinPath(path(), index: index), "datetime_in_array", "Braze does not support datetimes inside arrays")
+          issues.error(
+            joinPath(path(), index: index), "datetime_in_array", "Braze does not support datetimes inside arrays")
         }
         check(tape, v, path: { joinPath(path(), index: index) }, policy: policy, truncated: &truncated, issues: &issues)
       }
     case UInt8(ascii: "{"):
       for (k, v) in tape.members(n) {
         CustomEventRules.checkKey(tape, k, parent: path, topLevel: false, issues: &issues)
-        check(tape, v, path: { joinPath(path(), tape.string(k)) }, policy: policy, truncated: &truncated, issues: &issues)
+        check(
+          tape, v, path: { joinPath(path(), tape.string(k)) }, policy: policy, truncated: &truncated, issues: &issues)
       }
     default: break
     }
@@ -175,7 +188,9 @@ enum EventValue {
   static func writeTruncated(_ tape: JSONTape, _ n: Int, into out: inout [UInt8]) {
     switch tape.lead(n) {
     case UInt8(ascii: "\""):
-      if tape.withString(n, { TextLimit.fits($0) }) { tape.encode(n, into: &out) } else {
+      if tape.withString(n, { TextLimit.fits($0) }) {
+        tape.encode(n, into: &out)
+      } else {
         out.appendJSONString(TextLimit.truncate(tape.string(n)))
       }
     case UInt8(ascii: "{"):

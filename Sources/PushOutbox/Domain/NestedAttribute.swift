@@ -22,7 +22,9 @@ enum NestedAttribute {
     let result = walk(value, path: { path }, depth: 0, policy: limits.strings, issues: &issues) ?? value
     let size = result.encodedJSONSize
     if size > limits.maxNestedAttributeBytes {
-      issues.error(path, "object_too_large", "the nested attribute takes \(size) bytes as compact JSON; Braze allows \(limits.maxNestedAttributeBytes)")
+      issues.error(
+        path, "object_too_large",
+        "the nested attribute takes \(size) bytes as compact JSON; Braze allows \(limits.maxNestedAttributeBytes)")
     }
     return result
   }
@@ -33,7 +35,8 @@ enum NestedAttribute {
   ) -> JSONValue? {
     switch value {
     case .null:
-      issues.error(path(), "null_in_object", "nested attributes must not hold null (Braze would drop the whole attribute)")
+      issues.error(
+        path(), "null_in_object", "nested attributes must not hold null (Braze would drop the whole attribute)")
     case .bool, .int, .number:
       break
     case .string(let s):
@@ -42,7 +45,9 @@ enum NestedAttribute {
       guard enter(depth, path: path, issues: &issues) else { return nil }
       var replaced: [JSONValue]? = nil
       for i in items.indices {
-        if let v = walk(items[i], path: { joinPath(path(), index: i) }, depth: depth + 1, policy: policy, issues: &issues) {
+        if let v = walk(
+          items[i], path: { joinPath(path(), index: i) }, depth: depth + 1, policy: policy, issues: &issues)
+        {
           if replaced == nil { replaced = items }
           replaced![i] = v
         }
@@ -66,7 +71,9 @@ enum NestedAttribute {
     for i in members.indices {
       let key = members[i].key
       checkKey(key, parent: path, issues: &issues)
-      if let v = walk(members[i].value, path: { joinPath(path(), key) }, depth: depth + 1, policy: policy, issues: &issues) {
+      if let v = walk(
+        members[i].value, path: { joinPath(path(), key) }, depth: depth + 1, policy: policy, issues: &issues)
+      {
         if replaced == nil { replaced = members }
         replaced![i].value = v
       }
@@ -87,10 +94,14 @@ enum NestedAttribute {
       return
     }
     if !TextLimit.fits(key) {
-      issues.error(joinPath(parent(), key), "key_too_long", "the key has \(TextLimit.characterCount(key)) characters; Braze allows at most \(TextLimit.maxCharacters)")
+      issues.error(
+        joinPath(parent(), key), "key_too_long",
+        "the key has \(TextLimit.characterCount(key)) characters; Braze allows at most \(TextLimit.maxCharacters)")
     }
     if key.unicodeScalars.contains(where: { $0 == "." || $0 == "$" || $0.properties.isWhitespace }) {
-      issues.error(joinPath(parent(), key), "invalid_nested_key", "nested keys must not contain spaces, \".\" or \"$\" (dates are written {\"$time\": ISO 8601})")
+      issues.error(
+        joinPath(parent(), key), "invalid_nested_key",
+        "nested keys must not contain spaces, \".\" or \"$\" (dates are written {\"$time\": ISO 8601})")
     }
   }
 
@@ -100,6 +111,8 @@ enum NestedAttribute {
       let ms = ISO8601.parseDateTime(s) ?? (ISO8601.isDate(s) ? ISO8601.parseDateTime(s + "T00:00Z") : nil)
       if let ms, yearRange.contains(ISO8601.year(ms: ms)) { return }
     }
-    issues.error(path(), "invalid_time", "$time must be an ISO 8601 date-time in the years 0–3000 (Braze drops the whole attribute otherwise)")
+    issues.error(
+      path(), "invalid_time",
+      "$time must be an ISO 8601 date-time in the years 0–3000 (Braze drops the whole attribute otherwise)")
   }
 }

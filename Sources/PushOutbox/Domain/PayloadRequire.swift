@@ -72,12 +72,15 @@ enum PayloadRequire {
   private static func fromText(_ s: String, type: PayloadType) -> Outcome {
     let parsed = try? JSONReader.parse(Array(s.utf8))
     switch (type, parsed) {
-    case (.integer, .int?), (.number, .int?), (.number, .number?), (.boolean, .bool?), (.object, .object?), (.array, .array?):
+    case (.integer, .int?), (.number, .int?), (.number, .number?), (.boolean, .bool?), (.object, .object?),
+      (.array, .array?):
       return .ok(parsed!)
     case (.integer, .number(let text)?) where JSONValue.isIntegerText(text):
       return .invalid("\"\(s)\" does not fit a 64-bit integer")
     default:
-      let what = type == .integer ? "an integer" : type == .array ? "an array" : type == .object ? "an object" : "a \(type.rawValue)"
+      let what =
+        type == .integer
+        ? "an integer" : type == .array ? "an array" : type == .object ? "an object" : "a \(type.rawValue)"
       return .invalid("\"\(short(s))\" is not \(what)")
     }
   }

@@ -22,7 +22,9 @@ package enum PushPayload {
   /// Warnings (in the result): `liquid_unrendered`, `empty_required_value`, `braze_id_not_string`,
   /// `braze_id_empty`, `category_not_registered`, `payload_too_large`.
   /// Returns null when the payload is not an object.
-  package static func parse(payload: JSONValue, require: JSONValue?, categories: JSONValue?, issues: inout Issues) -> JSONValue {
+  package static func parse(
+    payload: JSONValue, require: JSONValue?, categories: JSONValue?, issues: inout Issues
+  ) -> JSONValue {
     let specs = PayloadRequire.specs(require, issues: &issues)
     let registered = categoryList(categories, issues: &issues)
     guard let members = object(payload, issues: &issues) else { return .null }
@@ -34,11 +36,13 @@ package enum PushPayload {
     let brazeId = brazeID(members["braze_id"], warnings: &warnings)
     let category = aps["category"]?.stringValue
     if let category, let registered, !registered.contains(where: { sameText($0, category) }) {
-      warnings.append(warning("category_not_registered", nil, "category \"\(category)\" is not among the registered categories"))
+      warnings.append(
+        warning("category_not_registered", nil, "category \"\(category)\" is not among the registered categories"))
     }
     let size = JSONSize.object(members)
     if size > apnsLimit {
-      warnings.append(warning("payload_too_large", nil, "the payload takes \(size) bytes as compact JSON; APNs allows \(apnsLimit)"))
+      warnings.append(
+        warning("payload_too_large", nil, "the payload takes \(size) bytes as compact JSON; APNs allows \(apnsLimit)"))
     }
     return .object([
       JSONMember("braze", .bool(!(ab?.isEmpty ?? true))),
@@ -71,10 +75,12 @@ package enum PushPayload {
         if case .object(let members) = parsed { return members }
         issues.error("payload", "wrong_type", "the payload string must hold a JSON object, not \(parsed.typeName)")
       } catch {
-        issues.error("payload", "invalid_json", "the payload string is not valid JSON: \(error.reason) at byte \(error.offset)")
+        issues.error(
+          "payload", "invalid_json", "the payload string is not valid JSON: \(error.reason) at byte \(error.offset)")
       }
     default:
-      issues.error("payload", "wrong_type", "payload must be an object or a string holding a JSON object, not \(payload.typeName)")
+      issues.error(
+        "payload", "wrong_type", "payload must be an object or a string holding a JSON object, not \(payload.typeName)")
     }
     return nil
   }
@@ -91,7 +97,8 @@ package enum PushPayload {
       if case .string(let s) = item {
         names.insert(s)
       } else {
-        issues.error(joinPath("categories", index: i), "wrong_type", "a category must be a string, not \(item.typeName)")
+        issues.error(
+          joinPath("categories", index: i), "wrong_type", "a category must be a string, not \(item.typeName)")
       }
     }
     return names
@@ -99,7 +106,8 @@ package enum PushPayload {
 
   /// Checks every required key; returns the typed values of those that pass, in `require` order.
   static func requiredValues(
-    _ members: [JSONMember], specs: [(key: String, type: PayloadType)], issues: inout Issues, warnings: inout [JSONValue]
+    _ members: [JSONMember], specs: [(key: String, type: PayloadType)], issues: inout Issues,
+    warnings: inout [JSONValue]
   ) -> [JSONMember] {
     var values: [JSONMember] = []
     for (key, type) in specs {
@@ -124,7 +132,9 @@ package enum PushPayload {
     return values
   }
 
-  private static func requireIssue(_ key: String, _ type: PayloadType, _ code: String, got: JSONValue, _ message: String) -> Issue {
+  private static func requireIssue(
+    _ key: String, _ type: PayloadType, _ code: String, got: JSONValue, _ message: String
+  ) -> Issue {
     Issue(
       path: joinPath("payload", key), code: code, message: message,
       extra: [JSONMember("key", .string(key)), JSONMember("expected", .string(type.rawValue)), JSONMember("got", got)])

@@ -35,7 +35,9 @@ package enum UserFieldRules {
   ) -> (field: UserField, value: JSONValue)? {
     guard field.isASCII, let userField = UserField(rawValue: field) else {
       let allowed = UserField.allCases.map(\.rawValue).joined(separator: ", ")
-      issues.error("field", "unknown_field", "unknown user field \"\(field)\"; allowed: \(allowed) (use saveCustomAttribute for custom keys)")
+      issues.error(
+        "field", "unknown_field",
+        "unknown user field \"\(field)\"; allowed: \(allowed) (use saveCustomAttribute for custom keys)")
       return nil
     }
     switch value {
@@ -62,22 +64,30 @@ package enum UserFieldRules {
     case .phone:
       guard TextLimit.fits(s) else { return tooLong(s, &issues) }
       return phone(s).map(JSONValue.string)
-        ?? invalid("invalid_phone", "phone must be E.164-like: optional +, then 7–15 digits (spaces, -, ., () allowed)", &issues)
+        ?? invalid(
+          "invalid_phone", "phone must be E.164-like: optional +, then 7–15 digits (spaces, -, ., () allowed)", &issues)
     case .gender:
-      return gender(s) ?? invalid("invalid_gender", "gender must be M, F, O, N, P, or u/null for unknown (the string \"nil\" is not null)", &issues)
+      return gender(s)
+        ?? invalid(
+          "invalid_gender", "gender must be M, F, O, N, P, or u/null for unknown (the string \"nil\" is not null)",
+          &issues)
     case .dob:
       return ISO8601.isDate(s) ? .string(s) : invalid("invalid_date", "dob must be a real date YYYY-MM-DD", &issues)
     case .country:
       let upper = asciiCased(s, upper: true)
-      return upper.isASCII && ISOCodes.countries.contains(upper) ? .string(upper) : invalid("invalid_country", "country must be an ISO 3166-1 alpha-2 code such as US", &issues)
+      return upper.isASCII && ISOCodes.countries.contains(upper)
+        ? .string(upper) : invalid("invalid_country", "country must be an ISO 3166-1 alpha-2 code such as US", &issues)
     case .language:
       let lower = asciiCased(s, upper: false)
-      return lower.isASCII && ISOCodes.languages.contains(lower) ? .string(lower) : invalid("invalid_language", "language must be an ISO 639-1 code such as en", &issues)
+      return lower.isASCII && ISOCodes.languages.contains(lower)
+        ? .string(lower) : invalid("invalid_language", "language must be an ISO 639-1 code such as en", &issues)
     case .time_zone:
-      return timeZone(s).map(JSONValue.string) ?? invalid("invalid_time_zone", "time_zone must be an IANA time zone name such as America/New_York", &issues)
+      return timeZone(s).map(JSONValue.string)
+        ?? invalid("invalid_time_zone", "time_zone must be an IANA time zone name such as America/New_York", &issues)
     case .email_subscribe, .push_subscribe:
       return subscription(s).map(JSONValue.string)
-        ?? invalid("invalid_subscription_state", "\(field.rawValue) must be opted_in, subscribed or unsubscribed", &issues)
+        ?? invalid(
+          "invalid_subscription_state", "\(field.rawValue) must be opted_in, subscribed or unsubscribed", &issues)
     }
   }
 
@@ -87,7 +97,9 @@ package enum UserFieldRules {
   }
 
   private static func tooLong(_ s: String, _ issues: inout Issues) -> JSONValue? {
-    invalid("string_too_long", "value has \(TextLimit.characterCount(s)) characters; Braze allows at most \(TextLimit.maxCharacters)", &issues)
+    invalid(
+      "string_too_long",
+      "value has \(TextLimit.characterCount(s)) characters; Braze allows at most \(TextLimit.maxCharacters)", &issues)
   }
 
   /// `^[^@\s]+@[^@\s]+\.[^@\s]+$`: one `@`, no whitespace, and a `.` inside the domain part.
@@ -145,15 +157,18 @@ package enum UserFieldRules {
 
   /// ASCII lower case without `_`, `-` and spaces.
   static func squeezed(_ s: String) -> String {
-    String(String.UnicodeScalarView(asciiCased(s, upper: false).unicodeScalars.filter { $0 != "_" && $0 != "-" && $0 != " " }))
+    String(
+      String.UnicodeScalarView(
+        asciiCased(s, upper: false).unicodeScalars.filter { $0 != "_" && $0 != "-" && $0 != " " }))
   }
 
   /// `s` with ASCII letters changed to upper or lower case.
   static func asciiCased(_ s: String, upper: Bool) -> String {
-    String(decoding: s.utf8.map { b in
-      if upper, b >= 0x61, b <= 0x7A { return b - 0x20 }
-      if !upper, b >= 0x41, b <= 0x5A { return b + 0x20 }
-      return b
-    }, as: UTF8.self)
+    String(
+      decoding: s.utf8.map { b in
+        if upper, b >= 0x61, b <= 0x7A { return b - 0x20 }
+        if !upper, b >= 0x41, b <= 0x5A { return b + 0x20 }
+        return b
+      }, as: UTF8.self)
   }
 }

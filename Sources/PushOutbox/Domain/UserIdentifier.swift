@@ -22,7 +22,9 @@ package enum UserIdentifier: Sendable {
   /// `wrong_type`, `unknown_key`, `missing`, `ambiguous_identifier`, `empty`. Returns nil on any problem.
   package static func parse(_ tape: JSONTape, _ n: Int, path: String, issues: inout Issues) -> UserIdentifier? {
     guard tape.isObject(n) else {
-      issues.error(path, "wrong_type", "\(path) must be an object with one of \(wireKeys.joined(separator: ", ")), not \(tape.typeName(n))")
+      issues.error(
+        path, "wrong_type",
+        "\(path) must be an object with one of \(wireKeys.joined(separator: ", ")), not \(tape.typeName(n))")
       return nil
     }
     let before = issues.errors.count
@@ -34,7 +36,9 @@ package enum UserIdentifier: Sendable {
         foundCount += 1
       } else {
         let key = tape.string(k)
-        issues.error(joinPath(path, key), "unknown_key", "unknown identifier key \"\(key)\"; use one of \(wireKeys.joined(separator: ", "))")
+        issues.error(
+          joinPath(path, key), "unknown_key",
+          "unknown identifier key \"\(key)\"; use one of \(wireKeys.joined(separator: ", "))")
       }
     }
     guard let found, foundCount == 1 else {
@@ -42,11 +46,14 @@ package enum UserIdentifier: Sendable {
         issues.error(path, "missing", "\(path) needs one of \(wireKeys.joined(separator: ", "))")
       } else {
         let names = tape.members(n).compactMap { m in wireKind(tape, m.key).map { wireKeys[$0] } }
-        issues.error(path, "ambiguous_identifier", "\(path) must hold exactly one identifier, got \(names.joined(separator: ", "))")
+        issues.error(
+          path, "ambiguous_identifier", "\(path) must hold exactly one identifier, got \(names.joined(separator: ", "))"
+        )
       }
       return nil
     }
-    let result = identifier(kind: found.kind, tape, found.value, path: { joinPath(path, wireKeys[found.kind]) }, issues: &issues)
+    let result = identifier(
+      kind: found.kind, tape, found.value, path: { joinPath(path, wireKeys[found.kind]) }, issues: &issues)
     return issues.errors.count == before ? result : nil
   }
 
@@ -168,7 +175,10 @@ package enum UserIdentifier: Sendable {
     case .externalId(let s): [JSONMember("external_id", .string(s))]
     case .brazeId(let s): [JSONMember("braze_id", .string(s))]
     case .alias(let name, let label):
-      [JSONMember("user_alias", .object([JSONMember("alias_name", .string(name)), JSONMember("alias_label", .string(label))]))]
+      [
+        JSONMember(
+          "user_alias", .object([JSONMember("alias_name", .string(name)), JSONMember("alias_label", .string(label))]))
+      ]
     case .email(let s): [JSONMember("email", .string(s))]
     case .phone(let s): [JSONMember("phone", .string(s))]
     }

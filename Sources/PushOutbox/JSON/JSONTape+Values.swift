@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-  import Glibc
+import Glibc
 #elseif canImport(Musl)
-  import Musl
+import Musl
 #elseif canImport(Darwin)
-  import Darwin
+import Darwin
 #endif
 
 // Reading values out of a tape: typed scalars, decoded strings, byte comparison, `JSONValue`
@@ -78,7 +78,9 @@ extension JSONTape {
     if node.aux & JSONNode.escaped == 0 {
       return length == word.utf8CodeUnitCount && memcmp(base + Int(node.start) + 1, word.utf8Start, length) == 0
     }
-    return withString(n) { $0.count == word.utf8CodeUnitCount && memcmp($0.baseAddress!, word.utf8Start, $0.count) == 0 }
+    return withString(n) {
+      $0.count == word.utf8CodeUnitCount && memcmp($0.baseAddress!, word.utf8Start, $0.count) == 0
+    }
   }
 
   /// True when string node `n` holds exactly the UTF-8 `bytes`.
@@ -87,9 +89,12 @@ extension JSONTape {
     let node = nodes[n]
     if node.aux & JSONNode.escaped == 0 {
       let length = Int(node.end &- node.start) &- 2
-      return length == bytes.count && (length == 0 || memcmp(base + Int(node.start) + 1, bytes.baseAddress!, length) == 0)
+      return length == bytes.count
+        && (length == 0 || memcmp(base + Int(node.start) + 1, bytes.baseAddress!, length) == 0)
     }
-    return withString(n) { $0.count == bytes.count && ($0.isEmpty || memcmp($0.baseAddress!, bytes.baseAddress!, $0.count) == 0) }
+    return withString(n) {
+      $0.count == bytes.count && ($0.isEmpty || memcmp($0.baseAddress!, bytes.baseAddress!, $0.count) == 0)
+    }
   }
 
   /// The value of key `key` in object `n` (the first, should it repeat).

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-  import Glibc
+import Glibc
 #elseif canImport(Musl)
-  import Musl
+import Musl
 #elseif canImport(Darwin)
-  import Darwin
+import Darwin
 #endif
 
 /// Duplicate-key detection for the object being read: a linear scan while it has at most 16
@@ -107,7 +107,8 @@ struct KeyIndex: ~Copyable {
   private static func hash(_ key: Int, _ builder: borrowing TapeBuilder) -> UInt64 {
     let node = builder.nodes[key]
     if node.aux & JSONNode.escaped == 0 {
-      return fnv1a(UnsafeBufferPointer(start: builder.base + Int(node.start) + 1, count: Int(node.end &- node.start) - 2))
+      return fnv1a(
+        UnsafeBufferPointer(start: builder.base + Int(node.start) + 1, count: Int(node.end &- node.start) - 2))
     }
     return decoded(key, builder).withUnsafeBufferPointer { fnv1a($0) }
   }
@@ -116,7 +117,8 @@ struct KeyIndex: ~Copyable {
     let node = builder.nodes[key]
     var out: [UInt8] = []
     JSONString.decode(
-      UnsafeBufferPointer(start: builder.base + Int(node.start) + 1, count: Int(node.end &- node.start) - 2), into: &out)
+      UnsafeBufferPointer(start: builder.base + Int(node.start) + 1, count: Int(node.end &- node.start) - 2), into: &out
+    )
     return out
   }
 

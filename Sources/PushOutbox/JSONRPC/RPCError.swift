@@ -57,7 +57,9 @@ package struct RPCError: Error, Sendable, Hashable {
   }
 
   /// An application error with a stable `data.reason` and optional extra members.
-  package static func app(_ code: ErrorCode, _ reason: String, _ message: String, _ extra: [JSONMember] = []) -> RPCError {
+  package static func app(
+    _ code: ErrorCode, _ reason: String, _ message: String, _ extra: [JSONMember] = []
+  ) -> RPCError {
     RPCError(code, message, data: .object([JSONMember("reason", .string(reason))] + extra))
   }
 }

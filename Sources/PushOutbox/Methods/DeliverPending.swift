@@ -13,7 +13,9 @@ package enum DeliverPending: RPCMethod {
     let max = params.int("max", in: 1...Int64(Int32.max)).map { Int($0) } ?? Int.max
     _ = try params.finish()
     guard let delivery = service.delivery else {
-      let missing = service.config.delivery.endpoint == nil ? "--braze-endpoint" : "an API key ($BRAZE_API_KEY or --braze-api-key-file)"
+      let missing =
+        service.config.delivery.endpoint == nil
+        ? "--braze-endpoint" : "an API key ($BRAZE_API_KEY or --braze-api-key-file)"
       throw RPCError.app(
         .deliveryNotConfigured, "delivery_not_configured", "Delivery not configured",
         [JSONMember("missing", .string(missing))])

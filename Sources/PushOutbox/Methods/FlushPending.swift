@@ -20,9 +20,11 @@ package enum FlushPending: RPCMethod {
     service.expireLeases()
     let shape = Shape(usersTrack: usersTrack, defaultUser: defaultUser)
     guard let leaseMs else { return drain(max: max, shape, service) }
-    if let lease = service.store.leases.first(where: { $0.origin == .flush }) {  // a repeat: the same lease, in the shape it was first asked for
+    // A repeat while a lease is live: the same lease, in the shape it was first asked for.
+    if let lease = service.store.leases.first(where: { $0.origin == .flush }) {
       let (first, skipped) = Shape.decode(lease.note)
-      return result(lease.flushId, service.store.items.items(seqs: lease.seqs), first, skipped, lease.expiresAt, service)
+      return result(
+        lease.flushId, service.store.items.items(seqs: lease.seqs), first, skipped, lease.expiresAt, service)
     }
     let (items, skipped) = pick(max: max, shape, service)
     let flushId = service.newID(at: service.clock.now())
@@ -58,7 +60,8 @@ package enum FlushPending: RPCMethod {
   }
 
   private static func result(
-    _ flushId: String, _ items: [PendingItem], _ shape: Shape, _ skipped: [String], _ expires: Int64?, _ service: Service
+    _ flushId: String, _ items: [PendingItem], _ shape: Shape, _ skipped: [String], _ expires: Int64?,
+    _ service: Service
   ) -> FlushResult {
     var result = FlushResult(flushId: flushId, items: items, superseded: items.supersededSeqs)
     result.leaseExpiresAt = expires
@@ -89,9 +92,13 @@ package struct Shape: Sendable {
   }
 
   static func decode(_ note: [UInt8]) -> (Shape, [String]) {
-    guard case .object(let m)? = try? JSONReader.parse(note, maxDepth: 16) else { return (Shape(usersTrack: false), []) }
+    guard case .object(let m)? = try? JSONReader.parse(note, maxDepth: 16) else {
+      return (Shape(usersTrack: false), [])
+    }
     var issues = Issues()
-    let user = m["defaultUser"].flatMap { $0.isNull ? nil : UserIdentifier.parse($0, path: "defaultUser", issues: &issues) }
+    let user = m["defaultUser"].flatMap {
+      $0.isNull ? nil : UserIdentifier.parse($0, path: "defaultUser", issues: &issues)
+    }
     let skipped: [String]
     if case .array(let values)? = m["skipped"] { skipped = values.compactMap(\.stringValue) } else { skipped = [] }
     return (Shape(usersTrack: m["usersTrack"] == .bool(true), defaultUser: user), skipped)
@@ -121,7 +128,9 @@ package struct FlushResult: JSONEncodable {
       out.appendASCII(",\"requests\":")
       JSONValue.array(requests).encodeJSON(into: &out)
       out.appendASCII(",\"skipped\":")
-      let reasons = skipped.map { JSONValue.object([JSONMember("id", .string($0)), JSONMember("reason", .string("no_identifier"))]) }
+      let reasons = skipped.map {
+        JSONValue.object([JSONMember("id", .string($0)), JSONMember("reason", .string("no_identifier"))])
+      }
       JSONValue.array(reasons).encodeJSON(into: &out)
     } else {
       out.appendASCII(",\"items\":[")

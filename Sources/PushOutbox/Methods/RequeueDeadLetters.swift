@@ -7,7 +7,8 @@ package enum RequeueDeadLetters: RPCMethod {
     let ids = DeadLetters.ids(&params, required: false)
     _ = try params.finish()
     let store = service.store.items
-    let seqs = ids.map { DeadLetters.seqs(ids: $0, in: store) } ?? store.deadRows(max: Int.max).map { store.table.seqs[$0] }
+    let seqs =
+      ids.map { DeadLetters.seqs(ids: $0, in: store) } ?? store.deadRows(max: Int.max).map { store.table.seqs[$0] }
     let requeued = service.store.requeue(seqs)
     return ObjectResult([JSONMember("requeued", .int(Int64(requeued.count)))])
   }

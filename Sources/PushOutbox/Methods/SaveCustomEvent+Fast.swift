@@ -30,7 +30,8 @@ extension Server {
     }
     let result: SaveResult
     do {
-      result = try service.save(kind: .customEvent, clientID: nil, user: user?.0, attribute: nil, body: body, warnings: [])
+      result = try service.save(
+        kind: .customEvent, clientID: nil, user: user?.0, attribute: nil, body: body, warnings: [])
     } catch {
       preconditionFailure("the store admitted this item a moment ago: \(error)")
     }
@@ -49,22 +50,34 @@ extension SaveCustomEvent {
     guard tape.isObject(tape.root) else { return nil }
     var id: Int? = nil, version = false, method = false, params: Int? = nil
     for (k, v) in tape.members(tape.root) {
-      if tape.stringEquals(k, "jsonrpc") { version = tape.isString(v) && tape.stringEquals(v, "2.0") }
-      else if tape.stringEquals(k, "id") { id = v }
-      else if tape.stringEquals(k, "method") { method = tape.isString(v) && nameBytes.withUnsafeBufferPointer { tape.stringEquals(v, bytes: $0) } }
-      else if tape.stringEquals(k, "params") { params = v }
-      else { return nil }
+      if tape.stringEquals(k, "jsonrpc") {
+        version = tape.isString(v) && tape.stringEquals(v, "2.0")
+      } else if tape.stringEquals(k, "id") {
+        id = v
+      } else if tape.stringEquals(k, "method") {
+        method = tape.isString(v) && nameBytes.withUnsafeBufferPointer { tape.stringEquals(v, bytes: $0) }
+      } else if tape.stringEquals(k, "params") {
+        params = v
+      } else {
+        return nil
+      }
     }
     let lead = id.map { tape.lead($0) } ?? 0
     let idIsNumber = lead == UInt8(ascii: "-") || lead &- 48 < 10
-    guard version, method, let id, let params, tape.isObject(params), tape.isCanonical(id), tape.isString(id) || idIsNumber
+    guard version, method, let id, let params, tape.isObject(params), tape.isCanonical(id),
+      tape.isString(id) || idIsNumber
     else { return nil }
     var nameNode: Int? = nil, properties: Int? = nil, user: Int? = nil
     for (k, v) in tape.members(params) {
-      if tape.stringEquals(k, "name"), tape.isString(v) { nameNode = v }
-      else if tape.stringEquals(k, "properties"), tape.isObject(v) { properties = v }
-      else if tape.stringEquals(k, "user") { user = v }
-      else { return nil }
+      if tape.stringEquals(k, "name"), tape.isString(v) {
+        nameNode = v
+      } else if tape.stringEquals(k, "properties"), tape.isObject(v) {
+        properties = v
+      } else if tape.stringEquals(k, "user") {
+        user = v
+      } else {
+        return nil
+      }
     }
     guard let nameNode else { return nil }
     return (id, nameNode, properties, user)

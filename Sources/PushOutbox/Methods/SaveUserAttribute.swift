@@ -14,7 +14,8 @@ package enum SaveUserAttribute: RPCMethod {
     let clientID = params.clientID()
     var checked: (field: UserField, value: JSONValue)? = nil
     if let fieldName, let raw {
-      checked = UserFieldRules.check(field: fieldName, value: raw, limits: service.config.domain, issues: &params.issues)
+      checked = UserFieldRules.check(
+        field: fieldName, value: raw, limits: service.config.domain, issues: &params.issues)
     }
     if let checked, let user, user.conflicts(with: checked.field) {
       params.issues.error(

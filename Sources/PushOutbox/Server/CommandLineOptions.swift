@@ -116,9 +116,13 @@ extension Configuration {
     },
     .init(name: "--braze-endpoint", valueName: "URL", help: "Braze REST endpoint, e.g. https://rest.iad-01.braze.com") {
       c, v throws(UsageError) in
-      do throws(SettingError) { c.delivery.endpoint = try DeliverySettings.endpoint(v) } catch { throw UsageError(error.description) }
+      do throws(SettingError) { c.delivery.endpoint = try DeliverySettings.endpoint(v) } catch {
+        throw UsageError(error.description)
+      }
     },
-    .init(name: "--braze-api-key-file", valueName: "PATH", help: "file holding the Braze REST API key (else $BRAZE_API_KEY)") {
+    .init(
+      name: "--braze-api-key-file", valueName: "PATH", help: "file holding the Braze REST API key (else $BRAZE_API_KEY)"
+    ) {
       c, v throws(UsageError) in
       c.apiKeyFile = v
     },

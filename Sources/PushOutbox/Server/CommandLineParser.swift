@@ -44,7 +44,8 @@ extension Configuration {
     try loadAPIKey(&config, env: env)
     if config.delivery.background && (config.delivery.endpoint == nil || config.delivery.apiKey == nil) {
       throw UsageError(
-        "--deliver needs --braze-endpoint (or PUSH_OUTBOX_BRAZE_ENDPOINT) and an API key ($BRAZE_API_KEY or --braze-api-key-file)")
+        "--deliver needs --braze-endpoint (or PUSH_OUTBOX_BRAZE_ENDPOINT) and an API key ($BRAZE_API_KEY or --braze-api-key-file)"
+      )
     }
     if !config.memory && config.storePath == nil {
       throw UsageError("no store directory: set --store, $XDG_STATE_HOME or $HOME, or pass --memory")

@@ -32,7 +32,9 @@ extension Server {
     draft.withUnsafeBufferPointer { draft in
       var cursor = 0
       for hole in holes {
-        if hole.offset > cursor { output.append(contentsOf: UnsafeBufferPointer(rebasing: draft[cursor..<hole.offset])) }
+        if hole.offset > cursor {
+          output.append(contentsOf: UnsafeBufferPointer(rebasing: draft[cursor..<hole.offset]))
+        }
         if case .some(.some(let refusal)) = hole.outcome {
           Server.appendError(refusal, id: hole.id, to: &output)
         } else {

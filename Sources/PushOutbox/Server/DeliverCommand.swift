@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-  import Glibc
+import Glibc
 #elseif canImport(Musl)
-  import Musl
+import Musl
 #elseif canImport(Darwin)
-  import Darwin
+import Darwin
 #endif
 
 /// `push-outbox deliver [FLAGS]`: a one-shot for pipelines and cron. Opens the store (same flags,
@@ -43,7 +43,8 @@ package enum DeliverCommand {
       if wait > 0 { usleep(UInt32(clamping: wait * 1000)) }
     }
     delivery.finish()
-    let line = "push-outbox deliver: " + summary(total)
+    let line =
+      "push-outbox deliver: " + summary(total)
       + (delivery.stats.configError.map { "; stopped: Braze answered \($0)" } ?? "")
     Log.stderr(line)
     return total.retrying == 0 && total.remaining == 0 ? 0 : 1

@@ -88,7 +88,9 @@ extension StoreError {
   package var rpcError: RPCError {
     switch self {
     case .storeFull(let limit, let value):
-      .app(.storeFull, "store_full", "Store full", [JSONMember("limit", .string(limit)), JSONMember("value", .int(Int64(value)))])
+      .app(
+        .storeFull, "store_full", "Store full",
+        [JSONMember("limit", .string(limit)), JSONMember("value", .int(Int64(value)))])
     case .itemTooLarge(let bytes, let limit):
       .app(
         .itemTooLarge, "item_too_large", "Item too large",

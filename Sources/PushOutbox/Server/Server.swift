@@ -44,7 +44,9 @@ package final class Server {
       handleBatch(members)
     } else if case .single(let value) = value {
       let mark = draft.count
-      if handle(value) { draft.append(UInt8(ascii: "\n")) } else {
+      if handle(value) {
+        draft.append(UInt8(ascii: "\n"))
+      } else {
         draft.removeSubrange(mark...)
       }
     }
@@ -67,7 +69,8 @@ package final class Server {
       return writeError(.invalidRequest("an empty batch is not a request"), id: .null)
     }
     if members.count > service.config.maxBatch {
-      return writeError(.invalidRequest("batch of \(members.count) exceeds --max-batch \(service.config.maxBatch)"), id: .null)
+      return writeError(
+        .invalidRequest("batch of \(members.count) exceeds --max-batch \(service.config.maxBatch)"), id: .null)
     }
     let start = draft.count
     draft.append(UInt8(ascii: "["))

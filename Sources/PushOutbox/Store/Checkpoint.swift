@@ -90,7 +90,9 @@ package struct Checkpoint: Sendable, Equatable {
       version.encodeJSON(into: &text)
       throw .unsupportedVersion(String(decoding: text, as: UTF8.self))
     }
-    guard members["format"] == .string(formatName), members["version"] != nil else { throw .corrupt("not a checkpoint") }
+    guard members["format"] == .string(formatName), members["version"] != nil else {
+      throw .corrupt("not a checkpoint")
+    }
     guard lines.count == 3, lines[2].isEmpty, let trailer = parse(lines[1]), case .object(let end) = trailer,
       case .int(let crc)? = end["crc32c"], crc == Int64(CRC32C.checksum(Array(bytes[0..<(first.count + 1)])))
     else { throw .corrupt("checksum or trailer mismatch") }
@@ -122,7 +124,8 @@ package struct Checkpoint: Sendable, Equatable {
   }
 
   private static func lease(_ value: JSONValue) -> Lease? {
-    guard case .object(let m) = value, case .string(let flushId)? = m["flushId"], case .int(let expires)? = m["expiresAt"],
+    guard case .object(let m) = value, case .string(let flushId)? = m["flushId"],
+      case .int(let expires)? = m["expiresAt"],
       UTCTime.representable.contains(expires),
       case .array(let seqValues)? = m["seqs"], case .string(let note)? = m["note"]
     else { return nil }

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-  import Glibc
+import Glibc
 #elseif canImport(Musl)
-  import Musl
+import Musl
 #elseif canImport(Darwin)
-  import Darwin
+import Darwin
 #endif
 
 /// One snapshot's disk work, planned on the request loop and carried out on a background queue:
@@ -45,7 +45,9 @@ struct Compaction: Sendable {
       let items = content?.items ?? 0
       if items > 0 { listed.append(info.first) }
       rewrites.append(
-        Rewrite(first: info.first, bytes: items > 0 ? content?.bytes : nil, items: items, dead: info.dead, changed: info.changed))
+        Rewrite(
+          first: info.first, bytes: items > 0 ? content?.bytes : nil, items: items, dead: info.dead,
+          changed: info.changed))
     }
     let checkpoint = Checkpoint(
       createdAt: now, coversSeq: store.items.nextSeq - 1, nextSeq: store.items.nextSeq,
@@ -80,7 +82,8 @@ struct Compaction: Sendable {
       var info = SegmentInfo(first: rewrite.first)
       info.bytes = rewrite.bytes?.count ?? 0
       info.items = rewrite.items
-      journal.replace(first: rewrite.first, with: rewrite.bytes == nil ? nil : info, dead: rewrite.dead, changed: rewrite.changed)
+      journal.replace(
+        first: rewrite.first, with: rewrite.bytes == nil ? nil : info, dead: rewrite.dead, changed: rewrite.changed)
     }
   }
 }

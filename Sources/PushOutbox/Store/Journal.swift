@@ -1,10 +1,11 @@
 import Dispatch
+
 #if canImport(Glibc)
-  import Glibc
+import Glibc
 #elseif canImport(Musl)
-  import Musl
+import Musl
 #elseif canImport(Darwin)
-  import Darwin
+import Darwin
 #endif
 
 /// Durability of each journal write (see README "Durability").

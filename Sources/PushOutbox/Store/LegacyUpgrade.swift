@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-  import Glibc
+import Glibc
 #elseif canImport(Musl)
-  import Musl
+import Musl
 #elseif canImport(Darwin)
-  import Darwin
+import Darwin
 #endif
 
 /// Upgrades a format-1 store (`snapshot.json`, `snapshot.prev.json`, `journal.*`) to format 2.
@@ -29,7 +29,8 @@ enum LegacyUpgrade {
   static func run(
     directory: String, names: [String], store: Store, log: Log, outcome: inout RecoveryOutcome
   ) throws(StartupError) {
-    for name in names where SegmentFormat.first(ofName: name) != nil { unlink(directory + "/" + name) }  // a cut-short upgrade
+    // Segments beside format-1 files are from an upgrade cut short: start it again.
+    for name in names where SegmentFormat.first(ofName: name) != nil { unlink(directory + "/" + name) }
     let v1 = try RecoveryV1.run(directory: directory, store: store.items, log: log)
     outcome.warnings = v1.warnings
     var segment = SegmentInfo(first: store.items.firstSeq ?? store.items.nextSeq)
@@ -38,7 +39,8 @@ enum LegacyUpgrade {
       segment.bytes = bytes.count
       segment.items = store.items.count
       do {
-        try FileIO.writeAtomically(bytes, to: directory + "/" + SegmentFormat.name(first: segment.first), directory: directory)
+        try FileIO.writeAtomically(
+          bytes, to: directory + "/" + SegmentFormat.name(first: segment.first), directory: directory)
       } catch {
         throw .refused("upgrade_failed", "cannot write the upgraded store: \(error)")
       }

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-  import Glibc
+import Glibc
 #elseif canImport(Musl)
-  import Musl
+import Musl
 #elseif canImport(Darwin)
-  import Darwin
+import Darwin
 #endif
 
 /// What recovery rebuilt besides the items: the segments on disk, the live leases and the warnings.
@@ -38,7 +38,9 @@ package struct Recovery {
   /// One buffer for every segment read.
   private let buffer = ReadBuffer()
 
-  package static func run(directory: String, store: Store, acceptLoss: Bool, log: Log) throws(StartupError)
+  package static func run(
+    directory: String, store: Store, acceptLoss: Bool, log: Log
+  ) throws(StartupError)
     -> RecoveryOutcome
   {
     var recovery = Recovery(directory: directory, store: store, acceptLoss: acceptLoss, log: log)
@@ -114,7 +116,8 @@ package struct Recovery {
     }
     guard let from = missing.first else { return }
     let to = firsts.first { $0 > from }.map { $0 - 1 }
-    let message = outcome.checkpoint == nil
+    let message =
+      outcome.checkpoint == nil
       ? "the store has no checkpoint and its oldest segment starts at seq \(firsts.first ?? 0), so earlier data is missing"
       : "segments the checkpoint lists are missing: " + missing.map(SegmentFormat.name(first:)).joined(separator: ", ")
     let range = [JSONMember("fromSeq", .int(Int64(from))), JSONMember("toSeq", to.map { .int(Int64($0)) } ?? .null)]
@@ -122,8 +125,9 @@ package struct Recovery {
       throw .refused("missing_data", message + "; start with --accept-loss to serve what is left", range)
     }
     log.error(message + "; --accept-loss: serving what is left")
-    outcome.warnings.append(.object(
-      [JSONMember("code", .string("recoveredWithLoss")), JSONMember("message", .string(message))] + range))
+    outcome.warnings.append(
+      .object(
+        [JSONMember("code", .string("recoveredWithLoss")), JSONMember("message", .string(message))] + range))
     outcome.dirty = true
   }
 
@@ -221,14 +225,16 @@ package struct Recovery {
     var nextSeq: UInt64? = nil
     if let next, case .record(let record) = reader.read(at: next) { nextSeq = record.seq }
     let from = (lastGood ?? info.first - 1) + 1
-    let message = "segment \(name) is damaged at byte \(offset): records from seq \(from)"
+    let message =
+      "segment \(name) is damaged at byte \(offset): records from seq \(from)"
       + (nextSeq.map { " to \($0 - 1)" } ?? " on") + " are lost (a copy is in quarantine/)"
     log.error(message)
-    outcome.warnings.append(.object([
-      JSONMember("code", .string("recoveredWithLoss")), JSONMember("message", .string(message)),
-      JSONMember("file", .string(name)), JSONMember("fromSeq", .int(Int64(from))),
-      JSONMember("toSeq", nextSeq.map { .int(Int64($0 - 1)) } ?? .null),
-    ]))
+    outcome.warnings.append(
+      .object([
+        JSONMember("code", .string("recoveredWithLoss")), JSONMember("message", .string(message)),
+        JSONMember("file", .string(name)), JSONMember("fromSeq", .int(Int64(from))),
+        JSONMember("toSeq", nextSeq.map { .int(Int64($0 - 1)) } ?? .null),
+      ]))
     return next
   }
 

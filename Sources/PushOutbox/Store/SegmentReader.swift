@@ -23,7 +23,9 @@ package struct SegmentReader {
 
   /// The format version the header declares, or nil if this is not a segment.
   package var headerVersion: UInt32? {
-    guard bytes.count >= SegmentFormat.headerSize, bytes.prefix(8).elementsEqual(SegmentFormat.magic) else { return nil }
+    guard bytes.count >= SegmentFormat.headerSize, bytes.prefix(8).elementsEqual(SegmentFormat.magic) else {
+      return nil
+    }
     return u32(8)
   }
 
@@ -66,8 +68,12 @@ package struct SegmentReader {
     return nil
   }
 
-  private func u32(_ offset: Int) -> UInt32 { UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)) }
-  private func u64(_ offset: Int) -> UInt64 { UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) }
+  private func u32(_ offset: Int) -> UInt32 {
+    UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+  }
+  private func u64(_ offset: Int) -> UInt64 {
+    UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+  }
 }
 
 /// Reads fixed fields off a payload; every read is bounds-checked and a short payload yields nil.

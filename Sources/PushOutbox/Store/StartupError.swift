@@ -25,7 +25,8 @@ package struct StartupError: Error, Sendable {
     var text: [UInt8] = []
     version.encodeJSON(into: &text)
     return StartupError(
-      message: "\(file) has format version \(String(decoding: text, as: UTF8.self)), newer than or unknown to this build; nothing was touched",
+      message:
+        "\(file) has format version \(String(decoding: text, as: UTF8.self)), newer than or unknown to this build; nothing was touched",
       exitCode: 2,
       rpcError: .app(
         .unsupportedStoreVersion, "unsupported_store_version", "Unsupported store version",

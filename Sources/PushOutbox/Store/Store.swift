@@ -59,12 +59,14 @@ package final class Store {
     defer { uncommitted.removeAll(keepingCapacity: true) }
     let malformed = items.takeMalformed()
     if !malformed.isEmpty {
-      let message = "\(malformed.count) stored items were not well-formed JSON and were dropped (seqs \(malformed.prefix(10)))"
+      let message =
+        "\(malformed.count) stored items were not well-formed JSON and were dropped (seqs \(malformed.prefix(10)))"
       Log.stderr("push-outbox: error: " + message)
-      notices.append(.object([
-        JSONMember("code", .string("malformedItemDropped")), JSONMember("message", .string(message)),
-        JSONMember("seqs", .array(malformed.prefix(100).map { .int(Int64($0)) })),
-      ]))
+      notices.append(
+        .object([
+          JSONMember("code", .string("malformedItemDropped")), JSONMember("message", .string(message)),
+          JSONMember("seqs", .array(malformed.prefix(100).map { .int(Int64($0)) })),
+        ]))
       remove(malformed)
     }
     guard let journal, journal.hasPendingRecords else { return nil }

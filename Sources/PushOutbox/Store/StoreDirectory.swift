@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-  import Glibc
+import Glibc
 #elseif canImport(Musl)
-  import Musl
+import Musl
 #elseif canImport(Darwin)
-  import Darwin
+import Darwin
 #endif
 
 /// The store directory's safety rules, after OpenSSH's StrictModes and systemd's state directories:
@@ -26,7 +26,8 @@ enum StoreDirectory {
     }
     guard info.st_uid == geteuid() else {
       throw .refused(
-        "unsafe_store", "refusing the store \(path): it is owned by uid \(info.st_uid), not by this user (uid \(geteuid()))")
+        "unsafe_store",
+        "refusing the store \(path): it is owned by uid \(info.st_uid), not by this user (uid \(geteuid()))")
     }
     guard info.st_mode & 0o022 == 0 else {
       let mode = String(info.st_mode & 0o777, radix: 8)

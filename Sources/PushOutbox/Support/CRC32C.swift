@@ -17,9 +17,9 @@ package enum CRC32C {
   /// The checksum of `bytes`, continuing from `crc` (pass 0 to start).
   package static func checksum(_ bytes: UnsafeRawBufferPointer, continuing crc: UInt32 = 0) -> UInt32 {
     #if arch(x86_64)
-      return hardware(bytes, continuing: crc)
+    return hardware(bytes, continuing: crc)
     #else
-      return software(bytes, continuing: crc)
+    return software(bytes, continuing: crc)
     #endif
   }
 
@@ -35,7 +35,8 @@ package enum CRC32C {
         let word = UInt64(littleEndian: (p + i).loadUnaligned(as: UInt64.self))
         let lo = c ^ UInt32(truncatingIfNeeded: word)
         let hi = UInt32(truncatingIfNeeded: word >> 32)
-        c = t[7 * 256 + Int(lo & 0xFF)] ^ t[6 * 256 + Int(lo >> 8 & 0xFF)] ^ t[5 * 256 + Int(lo >> 16 & 0xFF)]
+        c =
+          t[7 * 256 + Int(lo & 0xFF)] ^ t[6 * 256 + Int(lo >> 8 & 0xFF)] ^ t[5 * 256 + Int(lo >> 16 & 0xFF)]
           ^ t[4 * 256 + Int(lo >> 24)] ^ t[3 * 256 + Int(hi & 0xFF)] ^ t[2 * 256 + Int(hi >> 8 & 0xFF)]
           ^ t[256 + Int(hi >> 16 & 0xFF)] ^ t[Int(hi >> 24)]
         i += 8

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-  import Glibc
+import Glibc
 #elseif canImport(Musl)
-  import Musl
+import Musl
 #elseif canImport(Darwin)
-  import Darwin
+import Darwin
 #endif
 
 /// A failed file operation: what was tried, on which path, and the errno.
@@ -81,7 +81,7 @@ package enum FileIO {
   /// Flushes a file to stable storage (`F_FULLFSYNC` on macOS).
   package static func sync(_ fd: Int32, path: String) throws(FileError) {
     #if canImport(Darwin)
-      if fcntl(fd, F_FULLFSYNC) == 0 { return }
+    if fcntl(fd, F_FULLFSYNC) == 0 { return }
     #endif
     if fsync(fd) != 0 { throw FileError(operation: "fsync", path: path, code: errno) }
   }

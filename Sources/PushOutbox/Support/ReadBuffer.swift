@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-  import Glibc
+import Glibc
 #elseif canImport(Musl)
-  import Musl
+import Musl
 #elseif canImport(Darwin)
-  import Darwin
+import Darwin
 #endif
 
 /// One buffer reused to read many files in turn (recovery reads every segment through it), so the

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-  import Glibc
+import Glibc
 #elseif canImport(Musl)
-  import Musl
+import Musl
 #elseif canImport(Darwin)
-  import Darwin
+import Darwin
 #endif
 
 /// One framed input line, or the news that a line was too long and was dropped.
@@ -79,7 +79,8 @@ package struct LineFramer {
   private func emit(_ raw: UnsafeBufferPointer<UInt8>, _ body: (FramedLine) -> Void) {
     var line = raw[...]
     if line.last == 0x0D { line = line.dropLast() }
-    let hasBOM = line.count >= 3 && line[line.startIndex] == 0xEF && line[line.startIndex + 1] == 0xBB
+    let hasBOM =
+      line.count >= 3 && line[line.startIndex] == 0xEF && line[line.startIndex + 1] == 0xBB
       && line[line.startIndex + 2] == 0xBF
     if hasBOM { line = line.dropFirst(3) }
     if !hasBOM && line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }

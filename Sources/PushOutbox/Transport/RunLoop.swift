@@ -26,7 +26,8 @@ package struct RunLoop {
       let service = server.service
       service.disk?.tick(service.store, now: service.clock.now())
       service.delivery?.tick()
-      let timeout = Self.sooner(service.disk?.pollTimeoutMs(service.store) ?? -1, service.delivery?.pollTimeoutMs() ?? -1)
+      let timeout = Self.sooner(
+        service.disk?.pollTimeoutMs(service.store) ?? -1, service.delivery?.pollTimeoutMs() ?? -1)
       let server = self.server
       let event = transport.next(timeoutMs: timeout) { chunk in
         framer.feed(chunk) { Self.dispatch($0, server) }

@@ -1,5 +1,13 @@
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The write end of the self-pipe that SIGTERM and SIGINT wake the run loop through.
 private let signalPipeWriteEnd = Atomic<Int32>(-1)
 
@@ -18,9 +26,9 @@ package enum Signals {
     for sig in [SIGTERM, SIGINT] {
       var action = sigaction()
       #if canImport(Darwin)
-        action.__sigaction_u.__sa_handler = onSignal
+      action.__sigaction_u.__sa_handler = onSignal
       #else
-        action.__sigaction_handler.sa_handler = onSignal
+      action.__sigaction_handler.sa_handler = onSignal
       #endif
       sigemptyset(&action.sa_mask)
       action.sa_flags = 0

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-  import Glibc
+import Glibc
 #elseif canImport(Musl)
-  import Musl
+import Musl
 #elseif canImport(Darwin)
-  import Darwin
+import Darwin
 #endif
 
 /// Why the run loop stopped.
@@ -39,7 +39,9 @@ package struct StdioTransport {
 
   /// Waits up to `timeoutMs` (-1: forever) for input or a signal, then reads one chunk.
   package mutating func next(timeoutMs: Int32, _ body: (UnsafeBufferPointer<UInt8>) -> Void) -> Event {
-    var fds = [pollfd(fd: input, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeup, events: Int16(POLLIN), revents: 0)]
+    var fds = [
+      pollfd(fd: input, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeup, events: Int16(POLLIN), revents: 0),
+    ]
     let ready = poll(&fds, nfds_t(wakeup >= 0 ? 2 : 1), timeoutMs)
     if ready < 0 { return errno == EINTR ? .timeout : .endOfInput }
     if wakeup >= 0 && fds[1].revents != 0 { return .signal }

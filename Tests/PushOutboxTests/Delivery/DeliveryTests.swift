@@ -18,7 +18,9 @@ final class ScriptedPoster: HTTPPoster {
 
 /// The delivery engine in process, against a scripted HTTP client.
 @Suite struct DeliveryTests {
-  func server(_ poster: ScriptedPoster, _ configure: @escaping (inout Configuration) -> Void = { _ in }) -> InProcessServer {
+  func server(
+    _ poster: ScriptedPoster, _ configure: @escaping (inout Configuration) -> Void = { _ in }
+  ) -> InProcessServer {
     let server = InProcessServer {
       $0.delivery.endpoint = "https://rest.example.invalid"
       $0.delivery.apiKey = Secret("k")
@@ -40,10 +42,12 @@ final class ScriptedPoster: HTTPPoster {
     let server = server(poster)
     for n in 0..<3 { try save(server, n) }
     let reply = try server.request("deliverPending")
-    #expect(reply.at("result") == .object([
-      JSONMember("delivered", .int(2)), JSONMember("deadLettered", .int(1)), JSONMember("retrying", .int(0)),
-      JSONMember("remaining", .int(0)),
-    ]))
+    #expect(
+      reply.at("result")
+        == .object([
+          JSONMember("delivered", .int(2)), JSONMember("deadLettered", .int(1)), JSONMember("retrying", .int(0)),
+          JSONMember("remaining", .int(0)),
+        ]))
     #expect(try server.request("listDeadLetters").at("result.deadLetters.0.reason") == .string("bad"))
     #expect(poster.bodies.withLock { $0.count } == 1)
   }
@@ -59,7 +63,8 @@ final class ScriptedPoster: HTTPPoster {
   }
 
   @Test func aBadRequestIsSplitDownToTheBadObject() throws {
-    let bad: Result<HTTPResponse, DeliveryFailure> = .success(HTTPResponse(status: 400, body: Array(#"{"message":"x"}"#.utf8)))
+    let bad: Result<HTTPResponse, DeliveryFailure> = .success(
+      HTTPResponse(status: 400, body: Array(#"{"message":"x"}"#.utf8)))
     // 4 items: [1,2,3,4] → 400; [1,2] → 201; [3,4] → 400; [3] → 400 (dead); [4] → 201
     let poster = ScriptedPoster([bad, .success(HTTPResponse(status: 201)), bad, bad])
     let server = server(poster)
@@ -135,7 +140,9 @@ final class ScriptedPoster: HTTPPoster {
     _ = try server.request("saveCustomEvent", #"{"name":"e","user":\#(user)}"#)
     let items = server.service.store.items
     let row = try #require(items.table.row(of: 1))
-    let fast = UserKey.of(body: items.body(row: row)) { Issue.record("the fast path must apply"); return items.item(row: row) }
+    let fast = UserKey.of(body: items.body(row: row)) {
+      Issue.record("the fast path must apply"); return items.item(row: row)
+    }
     var bytes: [UInt8] = []
     items.item(row: row).user?.json.encodeJSON(into: &bytes)
     #expect(fast == String(decoding: bytes, as: UTF8.self))

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import PushOutbox
 
 @Suite("CustomAttributeRules")
@@ -96,9 +97,10 @@ struct CustomAttributeRulesTests {
 
   @Test("array elements must be strings of at most 255 characters")
   func arrayElements() {
-    #expect(Self.check(.set, F.json(#"["a",1,null,["b"]]"#)).issues.errorList == [
-      "invalid_array_element@value[1]", "invalid_array_element@value[2]", "invalid_array_element@value[3]",
-    ])
+    #expect(
+      Self.check(.set, F.json(#"["a",1,null,["b"]]"#)).issues.errorList == [
+        "invalid_array_element@value[1]", "invalid_array_element@value[2]", "invalid_array_element@value[3]",
+      ])
     #expect(Self.check(.add, F.json(#"["a",true]"#)).issues.errorList == ["invalid_array_element@value[1]"])
     #expect(Self.check(.set, F.json(#"[{"a":1},"b"]"#)).issues.errorList == ["invalid_array_element@value[0]"])
     let long = Self.strings(["ok", F.repeated("x", 256)])
@@ -111,8 +113,10 @@ struct CustomAttributeRulesTests {
   @Test(
     "op types",
     arguments: [
-      (AttributeOp.inc, JSONValue.int(5), [String]()), (.inc, .int(-2), []), (.inc, .number("2.5"), ["wrong_type@value"]),
-      (.inc, .number("1e3"), ["wrong_type@value"]), (.inc, .string("5"), ["wrong_type@value"]), (.inc, .null, ["wrong_type@value"]),
+      (AttributeOp.inc, JSONValue.int(5), [String]()), (.inc, .int(-2), []),
+      (.inc, .number("2.5"), ["wrong_type@value"]),
+      (.inc, .number("1e3"), ["wrong_type@value"]), (.inc, .string("5"), ["wrong_type@value"]),
+      (.inc, .null, ["wrong_type@value"]),
       (.inc, .number("99999999999999999999"), ["out_of_range@value"]),
       (.add, .string("a"), ["wrong_type@value"]), (.remove, .null, ["wrong_type@value"]), (.add, .array([]), []),
       (.unset, .null, []), (.unset, .int(1), ["wrong_type@value"]), (.unset, .string(""), ["wrong_type@value"]),

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import PushOutbox
 
 @Suite("CustomEventRules")
@@ -65,8 +66,11 @@ struct CustomEventRulesTests {
   func keyLength() {
     let ok = F.repeated("é", 255)
     let long = F.repeated("k", 256)
-    let members = [JSONMember(ok, .int(1)), JSONMember(long, .int(2)), JSONMember("o", .object([JSONMember(long, .int(3))]))]
-    #expect(Self.check(members).issues.errorList == ["key_too_long@properties.\(long)", "key_too_long@properties.o.\(long)"])
+    let members = [
+      JSONMember(ok, .int(1)), JSONMember(long, .int(2)), JSONMember("o", .object([JSONMember(long, .int(3))])),
+    ]
+    #expect(
+      Self.check(members).issues.errorList == ["key_too_long@properties.\(long)", "key_too_long@properties.o.\(long)"])
   }
 
   @Test(
@@ -120,12 +124,16 @@ struct CustomEventRulesTests {
     ]
     let result = Self.check(members, limits: F.limits(strings: .truncate))
     #expect(result.issues.errors.isEmpty)
-    #expect(result.issues.warningList == ["string_truncated@properties.s", "string_truncated@properties.o.k", "string_truncated@properties.l[1]"])
-    #expect(result.stored == [
-      JSONMember("a", .int(1)), JSONMember("s", .string(cut)),
-      JSONMember("o", .object([JSONMember("k", .string(cut)), JSONMember("n", .int(2))])),
-      JSONMember("l", .array([.string("ok"), .string(cut)])),
-    ])
+    #expect(
+      result.issues.warningList == [
+        "string_truncated@properties.s", "string_truncated@properties.o.k", "string_truncated@properties.l[1]",
+      ])
+    #expect(
+      result.stored == [
+        JSONMember("a", .int(1)), JSONMember("s", .string(cut)),
+        JSONMember("o", .object([JSONMember("k", .string(cut)), JSONMember("n", .int(2))])),
+        JSONMember("l", .array([.string("ok"), .string(cut)])),
+      ])
   }
 
   @Test("--strings truncate never truncates names or keys")
@@ -174,10 +182,11 @@ struct CustomEventRulesTests {
   @Test("every problem is reported at once")
   func allProblems() {
     let members = F.members(#"{"time":1,"$x":null,"a":[[],"2026-01-02T03:04Z"]}"#)
-    #expect(Self.check(name: "", members).issues.errorList == [
-      "name_empty@name", "reserved_property_key@properties.time", "key_dollar_prefix@properties.$x",
-      "null_value@properties.$x", "invalid_array_element@properties.a[0]", "datetime_in_array@properties.a[1]",
-    ])
+    #expect(
+      Self.check(name: "", members).issues.errorList == [
+        "name_empty@name", "reserved_property_key@properties.time", "key_dollar_prefix@properties.$x",
+        "null_value@properties.$x", "invalid_array_element@properties.a[0]", "datetime_in_array@properties.a[1]",
+      ])
   }
 
   @Test(

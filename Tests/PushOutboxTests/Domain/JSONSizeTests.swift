@@ -1,4 +1,5 @@
 import Testing
+
 @testable import PushOutbox
 
 @Suite("JSONSize: encodedJSONSize equals the writer's byte count")
@@ -10,7 +11,8 @@ struct JSONSizeTests {
       .int(Int64.min), .number("2.5e-3"), .number("-0"), .string(""), .string("plain"), .string("é€😀"),
       .string("quote\" back\\ nl\n cr\r tab\t bs\u{8} ff\u{C}"), .string("ctl\u{1}\u{1F}\u{7F}"),
       .string("ls\u{2028}ps\u{2029}"), .string("\u{E2}\u{2027}\u{2030}"), .array([]), .object([]),
-      .array([.int(1), .string("a"), .null]), .object([JSONMember("k\"", .array([.object([JSONMember("", .bool(true))])]))]),
+      .array([.int(1), .string("a"), .null]),
+      .object([JSONMember("k\"", .array([.object([JSONMember("", .bool(true))])]))]),
     ])
   func matches(value: JSONValue) {
     #expect(value.encodedJSONSize == value.jsonBytes.count)

@@ -1,11 +1,14 @@
 import Testing
+
 @testable import PushOutbox
 
 @Suite("PushPayload")
 struct PushPayloadTests {
   typealias F = DomainFixture
 
-  static func parse(_ payload: JSONValue, require: String? = nil, categories: String? = nil) -> (result: JSONValue, issues: Issues) {
+  static func parse(
+    _ payload: JSONValue, require: String? = nil, categories: String? = nil
+  ) -> (result: JSONValue, issues: Issues) {
     var issues = Issues()
     let result = PushPayload.parse(
       payload: payload, require: require.map(F.json), categories: categories.map(F.json), issues: &issues)
@@ -28,12 +31,13 @@ struct PushPayloadTests {
   func rich() {
     let (result, issues) = Self.parse(F.json(Self.rich))
     #expect(issues.errors.isEmpty)
-    #expect(result.jsonText == #"""
-      {"braze":true,"silent":false,"internal":false,"pushStory":false,"category":"lab_register","threadId":"t1",\#
-      "mutableContent":true,"alert":{"title":"Hi","subtitle":"Sub","body":"Body"},"badge":3,"sound":"ping.caf",\#
-      "deepLink":"myapp://cert","attachment":{"url":"https://x.example/a.jpg","type":"jpg"},"brazeId":"abc123",\#
-      "extras":{"cert_title":"Swift","completed_session_count":"3"},"values":{},"warnings":[]}
-      """#)
+    #expect(
+      result.jsonText == #"""
+        {"braze":true,"silent":false,"internal":false,"pushStory":false,"category":"lab_register","threadId":"t1",\#
+        "mutableContent":true,"alert":{"title":"Hi","subtitle":"Sub","body":"Body"},"badge":3,"sound":"ping.caf",\#
+        "deepLink":"myapp://cert","attachment":{"url":"https://x.example/a.jpg","type":"jpg"},"brazeId":"abc123",\#
+        "extras":{"cert_title":"Swift","completed_session_count":"3"},"values":{},"warnings":[]}
+        """#)
   }
 
   @Test("a string payload holding JSON parses the same as the object")
@@ -45,11 +49,12 @@ struct PushPayloadTests {
   func minimal() {
     let (result, issues) = Self.parse(F.json(#"{"aps":{"alert":"Hello"},"ab":{}}"#))
     #expect(issues.errors.isEmpty)
-    #expect(result.jsonText == #"""
-      {"braze":false,"silent":false,"internal":false,"pushStory":false,"category":null,"threadId":null,\#
-      "mutableContent":false,"alert":{"title":null,"subtitle":null,"body":"Hello"},"badge":null,"sound":null,\#
-      "deepLink":null,"attachment":null,"brazeId":null,"extras":{},"values":{},"warnings":[]}
-      """#)
+    #expect(
+      result.jsonText == #"""
+        {"braze":false,"silent":false,"internal":false,"pushStory":false,"category":null,"threadId":null,\#
+        "mutableContent":false,"alert":{"title":null,"subtitle":null,"body":"Hello"},"badge":null,"sound":null,\#
+        "deepLink":null,"attachment":null,"brazeId":null,"extras":{},"values":{},"warnings":[]}
+        """#)
     #expect(Self.parse(F.json("{}")).result["alert"] == .null)
   }
 
@@ -80,7 +85,8 @@ struct PushPayloadTests {
 
   @Test("alert, sound and attachment variants")
   func variants() {
-    let critical = Self.parse(F.json(#"{"aps":{"sound":{"critical":1,"name":"alarm.caf","volume":1.0},"alert":{"body":"B","loc-key":"k"}}}"#))
+    let critical = Self.parse(
+      F.json(#"{"aps":{"sound":{"critical":1,"name":"alarm.caf","volume":1.0},"alert":{"body":"B","loc-key":"k"}}}"#))
     #expect(critical.result["sound"] == .string("alarm.caf"))
     #expect(critical.result["alert"]?.jsonText == #"{"title":null,"subtitle":null,"body":"B"}"#)
     let noType = Self.parse(F.json(#"{"ab":{"att":{"url":"https://x.example/v.mp4"}}}"#))
@@ -92,7 +98,8 @@ struct PushPayloadTests {
   @Test(
     "a payload that is not an object is an error",
     arguments: [
-      (JSONValue.int(1), "wrong_type"), (.array([]), "wrong_type"), (.null, "wrong_type"), (.string("[1]"), "wrong_type"),
+      (JSONValue.int(1), "wrong_type"), (.array([]), "wrong_type"), (.null, "wrong_type"),
+      (.string("[1]"), "wrong_type"),
       (.string("\"x\""), "wrong_type"), (.string("{\"a\":"), "invalid_json"), (.string(""), "invalid_json"),
       (.string("not json"), "invalid_json"),
     ])
@@ -108,11 +115,14 @@ struct PushPayloadTests {
       ("string", #""Swift""#, #""Swift""#), ("string", #""""#, #""""#),
       ("integer", "3", "3"), ("integer", #""3""#, "3"), ("integer", #""-12""#, "-12"),
       ("number", "2.5", "2.5"), ("number", #""2.5""#, "2.5"), ("number", #""3""#, "3"), ("number", "3", "3"),
-      ("number", #""1e3""#, "1e3"), ("boolean", "true", "true"), ("boolean", #""true""#, "true"), ("boolean", #""false""#, "false"),
+      ("number", #""1e3""#, "1e3"), ("boolean", "true", "true"), ("boolean", #""true""#, "true"),
+      ("boolean", #""false""#, "false"),
       ("object", #"{"a":1}"#, #"{"a":1}"#), ("object", #""{\"a\":[1]}""#, #"{"a":[1]}"#),
       ("array", "[1,2]", "[1,2]"), ("array", #""[\"x\"]""#, #"["x"]"#),
-      ("url", #""https://x.example/a?b=1""#, #""https://x.example/a?b=1""#), ("url", #""myapp://cert/3""#, #""myapp://cert/3""#),
-      ("date", #""2026-02-28""#, #""2026-02-28""#), ("datetime", #""2026-01-02T03:04:05Z""#, #""2026-01-02T03:04:05Z""#),
+      ("url", #""https://x.example/a?b=1""#, #""https://x.example/a?b=1""#),
+      ("url", #""myapp://cert/3""#, #""myapp://cert/3""#),
+      ("date", #""2026-02-28""#, #""2026-02-28""#),
+      ("datetime", #""2026-01-02T03:04:05Z""#, #""2026-01-02T03:04:05Z""#),
     ])
   func coercions(type: String, value: String, typed: String) {
     let (result, issues) = Self.parse(F.json(#"{"k":\#(value)}"#), require: #"{"k":"\#(type)"}"#)
@@ -124,14 +134,22 @@ struct PushPayloadTests {
   @Test(
     "required key failures carry key, expected and got",
     arguments: [
-      ("integer", nil, "missing", nil), ("integer", "2.5", "wrong_type", "number"), ("integer", "true", "wrong_type", "boolean"),
-      ("integer", #""3.0""#, "invalid", "string"), ("integer", #""three""#, "invalid", "string"), ("integer", #""007""#, "invalid", "string"),
-      ("integer", "99999999999999999999", "invalid", "integer"), ("integer", #""99999999999999999999""#, "invalid", "string"),
-      ("integer", "null", "wrong_type", "null"), ("number", #""1.""#, "invalid", "string"), ("number", "[1]", "wrong_type", "array"),
-      ("boolean", #""TRUE""#, "invalid", "string"), ("boolean", #""1""#, "invalid", "string"), ("boolean", "1", "wrong_type", "integer"),
-      ("string", "3", "wrong_type", "integer"), ("object", #""[1]""#, "invalid", "string"), ("object", "[]", "wrong_type", "array"),
-      ("array", #""{}""#, "invalid", "string"), ("url", #""not a url""#, "invalid", "string"), ("url", #""://x""#, "invalid", "string"),
-      ("url", #""https:""#, "invalid", "string"), ("url", "1", "wrong_type", "integer"), ("date", #""2026-02-30""#, "invalid", "string"),
+      ("integer", nil, "missing", nil), ("integer", "2.5", "wrong_type", "number"),
+      ("integer", "true", "wrong_type", "boolean"),
+      ("integer", #""3.0""#, "invalid", "string"), ("integer", #""three""#, "invalid", "string"),
+      ("integer", #""007""#, "invalid", "string"),
+      ("integer", "99999999999999999999", "invalid", "integer"),
+      ("integer", #""99999999999999999999""#, "invalid", "string"),
+      ("integer", "null", "wrong_type", "null"), ("number", #""1.""#, "invalid", "string"),
+      ("number", "[1]", "wrong_type", "array"),
+      ("boolean", #""TRUE""#, "invalid", "string"), ("boolean", #""1""#, "invalid", "string"),
+      ("boolean", "1", "wrong_type", "integer"),
+      ("string", "3", "wrong_type", "integer"), ("object", #""[1]""#, "invalid", "string"),
+      ("object", "[]", "wrong_type", "array"),
+      ("array", #""{}""#, "invalid", "string"), ("url", #""not a url""#, "invalid", "string"),
+      ("url", #""://x""#, "invalid", "string"),
+      ("url", #""https:""#, "invalid", "string"), ("url", "1", "wrong_type", "integer"),
+      ("date", #""2026-02-30""#, "invalid", "string"),
       ("datetime", #""2026-01-02""#, "invalid", "string"), ("date", #""""#, "invalid", "string"),
     ] as [(String, String?, String, String?)])
   func failures(type: String, value: String?, code: String, got: String?) {
@@ -139,9 +157,11 @@ struct PushPayloadTests {
     let (result, issues) = Self.parse(F.json(payload), require: #"{"k":"\#(type)"}"#)
     #expect(issues.errorList == ["\(code)@payload.k"])
     let issue = issues.errors.first
-    #expect(issue?.extra == [
-      JSONMember("key", .string("k")), JSONMember("expected", .string(type)), JSONMember("got", got.map(JSONValue.string) ?? .null),
-    ])
+    #expect(
+      issue?.extra == [
+        JSONMember("key", .string("k")), JSONMember("expected", .string(type)),
+        JSONMember("got", got.map(JSONValue.string) ?? .null),
+      ])
     #expect(issue?.json["key"] == .string("k"))
     #expect(result["values"] == .object([]))
   }
@@ -170,7 +190,10 @@ struct PushPayloadTests {
     arguments: [
       (#"{"t":"Hi {{${first_name}}}"}"#, nil, nil, ["liquid_unrendered@t"]),
       (#"{"t":"{% if x %}y{% endif %}"}"#, nil, nil, ["liquid_unrendered@t"]),
-      (#"{"aps":{"alert":{"body":"Hi {{name}}"}},"o":[{"x":"{%"}]}"#, nil, nil, ["liquid_unrendered@aps", "liquid_unrendered@o"]),
+      (
+        #"{"aps":{"alert":{"body":"Hi {{name}}"}},"o":[{"x":"{%"}]}"#, nil, nil,
+        ["liquid_unrendered@aps", "liquid_unrendered@o"]
+      ),
       (#"{"t":"{ {","u":"%}","v":"{}"}"#, nil, nil, []),
       (#"{"k":""}"#, #"{"k":"string"}"#, nil, ["empty_required_value@k"]),
       (#"{"braze_id":123}"#, nil, nil, ["braze_id_not_string@braze_id"]),

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import PushOutbox
 
 @Suite("TextLimit: 255 characters counted as Unicode scalars")

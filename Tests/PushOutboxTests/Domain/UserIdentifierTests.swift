@@ -1,4 +1,5 @@
 import Testing
+
 @testable import PushOutbox
 
 @Suite("UserIdentifier")
@@ -10,10 +11,14 @@ struct UserIdentifierTests {
     arguments: [
       (#"{"externalId":"u1"}"#, UserIdentifier.externalId("u1"), #"{"external_id":"u1"}"#, "x:u1"),
       (#"{"brazeId":"b1"}"#, .brazeId("b1"), #"{"braze_id":"b1"}"#, "b:b1"),
-      (#"{"alias":{"name":"n","label":"l"}}"#, .alias(name: "n", label: "l"),
-       #"{"user_alias":{"alias_name":"n","alias_label":"l"}}"#, "a:n:l"),
-      (#"{"alias":{"label":"l","name":"n"}}"#, .alias(name: "n", label: "l"),
-       #"{"user_alias":{"alias_name":"n","alias_label":"l"}}"#, "a:n:l"),
+      (
+        #"{"alias":{"name":"n","label":"l"}}"#, .alias(name: "n", label: "l"),
+        #"{"user_alias":{"alias_name":"n","alias_label":"l"}}"#, "a:n:l"
+      ),
+      (
+        #"{"alias":{"label":"l","name":"n"}}"#, .alias(name: "n", label: "l"),
+        #"{"user_alias":{"alias_name":"n","alias_label":"l"}}"#, "a:n:l"
+      ),
       (#"{"email":"a@b.co"}"#, .email("a@b.co"), #"{"email":"a@b.co"}"#, "e:a@b.co"),
       (#"{"phone":"+15550100"}"#, .phone("+15550100"), #"{"phone":"+15550100"}"#, "p:+15550100"),
     ])

@@ -21,7 +21,9 @@ import Testing
     let arena = Arena()
     let small = [UInt8](repeating: 7, count: 1000)
     var locations: [ArenaLocation] = []
-    for _ in 0..<3000 { locations.append(small.withUnsafeBytes { arena.append($0, UnsafeRawBufferPointer(start: nil, count: 0)) }) }
+    for _ in 0..<3000 {
+      locations.append(small.withUnsafeBytes { arena.append($0, UnsafeRawBufferPointer(start: nil, count: 0)) })
+    }
     #expect(arena.liveBytes == 3_000_000)
     #expect(Array(arena.bytes(at: locations[2999], length: 1000)) == small)
     for location in locations.prefix(2000) { arena.release(location, length: 1000) }

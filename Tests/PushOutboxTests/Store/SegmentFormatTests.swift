@@ -41,7 +41,8 @@ import Testing
     }
     let decoded = try #require(ItemRecord(item.payload))
     #expect(item.seq == 5 && decoded.savedAt == -3 && decoded.deliveries == 2 && decoded.kind == .userAttribute)
-    #expect(decoded.hasUser && decoded.id.client == Array("c1".utf8) && Array(decoded.body) == Array(#","name":"é""#.utf8))
+    #expect(
+      decoded.hasUser && decoded.id.client == Array("c1".utf8) && Array(decoded.body) == Array(#","name":"é""#.utf8))
     var cursor = PayloadCursor(remove.payload)
     #expect(cursor.seqs() == [5, 9])
     bytes.withUnsafeBytes { #expect(SegmentReader($0).headerVersion == 2) }
@@ -124,7 +125,9 @@ import Testing
       #expect(CRC32C.checksum(bytes) == software, "length \(length)")
       let split = length / 3
       let continued = bytes.withUnsafeBytes {
-        CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[split...]), continuing: CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[..<split])))
+        CRC32C.checksum(
+          UnsafeRawBufferPointer(rebasing: $0[split...]),
+          continuing: CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[..<split])))
       }
       #expect(continued == software, "continued, length \(length)")
     }

@@ -69,7 +69,8 @@ import Testing
       let store = server.service.store
       if roll < 55 {
         let pad = "m\(step)z" + String(repeating: "x", count: Int.random(in: 0...240, using: &rng))
-        let reply = try server.request("saveCustomEvent", #"{"name":"e\#(step)","properties":{"p":"\#(pad)"}}"#, id: step)
+        let reply = try server.request(
+          "saveCustomEvent", #"{"name":"e\#(step)","properties":{"p":"\#(pad)"}}"#, id: step)
         let seq = try #require(reply.at("result.seq").flatMap { if case .int(let n) = $0 { UInt64(n) } else { nil } })
         model.items[seq] = (String(decoding: store.items.item(seq: seq)!.body, as: UTF8.self), 0)
         markerSeqs[seq] = "m\(step)z"
@@ -80,9 +81,14 @@ import Testing
         for seq in picked { model.items[seq] = nil }
         gone.formUnion(picked)
       } else if roll < 72, model.leases.isEmpty {
-        let lease = try server.request("flushPending", #"{"leaseMs":1000,"max":\#(Int.random(in: 1...30, using: &rng))}"#)
-        if let id = lease.at("result.flushId")?.stringValue, case .array(let items)? = lease.at("result.items"), !items.isEmpty {
-          model.leases[id] = items.compactMap { $0.at("seq").flatMap { if case .int(let n) = $0 { UInt64(n) } else { nil } } }
+        let lease = try server.request(
+          "flushPending", #"{"leaseMs":1000,"max":\#(Int.random(in: 1...30, using: &rng))}"#)
+        if let id = lease.at("result.flushId")?.stringValue, case .array(let items)? = lease.at("result.items"),
+          !items.isEmpty
+        {
+          model.leases[id] = items.compactMap {
+            $0.at("seq").flatMap { if case .int(let n) = $0 { UInt64(n) } else { nil } }
+          }
         }
       } else if roll < 78, let (id, seqs) = model.leases.first {
         _ = try server.request("ackFlush", #"{"flushId":"\#(id)"}"#)
@@ -105,12 +111,16 @@ import Testing
         } else {
           server.service.disk?.finish(store, now: clock)
           let leftovers = markers(in: dir).intersection(gone.map { markerSeqs[$0] ?? "" })
-          #expect(leftovers.isEmpty, "seed \(seed) step \(step): drained data still on disk: \(leftovers.sorted().prefix(5))")
+          #expect(
+            leftovers.isEmpty, "seed \(seed) step \(step): drained data still on disk: \(leftovers.sorted().prefix(5))")
         }
         clock += Int64.random(in: 0...1500, using: &rng)  // a lease may expire across the restart
         server = nil  // releases the store lock
         server = try open(dir, clock: clock)
-        for (id, seqs) in model.leases where clock >= 1_767_225_600_000 && server.service.store.lease(flushId: id).map({ clock >= $0.expiresAt }) == true {
+        for (id, seqs) in model.leases
+        where clock >= 1_767_225_600_000
+          && server.service.store.lease(flushId: id).map({ clock >= $0.expiresAt }) == true
+        {
           for seq in seqs { model.items[seq]?.deliveries += 1 }
           model.leases[id] = nil
         }

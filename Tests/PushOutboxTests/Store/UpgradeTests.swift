@@ -14,13 +14,17 @@ import Testing
 
   private func writeV1Store(_ dir: URL) throws -> [PendingItem] {
     let snapshotItems = [
-      item(1, .customEvent, #","user":{"externalId":"u1"},"name":"open","properties":{"n":1},"time":"2026-01-01T00:00:00.000Z""#, deliveries: 2),
+      item(
+        1, .customEvent,
+        #","user":{"externalId":"u1"},"name":"open","properties":{"n":1},"time":"2026-01-01T00:00:00.000Z""#,
+        deliveries: 2),
       item(2, .customAttribute, #","user":{"brazeId":"b2"},"key":"plan","value":"pro","op":"set""#),
     ]
     let snapshot = SnapshotFileV1.encode(
       SnapshotState(items: snapshotItems[...], nextSeq: 3, coversSeq: 2), createdAt: 1_767_225_600_000)
     try Data(snapshot).write(to: dir.appendingPathComponent("snapshot.json"))
-    let added = item(3, .userAttribute, #","user":{"alias":{"name":"a","label":"crm"}},"field":"email","value":"x@y.z""#)
+    let added = item(
+      3, .userAttribute, #","user":{"alias":{"name":"a","label":"crm"}},"field":"email","value":"x@y.z""#)
     let dropped = item(4, .customEvent, #","name":"gone","properties":{},"time":"2026-01-01T00:00:00.000Z""#)
     var journal = JournalFormatV1.header
     for record in [added, dropped] {
@@ -60,7 +64,9 @@ import Testing
   }
 
   @Test func aFormatOneSnapshotWithNegativeSeqsIsCorruptNotACrash() throws {
-    var header = Array(#"{"format":"push-outbox-snapshot","version":1,"coversSeq":-4,"nextSeq":-1,"items":0,"createdAt":"2026-01-01T00:00:00.000Z"}"#.utf8)
+    var header = Array(
+      #"{"format":"push-outbox-snapshot","version":1,"coversSeq":-4,"nextSeq":-1,"items":0,"createdAt":"2026-01-01T00:00:00.000Z"}"#
+        .utf8)
     header.append(0x0A)
     let crc = CRC32C.checksum(header)
     header.append(contentsOf: Array(#"{"end":true,"items":0,"crc32c":\#(crc)}"#.utf8))

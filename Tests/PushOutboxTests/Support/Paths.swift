@@ -16,11 +16,13 @@ enum Paths {
     if let explicit = ProcessInfo.processInfo.environment["PUSH_OUTBOX_BIN"] { return explicit }
     var candidates: [String] = []
     if let exe = Bundle.main.executablePath {
-      candidates.append(URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("push-outbox").path)
+      candidates.append(
+        URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("push-outbox").path)
     }
     let selfExe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
     if !selfExe.isEmpty {
-      candidates.append(URL(fileURLWithPath: selfExe).deletingLastPathComponent().appendingPathComponent("push-outbox").path)
+      candidates.append(
+        URL(fileURLWithPath: selfExe).deletingLastPathComponent().appendingPathComponent("push-outbox").path)
     }
     candidates.append(root.appendingPathComponent(".build/debug/push-outbox").path)
     return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates.last!

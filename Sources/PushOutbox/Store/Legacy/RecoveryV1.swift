@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-  import Glibc
+import Glibc
 #elseif canImport(Musl)
-  import Musl
+import Musl
 #elseif canImport(Darwin)
-  import Darwin
+import Darwin
 #endif
 
 /// What reading a format-1 store found and did.
@@ -64,7 +64,9 @@ struct RecoveryV1 {
       } catch .newerVersion(_, let version) {
         throw StartupError(
           message: "\(path) has format version \(version), newer than this build reads; nothing was touched",
-          exitCode: 2, rpcError: .app(.unsupportedStoreVersion, "unsupported_store_version", "Unsupported store version",
+          exitCode: 2,
+          rpcError: .app(
+            .unsupportedStoreVersion, "unsupported_store_version", "Unsupported store version",
             [JSONMember("file", .string(path)), JSONMember("version", .int(version))]))
       } catch {
         failures.append("\(name) is corrupt (\(Self.reason(error)))")
@@ -73,7 +75,8 @@ struct RecoveryV1 {
     }
     if !failures.isEmpty && !journalStartsAtOne() {
       throw StartupError(
-        message: failures.joined(separator: "; ") + "; no older snapshot and journal can rebuild it, so the store was left untouched",
+        message: failures.joined(separator: "; ")
+          + "; no older snapshot and journal can rebuild it, so the store was left untouched",
         exitCode: 1)
     }
     if !failures.isEmpty { warn("snapshotCorrupt", failures.joined(separator: "; ") + "; rebuilt from the journal") }
@@ -105,7 +108,9 @@ struct RecoveryV1 {
 
   private mutating func replayJournal() throws(StartupError) {
     let all = segmentFirsts()
-    for first in all { outcome.segments[first] = FileIO.size(directory + "/" + JournalFormatV1.segmentName(first: first)) }
+    for first in all {
+      outcome.segments[first] = FileIO.size(directory + "/" + JournalFormatV1.segmentName(first: first))
+    }
     // Segments before the one holding `covers + 1` add nothing to the snapshot; they stay only
     // for the fallback snapshot, so damage in them cannot stop the replay.
     let start = all.lastIndex { $0 <= outcome.snapshotCovers + 1 } ?? 0
@@ -144,8 +149,11 @@ struct RecoveryV1 {
     }
     if version > JournalFormatV1.version {
       throw StartupError(
-        message: "\(directory)/\(name) has journal format version \(version), newer than this build reads; nothing was touched",
-        exitCode: 2, rpcError: .app(.unsupportedStoreVersion, "unsupported_store_version", "Unsupported store version",
+        message:
+          "\(directory)/\(name) has journal format version \(version), newer than this build reads; nothing was touched",
+        exitCode: 2,
+        rpcError: .app(
+          .unsupportedStoreVersion, "unsupported_store_version", "Unsupported store version",
           [JSONMember("file", .string(name)), JSONMember("version", .int(Int64(version)))]))
     }
     var offset = JournalFormatV1.headerSize
@@ -169,7 +177,9 @@ struct RecoveryV1 {
   /// The highest seq among the intact records of a segment (records after damage are not applied,
   /// but their seqs must never be handed out again).
   private func maxValidSeq(_ name: String) -> UInt64? {
-    guard let bytes = try? FileIO.read(directory + "/" + name), JournalFormatV1.headerVersion(bytes) != nil else { return nil }
+    guard let bytes = try? FileIO.read(directory + "/" + name), JournalFormatV1.headerVersion(bytes) != nil else {
+      return nil
+    }
     var offset = JournalFormatV1.headerSize
     var best: UInt64? = nil
     while case .record(let record) = JournalFormatV1.readRecord(bytes, at: offset) {
@@ -207,14 +217,16 @@ struct RecoveryV1 {
   }
 
   private mutating func lossWarning(name: String, from seq: UInt64, to last: UInt64?, laterSegments: Int) {
-    let message = "journal \(name) is damaged: replay stopped before seq \(seq); it and \(laterSegments) later"
+    let message =
+      "journal \(name) is damaged: replay stopped before seq \(seq); it and \(laterSegments) later"
       + " segments were moved to quarantine/ unapplied"
     log.error(message)
-    outcome.warnings.append(.object([
-      JSONMember("code", .string("recoveredWithLoss")), JSONMember("message", .string(message)),
-      JSONMember("file", .string(name)), JSONMember("fromSeq", .int(Int64(seq))),
-      JSONMember("toSeq", last.map { .int(Int64($0)) } ?? .null),
-    ]))
+    outcome.warnings.append(
+      .object([
+        JSONMember("code", .string("recoveredWithLoss")), JSONMember("message", .string(message)),
+        JSONMember("file", .string(name)), JSONMember("fromSeq", .int(Int64(seq))),
+        JSONMember("toSeq", last.map { .int(Int64($0)) } ?? .null),
+      ]))
   }
 
   private mutating func warn(_ code: String, _ message: String) {
