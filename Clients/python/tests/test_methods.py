@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict
 
 import pytest
 from conftest import OPENRPC_PATH, run
-from push_outbox import AsyncOutbox, Outbox
+from push_outbox import AsyncOutbox, DeliveryNotConfigured, Outbox
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -71,8 +71,11 @@ def check_status(s: Dict[str, Any]) -> None:
         "fsync",
         "lease",
         "recovery",
+        "deadLetters",
+        "delivery",
     }
     assert isinstance(s["version"], str)
+    assert isinstance(s["deadLetters"], int)
     assert set(s["pending"]) == {"total", "customEvent", "customAttribute", "userAttribute"}
     assert (
         s["pending"]["total"]
@@ -244,7 +247,11 @@ def test_flush_users_track_format(spawn: Callable[..., Outbox]) -> None:
     out = ob.flush_pending(format="usersTrack")
     assert {"flushId", "requests", "skipped", "remaining"} <= set(out)
     assert "items" not in out
-    assert out["skipped"] == [{"id": anon["id"], "reason": "missing_identifier"}]
+    assert out["skipped"] == [{"id": anon["id"], "reason": "no_identifier"}]
+    # An item no identifier can fill becomes a dead letter, so a drain loop ends.
+    dead = ob.list_dead_letters()
+    assert dead["total"] == 1 and dead["deadLetters"][0]["reason"] == "no_identifier"
+    assert dead["deadLetters"][0]["item"]["id"] == anon["id"]
     events = [e for req in out["requests"] for e in req["events"]]
     attributes = [a for req in out["requests"] for a in req["attributes"]]
     assert all(set(req) == {"attributes", "events"} for req in out["requests"])
@@ -418,6 +425,18 @@ def test_every_method_async(aspawn: Callable[..., AsyncOutbox]) -> None:
             doc = await ob.discover()
             assert isinstance(doc, dict) and "methods" in doc
             assert (await ob.status())["pending"]["total"] == 0
+            await ob.save_custom_event("anonymous")
+            await ob.flush_pending(format="usersTrack")  # no identifier: a dead letter
+            dead = await ob.list_dead_letters(max=10)
+            assert dead["total"] == 1 and dead["deadLetters"][0]["reason"] == "no_identifier"
+            dead_id = dead["deadLetters"][0]["item"]["id"]
+            assert await ob.requeue_dead_letters([dead_id]) == {"requeued": 1}
+            assert (await ob.status())["pending"]["total"] == 1
+            await ob.flush_pending(format="usersTrack")  # dead-letters it again
+            assert await ob.drop_dead_letters([dead_id]) == {"dropped": 1}
+            assert (await ob.list_dead_letters())["total"] == 0
+            with pytest.raises(DeliveryNotConfigured):
+                await ob.deliver_pending()
         assert ob.returncode == 0
 
     run(main())

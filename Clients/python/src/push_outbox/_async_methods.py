@@ -10,11 +10,15 @@ from . import _protocol as P
 from .types import (
     AckResult,
     AttributeOp,
+    DeadLetterList,
+    DeliverResult,
+    DropResult,
     FieldType,
     FlushFormat,
     FlushResult,
     ParsePayloadResult,
     ReleaseResult,
+    RequeueResult,
     SaveResult,
     StatusResult,
     User,
@@ -137,6 +141,35 @@ class AsyncMethods:
     ) -> ReleaseResult:
         return cast(
             ReleaseResult, await self.call("releaseFlush", {"flushId": flush_id}, timeout=timeout)
+        )
+
+    async def deliver_pending(
+        self, *, max: Optional[int] = None, timeout: Optional[float] = P.MISSING
+    ) -> DeliverResult:
+        """``deliverPending``: one delivery pass to Braze; answers when it is done."""
+        params: Dict[str, Any] = {} if max is None else {"max": max}
+        return cast(DeliverResult, await self.call("deliverPending", params, timeout=timeout))
+
+    async def list_dead_letters(
+        self, *, max: Optional[int] = None, timeout: Optional[float] = P.MISSING
+    ) -> DeadLetterList:
+        """``listDeadLetters``: items Braze refused (or with no identifier), with the reason."""
+        params: Dict[str, Any] = {} if max is None else {"max": max}
+        return cast(DeadLetterList, await self.call("listDeadLetters", params, timeout=timeout))
+
+    async def requeue_dead_letters(
+        self, ids: Optional[Sequence[str]] = None, *, timeout: Optional[float] = P.MISSING
+    ) -> RequeueResult:
+        """``requeueDeadLetters``: make these dead letters (all when ``ids`` is None) pending again."""
+        params: Dict[str, Any] = {} if ids is None else {"ids": list(ids)}
+        return cast(RequeueResult, await self.call("requeueDeadLetters", params, timeout=timeout))
+
+    async def drop_dead_letters(
+        self, ids: Sequence[str], *, timeout: Optional[float] = P.MISSING
+    ) -> DropResult:
+        """``dropDeadLetters``: delete these dead letters for good."""
+        return cast(
+            DropResult, await self.call("dropDeadLetters", {"ids": list(ids)}, timeout=timeout)
         )
 
     async def status(self, *, timeout: Optional[float] = P.MISSING) -> StatusResult:

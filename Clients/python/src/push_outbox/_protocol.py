@@ -36,6 +36,10 @@ WIRE_METHODS: Dict[str, str] = {
     "ackFlush": "ack_flush",
     "releaseFlush": "release_flush",
     "status": "status",
+    "deliverPending": "deliver_pending",
+    "listDeadLetters": "list_dead_letters",
+    "requeueDeadLetters": "requeue_dead_letters",
+    "dropDeadLetters": "drop_dead_letters",
     "rpc.discover": "discover",
 }
 
@@ -49,6 +53,10 @@ WIRE_PARAMS: Dict[str, Tuple[str, ...]] = {
     "ackFlush": ("flushId",),
     "releaseFlush": ("flushId",),
     "status": (),
+    "deliverPending": ("max",),
+    "listDeadLetters": ("max",),
+    "requeueDeadLetters": ("ids",),
+    "dropDeadLetters": ("ids",),
     "rpc.discover": (),
 }
 

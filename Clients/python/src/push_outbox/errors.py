@@ -15,7 +15,9 @@ Hierarchy::
     │       ├── StorageUnavailable      -32003
     │       ├── LeaseNotFound           -32004
     │       ├── StoreLocked             -32005
-    │       └── UnsupportedStoreVersion -32006
+    │       ├── UnsupportedStoreVersion -32006
+    │       ├── StartupFailed           -32007
+    │       └── DeliveryNotConfigured   -32010
     ├── TransportError           the pipe to the server is unusable
     │   └── ServerExited            the server process is gone (.returncode .stderr_tail)
     ├── CallTimeout              (also a TimeoutError) no reply within the call's timeout
@@ -41,6 +43,8 @@ __all__ = [
     "StorageUnavailable",
     "LeaseNotFound",
     "StoreLocked",
+    "StartupFailed",
+    "DeliveryNotConfigured",
     "UnsupportedStoreVersion",
     "TransportError",
     "ServerExited",
@@ -169,6 +173,18 @@ class UnsupportedStoreVersion(ServerError):
     CODE = -32006
 
 
+class StartupFailed(ServerError):
+    """-32007: the server could not start (usage error, or a store it cannot use); ``data.reason`` says why."""
+
+    CODE = -32007
+
+
+class DeliveryNotConfigured(ServerError):
+    """-32010: ``deliverPending`` without ``--braze-endpoint`` or an API key."""
+
+    CODE = -32010
+
+
 ERROR_CLASSES: Dict[Optional[int], Type[RpcError]] = {
     cls.CODE: cls
     for cls in (
@@ -183,6 +199,8 @@ ERROR_CLASSES: Dict[Optional[int], Type[RpcError]] = {
         LeaseNotFound,
         StoreLocked,
         UnsupportedStoreVersion,
+        StartupFailed,
+        DeliveryNotConfigured,
     )
 }
 

@@ -39,6 +39,12 @@ __all__ = [
     "LeaseInfo",
     "RecoveryEntry",
     "StatusResult",
+    "DeliveryStatus",
+    "DeliverResult",
+    "DeadLetter",
+    "DeadLetterList",
+    "RequeueResult",
+    "DropResult",
     "ParamError",
 ]
 
@@ -239,6 +245,21 @@ class RecoveryEntry(TypedDict, total=False):
     message: str
 
 
+class DeliveryStatus(TypedDict):
+    """``status.delivery`` when delivery to Braze is configured."""
+
+    background: bool
+    delivered: int
+    inFlight: int
+    retrying: int
+    nextAttemptAt: Optional[str]
+    deadLettered: int
+    lastError: Optional[str]
+    configError: Optional[str]
+    rate: str
+    recentRequests: int
+
+
 class StatusResult(TypedDict):
     version: str
     store: Optional[str]
@@ -250,6 +271,35 @@ class StatusResult(TypedDict):
     fsync: str
     lease: Optional[LeaseInfo]
     recovery: List[RecoveryEntry]
+    deadLetters: int
+    delivery: Optional[DeliveryStatus]
+
+
+class DeliverResult(TypedDict):
+    """``deliverPending``: one delivery pass."""
+
+    delivered: int
+    deadLettered: int
+    retrying: int
+    remaining: int
+
+
+class DeadLetter(TypedDict):
+    reason: str
+    item: Dict[str, Any]
+
+
+class DeadLetterList(TypedDict):
+    deadLetters: List[DeadLetter]
+    total: int
+
+
+class RequeueResult(TypedDict):
+    requeued: int
+
+
+class DropResult(TypedDict):
+    dropped: int
 
 
 # --- errors ---------------------------------------------------------------------------------
