@@ -240,6 +240,42 @@ export interface StatusResult {
   fsync: string;
   lease: { flushId: string; count: number; expiresAt: string } | null;
   recovery: Array<{ code: string; message: string; [key: string]: JsonValue }>;
+  /** Dead letters held (not counted in `pending`). */
+  deadLetters: number;
+  /** Null when delivery to Braze is not configured. */
+  delivery: DeliveryStatus | null;
+}
+
+export interface DeliveryStatus {
+  background: boolean;
+  delivered: number;
+  inFlight: number;
+  retrying: number;
+  nextAttemptAt: string | null;
+  deadLettered: number;
+  lastError: string | null;
+  configError: string | null;
+  rate: string;
+  recentRequests: number;
+}
+
+// MARK: - delivery and dead letters
+
+export interface DeliverPendingResult {
+  delivered: number;
+  deadLettered: number;
+  retrying: number;
+  remaining: number;
+}
+
+export interface DeadLetter {
+  reason: string;
+  item: Item;
+}
+
+export interface ListDeadLettersResult {
+  deadLetters: DeadLetter[];
+  total: number;
 }
 
 export interface OpenRpcDocument {
@@ -261,6 +297,10 @@ export declare const METHODS: Readonly<{
   ackFlush: 'ackFlush';
   releaseFlush: 'releaseFlush';
   status: 'status';
+  deliverPending: 'deliverPending';
+  listDeadLetters: 'listDeadLetters';
+  requeueDeadLetters: 'requeueDeadLetters';
+  dropDeadLetters: 'dropDeadLetters';
   discover: 'rpc.discover';
 }>;
 
@@ -310,6 +350,10 @@ export declare class Outbox {
   ackFlush(params: { flushId: string }, options?: CallOptions): Promise<AckFlushResult>;
   releaseFlush(params: { flushId: string }, options?: CallOptions): Promise<ReleaseFlushResult>;
   status(params?: Record<string, never>, options?: CallOptions): Promise<StatusResult>;
+  deliverPending(params?: { max?: number }, options?: CallOptions): Promise<DeliverPendingResult>;
+  listDeadLetters(params?: { max?: number }, options?: CallOptions): Promise<ListDeadLettersResult>;
+  requeueDeadLetters(params?: { ids?: string[] }, options?: CallOptions): Promise<{ requeued: number }>;
+  dropDeadLetters(params: { ids: string[] }, options?: CallOptions): Promise<{ dropped: number }>;
   /** rpc.discover */
   discover(params?: Record<string, never>, options?: CallOptions): Promise<OpenRpcDocument>;
 
@@ -344,6 +388,8 @@ export declare const ErrorCodes: Readonly<{
   LeaseNotFound: -32004;
   StoreLocked: -32005;
   UnsupportedStoreVersion: -32006;
+  StartupFailed: -32007;
+  DeliveryNotConfigured: -32010;
 }>;
 
 export declare class OutboxError extends Error {}
@@ -385,6 +431,8 @@ export declare class StorageUnavailable extends RpcError {}
 export declare class LeaseNotFound extends RpcError {}
 export declare class StoreLocked extends RpcError {}
 export declare class UnsupportedStoreVersion extends RpcError {}
+export declare class StartupFailed extends RpcError {}
+export declare class DeliveryNotConfigured extends RpcError {}
 
 /** The server died (or its stdin broke) before answering. */
 export declare class ServerExitedError extends OutboxError {

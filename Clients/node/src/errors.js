@@ -19,6 +19,8 @@ export const ErrorCodes = Object.freeze({
   LeaseNotFound: -32004,
   StoreLocked: -32005,
   UnsupportedStoreVersion: -32006,
+  StartupFailed: -32007,
+  DeliveryNotConfigured: -32010,
 });
 
 /** Base class of every error this package throws on purpose. */
@@ -82,6 +84,8 @@ export class StorageUnavailable extends RpcError {}
 export class LeaseNotFound extends RpcError {}
 export class StoreLocked extends RpcError {}
 export class UnsupportedStoreVersion extends RpcError {}
+export class StartupFailed extends RpcError {}
+export class DeliveryNotConfigured extends RpcError {}
 
 const classByCode = new Map([
   [ErrorCodes.ParseError, ParseError],
@@ -95,6 +99,8 @@ const classByCode = new Map([
   [ErrorCodes.LeaseNotFound, LeaseNotFound],
   [ErrorCodes.StoreLocked, StoreLocked],
   [ErrorCodes.UnsupportedStoreVersion, UnsupportedStoreVersion],
+  [ErrorCodes.StartupFailed, StartupFailed],
+  [ErrorCodes.DeliveryNotConfigured, DeliveryNotConfigured],
 ]);
 
 /**

@@ -32,6 +32,10 @@ export const METHODS = Object.freeze({
   ackFlush: 'ackFlush',
   releaseFlush: 'releaseFlush',
   status: 'status',
+  deliverPending: 'deliverPending',
+  listDeadLetters: 'listDeadLetters',
+  requeueDeadLetters: 'requeueDeadLetters',
+  dropDeadLetters: 'dropDeadLetters',
   discover: 'rpc.discover',
 });
 
@@ -247,6 +251,19 @@ export class Outbox extends EventEmitter {
   }
   status(params, options) {
     return this.call(METHODS.status, params ?? {}, options);
+  }
+  /** deliverPending: one delivery pass to Braze; resolves when it is done. */
+  deliverPending(params, options) {
+    return this.call(METHODS.deliverPending, params ?? {}, options);
+  }
+  listDeadLetters(params, options) {
+    return this.call(METHODS.listDeadLetters, params ?? {}, options);
+  }
+  requeueDeadLetters(params, options) {
+    return this.call(METHODS.requeueDeadLetters, params ?? {}, options);
+  }
+  dropDeadLetters(params, options) {
+    return this.call(METHODS.dropDeadLetters, params ?? {}, options);
   }
   /** rpc.discover: the server's OpenRPC document. */
   discover(params, options) {

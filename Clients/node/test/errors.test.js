@@ -19,6 +19,8 @@ import {
   StoreLocked,
   TimeoutError,
   UnsupportedStoreVersion,
+  StartupFailed,
+  DeliveryNotConfigured,
 } from '../src/index.js';
 import { nodeServer, realBinary, rejectsWith, spawnReal, tempDir } from './helpers.js';
 
@@ -34,6 +36,8 @@ const CLASSES = [
   [-32004, LeaseNotFound],
   [-32005, StoreLocked],
   [-32006, UnsupportedStoreVersion],
+  [-32007, StartupFailed],
+  [-32010, DeliveryNotConfigured],
 ];
 
 describe('error classes (scripted server)', () => {

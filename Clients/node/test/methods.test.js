@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { describe, test } from 'node:test';
-import { InvalidParams, LeaseNotFound } from '../src/index.js';
+import { DeliveryNotConfigured, InvalidParams, LeaseNotFound } from '../src/index.js';
 import { FIXED_CLOCK, openrpcPath, rejectsWith, spawnReal } from './helpers.js';
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -36,6 +36,8 @@ describe('status', () => {
           fsync: 'everysec',
           lease: null,
           recovery: [],
+          deadLetters: 0,
+          delivery: null,
         },
       );
     }));
@@ -196,8 +198,15 @@ describe('flushPending / ackFlush / releaseFlush', () => {
       assert.equal(attributes.length, 1);
       assert.equal(attributes[0].external_id, 'u1');
       assert.equal(track.skipped.length, 1);
-      assert.equal(track.skipped[0].reason, 'missing_identifier');
+      assert.equal(track.skipped[0].reason, 'no_identifier');
       assert.match(track.skipped[0].id, UUID_V7);
+
+      // An item no identifier can fill became a dead letter, so a drain loop ends; requeue it.
+      const dead = await ob.listDeadLetters({ max: 10 });
+      assert.equal(dead.total, 1);
+      assert.equal(dead.deadLetters[0].reason, 'no_identifier');
+      assert.equal(dead.deadLetters[0].item.id, track.skipped[0].id);
+      assert.deepEqual(await ob.requeueDeadLetters({ ids: [track.skipped[0].id] }), { requeued: 1 });
 
       const withDefault = await ob.flushPending({ format: 'usersTrack', defaultUser: { externalId: 'fallback' } });
       assert.deepEqual(withDefault.skipped, []);
@@ -205,6 +214,18 @@ describe('flushPending / ackFlush / releaseFlush', () => {
         withDefault.requests.flatMap((r) => r.attributes),
         [{ external_id: 'fallback', email: 'a@b.co' }],
       );
+    }));
+});
+
+describe('dead letters and delivery', () => {
+  test('drop a dead letter; deliverPending without an endpoint is DeliveryNotConfigured', () =>
+    withServer(async (ob) => {
+      const anon = await ob.saveCustomEvent({ name: 'anonymous' });
+      await ob.flushPending({ format: 'usersTrack' });
+      assert.equal((await ob.status()).deadLetters, 1);
+      assert.deepEqual(await ob.dropDeadLetters({ ids: [anon.id] }), { dropped: 1 });
+      assert.equal((await ob.listDeadLetters()).total, 0);
+      await assert.rejects(ob.deliverPending(), DeliveryNotConfigured);
     }));
 });
 
