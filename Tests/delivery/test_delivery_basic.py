@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import os
 import subprocess
 import time
@@ -133,7 +135,10 @@ def test_the_key_file_is_read_and_plain_http_is_refused_off_loopback(stub, outbo
     env = {"BRAZE_API_KEY": API_KEY, "PATH": os.environ.get("PATH", "")}
     for args in (["--braze-endpoint", "http://example.com"], ["--deliver"], ["--braze-endpoint", "ftp://x"]):
         run = subprocess.run([binary(), "--memory", *args], input=b"", capture_output=True, env=env, timeout=30)
-        assert run.returncode == 2 and run.stdout == b"", args
+        # A usage error: exit 2, and the one id-null start-up line every start-up failure writes.
+        assert run.returncode == 2, args
+        [line] = run.stdout.decode().splitlines()
+        assert json.loads(line)["id"] is None and json.loads(line)["error"]["code"] == -32007, line
         assert len(run.stderr.splitlines()) == 1
 
 
