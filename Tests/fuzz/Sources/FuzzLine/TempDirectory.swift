@@ -4,7 +4,8 @@ import Glibc
 import Musl
 #endif
 
-/// A fresh 0700 directory under $TMPDIR (or /tmp), removed with everything in it.
+/// A fresh 0700 directory under $TMPDIR (or /tmp), removed with everything in it, unless
+/// `PUSH_OUTBOX_FUZZ_KEEP=1` keeps it (its path is printed), to look at when reproducing a crash.
 struct TempDirectory {
   let path: String
 
@@ -17,7 +18,14 @@ struct TempDirectory {
     path = String(cString: made)
   }
 
-  func remove() { Self.removeTree(path) }
+  func remove() {
+    if getenv("PUSH_OUTBOX_FUZZ_KEEP") != nil {
+      let note = Array("kept \(path)\n".utf8)
+      _ = note.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+      return
+    }
+    Self.removeTree(path)
+  }
 
   private static func removeTree(_ path: String) {
     if unlink(path) == 0 { return }
