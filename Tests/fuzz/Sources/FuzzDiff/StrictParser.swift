@@ -25,7 +25,8 @@ struct StrictParser {
       case (.bool(let x), .bool(let y)): x == y
       case (.number(let x), .number(let y)), (.string(let x), .string(let y)): x == y
       case (.array(let x), .array(let y)): x == y
-      case (.object(let x), .object(let y)): x.count == y.count && zip(x, y).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+      case (.object(let x), .object(let y)):
+        x.count == y.count && zip(x, y).allSatisfy { $0.key == $1.key && $0.value == $1.value }
       default: false
       }
     }

@@ -82,8 +82,10 @@ struct StoreBuilder {
       return
     }
     let f = take(6) + [0, 0, 0, 0, 0, 0]
-    let segments = files.enumerated().filter { $0.element.name.hasPrefix("segment.") && f[4] & (1 << ($0.offset % 8)) != 0 }
-      .map { String(UInt64($0.element.name.dropFirst(8))!) }
+    let segments = files.enumerated().filter {
+      $0.element.name.hasPrefix("segment.") && f[4] & (1 << ($0.offset % 8)) != 0
+    }
+    .map { String(UInt64($0.element.name.dropFirst(8))!) }
     let lease =
       f[5] == 0
       ? "" : #"{"flushId":"f1","expiresAt":1767225660000,"seqs":[\#(f[5])],"note":"","origin":0}"#
@@ -98,7 +100,9 @@ struct StoreBuilder {
 
 /// Little-endian helpers.
 func le(_ value: UInt64, _ count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
-func le(_ bytes: [UInt8]) -> UInt64 { bytes.prefix(8).enumerated().reduce(0) { $0 | UInt64($1.element) << (8 * $1.offset) } }
+func le(_ bytes: [UInt8]) -> UInt64 {
+  bytes.prefix(8).enumerated().reduce(0) { $0 | UInt64($1.element) << (8 * $1.offset) }
+}
 
 /// CRC-32C (Castagnoli, reflected 0x82F63B78), bitwise: this target's own, not the library's.
 enum CRC32C {
