@@ -8,6 +8,11 @@ package enum CommandLineDocs {
       ".TH PUSH-OUTBOX 1 \"\" \"push-outbox \(HelpText.version)\" \"User Commands\"",
       ".SH NAME", "push-outbox \\- " + roff(HelpText.summary),
       ".SH SYNOPSIS", ".B push-outbox", ".RI [ options ]",
+    ]
+    for command in HelpText.subcommands {
+      out += [".br", ".B push-outbox", roff(command.usage) + " [\\fIoptions\\fR]"]
+    }
+    out += [
       ".SH DESCRIPTION",
       "Reads one JSON-RPC 2.0 request per line on stdin and writes one response per line on stdout.",
       "Stdout carries only JSON-RPC; logs go to stderr. The methods are described by",
@@ -23,6 +28,8 @@ package enum CommandLineDocs {
     for info in Configuration.infoOptions {
       out += [".TP", ".BR \(roff(info.short)) \", \" \(roff(info.name))", roff(info.help) + "."]
     }
+    out.append(".SH COMMANDS")
+    for command in HelpText.subcommands { out += [".TP", ".B " + roff(command.usage), roff(command.help) + "."] }
     out.append(".SH EXIT STATUS")
     for (code, meaning) in HelpText.exitCodes { out += [".TP", ".B \(code)", roff(meaning) + "."] }
     out += [

@@ -12,6 +12,15 @@ package enum HelpText {
     (3, "the store is locked by another push-outbox"),
   ]
 
+  /// The one-shot subcommands: each takes the service's options too, and uses the same store.
+  package static let subcommands: [(usage: String, help: String)] = [
+    ("deliver", "deliver everything deliverable to Braze, then exit (0: nothing left retrying)"),
+    (
+      "flush [--format items|usersTrack] [--max N] [--default-user JSON] [--lease MS]",
+      "write pending items, or /users/track bodies, one per line to stdout; they leave the store once written"
+    ),
+  ]
+
   /// `defaultStore` is the directory this run would use without `--store` (nil when there is none).
   package static func usage(defaultStore: String?) -> String {
     var lines = [
@@ -19,7 +28,11 @@ package enum HelpText {
       "on stdin/stdout (one request per line, one response per line).",
       "",
       "USAGE: push-outbox [options]",
-      "       push-outbox deliver [options]   deliver to Braze once, then exit (0: nothing left retrying)",
+    ]
+    for command in subcommands {
+      lines += ["       push-outbox \(command.usage) [options]", "           " + command.help]
+    }
+    lines += [
       "",
       "OPTIONS (each also read from its environment variable, e.g. PUSH_OUTBOX_STORE):",
     ]
