@@ -57,7 +57,7 @@ extension Deliverer {
     guard settings.background else { return }
     let now = Clock.monotonicSeconds()
     if busy && now < nextBusyStart { return }
-    nextBusyStart = now + Self.busyStartSeconds
+    nextBusyStart = now + busyStartSeconds
     while case .started = startOne(maxObjects: Int.max) {}
   }
 

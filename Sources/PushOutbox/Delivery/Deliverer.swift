@@ -49,7 +49,7 @@ package final class Deliverer {
   var quietChanges = -1
   /// While the loop is busy with requests, no send starts before this monotonic time.
   var nextBusyStart = 0.0
-  static let busyStartSeconds = 0.02
+  var busyStartSeconds = 0.02
   /// Bumped by every answer applied: the items or users a scan saw may have changed.
   var changes = 0
   /// Failures and stops so far: a pass stops starting requests after its first one.
