@@ -114,6 +114,15 @@ def test_lease_mode_keeps_the_items_until_acked(store_dir):
     assert pending(store_dir) == 0
 
 
+def test_lease_mode_hands_out_one_lease_of_at_most_max_items(store_dir):
+    fill(store_dir, events=5)
+    run = flush(store_dir, "--lease", "60000", "--max", "2")
+    assert [i["name"] for i in bodies(run.stdout)] == ["e0", "e1"]
+    assert b"3 still pending" in run.stderr
+    rest = flush(store_dir)  # the leased two are hidden; the other three are flushed
+    assert [i["name"] for i in bodies(rest.stdout)] == ["e2", "e3", "e4"]
+
+
 def test_usage_errors_exit_2(store_dir):
     for args in (["--format", "xml"], ["--max", "0"], ["--lease"], ["--default-user", "{"],
                  ["--default-user", '{"nope":1}']):

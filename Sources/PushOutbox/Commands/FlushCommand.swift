@@ -11,16 +11,16 @@ import Darwin
 /// one `POST /users/track` body per line (`usersTrack`, cut by the same rule as delivery) to
 /// stdout, then exits.
 ///
-/// Nothing leaves the store before its line is written: each round leases up to 10,000 items
-/// (`flushPending` with `leaseMs`), writes their lines, and only then acks the lease. A write that
-/// fails (a closed pipe) releases the lease, so the items stay pending. With `--lease MS` the one
-/// lease is kept instead, and its `flushId` is printed on stderr: ack it later with `ackFlush`, or let
-/// it expire and the items come back. A lease left by a killed run is handed out again first.
+/// Nothing leaves the store before its line is written: each round picks up to 10,000 items, writes
+/// their lines, and only then removes exactly those items (journaled and committed). A write that
+/// fails (a closed pipe) removes nothing; a kill between a write and its removal writes those lines
+/// again next time (at least once). Leased items are not touched. With `--lease MS` one lease of at
+/// most `--max` items (default 10,000) is taken through `flushPending` instead, and its `flushId` is
+/// printed on stderr: ack it later with `ackFlush`, or let it expire and the items come back.
 ///
 /// Exit codes: 0 done; 1 the store failed or stdout closed early (nothing lost); 2 usage.
 package enum FlushCommand {
   static let roundSize = 10_000
-  static let roundLeaseMs = 600_000
 
   package struct Options: Sendable, Equatable {
     var format = "items"
