@@ -30,7 +30,10 @@ package enum ImportLegacy: RPCMethod {
         Issue(
           path: "", code: "too_many_elements",
           message: "importLegacy takes at most \(limit) elements in all (--max-batch); this call has \(elements.count)",
-          extra: [JSONMember("max", .int(Int64(limit))), JSONMember("count", .int(Int64(elements.count)))]))
+          extra: [
+            JSONMember("min", .int(0)), JSONMember("max", .int(Int64(limit))),
+            JSONMember("count", .int(Int64(elements.count))),
+          ]))
     }
     _ = try params.finish()
     let userText = user.map { Array(params.tape.text($0.node)) }

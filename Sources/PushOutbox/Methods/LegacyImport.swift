@@ -70,7 +70,8 @@ package enum LegacyImport {
   }
 
   /// Runs the list's save method's checks on one params object.
-  private static func prepare(_ text: [UInt8], _ list: LegacyList, _ service: Service) -> Result<PreparedSave, RPCError> {
+  private static func prepare(_ text: [UInt8], _ list: LegacyList, _ service: Service) -> Result<PreparedSave, RPCError>
+  {
     text.withUnsafeBufferPointer { bytes in
       do {
         let tape = try JSONTape(bytes, maxDepth: service.config.maxDepth + 2)
@@ -89,7 +90,9 @@ package enum LegacyImport {
   }
 
   /// The save-method params for one element (one per custom attribute key), or why it has none.
-  static func requests(_ tape: JSONTape, _ element: LegacyElement) -> Result<[(key: String?, params: [UInt8])], RPCError> {
+  static func requests(
+    _ tape: JSONTape, _ element: LegacyElement
+  ) -> Result<[(key: String?, params: [UInt8])], RPCError> {
     let node = element.node
     switch element.list {
     case .customEvents: return event(tape, node).map { [(nil, $0)] }
@@ -115,9 +118,11 @@ package enum LegacyImport {
     guard names.count == 1, let name = names.first else {
       return .failure(
         names.isEmpty
-          ? refuse("event_name", "missing", "a pending custom event needs \"event_name\" (or the demo's \"Event Name\")")
+          ? refuse(
+            "event_name", "missing", "a pending custom event needs \"event_name\" (or the demo's \"Event Name\")")
           : refuse(
-            "event_name", "ambiguous_event_name", "a pending custom event holds both \"event_name\" and \"Event Name\""))
+            "event_name", "ambiguous_event_name", "a pending custom event holds both \"event_name\" and \"Event Name\"")
+      )
     }
     var out: [UInt8] = []
     out.appendRaw("{\"name\":")
@@ -137,7 +142,8 @@ package enum LegacyImport {
   private static func attributes(_ tape: JSONTape, _ node: Int) -> Result<[(key: String?, params: [UInt8])], RPCError> {
     guard tape.isObject(node) else {
       return .failure(
-        refuse("", "wrong_type", "a pending custom attribute must be a {key: value} object, not \(tape.typeName(node))"))
+        refuse("", "wrong_type", "a pending custom attribute must be a {key: value} object, not \(tape.typeName(node))")
+      )
     }
     guard tape.childCount(node) > 0 else {
       return .failure(refuse("", "empty", "a pending custom attribute must hold at least one key"))
