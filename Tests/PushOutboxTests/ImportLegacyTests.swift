@@ -221,3 +221,19 @@ import Testing
     #expect(!none.awaitsCommit, "nothing saved, nothing to wait for")
   }
 }
+
+/// `push-outbox import`'s command line: FILE is the one argument that is not a flag or a flag's value.
+@Suite struct ImportCommandLineTests {
+  @Test func fileIsTheArgumentNoFlagTakes() throws {
+    #expect(try ImportCommand.split(["--store", "dir", "group.json"]) == ("group.json", ["--store", "dir"]))
+    #expect(try ImportCommand.split(["-", "--store=dir"]) == ("-", ["--store=dir"]))
+    #expect(
+      try ImportCommand.split(["--memory", "a.json", "--max-batch", "5"]) == (
+        "a.json", ["--memory", "--max-batch", "5"]
+      ))
+    #expect(try ImportCommand.split(["--store", "dir"]) == (nil, ["--store", "dir"]))
+    #expect(throws: UsageError("takes one FILE; got a.json and b.json")) {
+      try ImportCommand.split(["a.json", "b.json"])
+    }
+  }
+}

@@ -29,7 +29,7 @@ package enum ImportLegacy: RPCMethod {
       params.issues.errors.append(
         Issue(
           path: "", code: "too_many_elements",
-          message: "importLegacy takes at most \(limit) elements in all (--max-batch); this call has \(elements.count)",
+          message: "\(name) takes at most \(limit) elements in all (--max-batch); this call has \(elements.count)",
           extra: [
             JSONMember("min", .int(0)), JSONMember("max", .int(Int64(limit))),
             JSONMember("count", .int(Int64(elements.count))),
