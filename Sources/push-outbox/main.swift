@@ -44,6 +44,11 @@ if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "flush" {
   }
 }
 
+// `push-outbox import [FLAGS] FILE`: import the guide's App Group storage and exit (see ImportCommand).
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "import" {
+  exit(ImportCommand.main(Array(CommandLine.arguments.dropFirst(2)), env: environment))
+}
+
 let command: Command
 do {
   command = try Configuration.parse(Array(CommandLine.arguments.dropFirst()), env: environment)

@@ -12,12 +12,17 @@ package enum HelpText {
     (3, "the store is locked by another push-outbox"),
   ]
 
-  /// The one-shot subcommands: each takes the service's options too, and uses the same store.
-  package static let subcommands: [(usage: String, help: String)] = [
-    ("deliver", "deliver everything deliverable to Braze, then exit (0: nothing left retrying)"),
+  /// The one-shot subcommands, for `--help`, the man page and the completions: name, arguments, help.
+  package static let subcommands: [(name: String, arguments: String, help: String)] = [
+    ("deliver", "[options]", "deliver to Braze once, then exit (0: nothing left retrying)"),
     (
-      "flush [--format items|usersTrack] [--max N] [--default-user JSON] [--lease MS]",
-      "write pending items, or /users/track bodies, one per line to stdout; they leave the store once written"
+      "import", "[options] FILE",
+      "import the guide's App Group storage from FILE (plutil -convert json; - for stdin), then exit (1: some rejected)"
+    ),
+    (
+      "flush", "[options]",
+      "write pending items (--format items|usersTrack, --max N, --default-user JSON, --lease MS) to stdout,"
+        + " one per line; each leaves the store once written"
     ),
   ]
 
@@ -30,7 +35,7 @@ package enum HelpText {
       "USAGE: push-outbox [options]",
     ]
     for command in subcommands {
-      lines += ["       push-outbox \(command.usage) [options]", "           " + command.help]
+      lines.append("       push-outbox \(command.name) \(command.arguments)".padding(to: 42) + command.help)
     }
     lines += [
       "",
