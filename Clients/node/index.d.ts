@@ -278,6 +278,46 @@ export interface ListDeadLettersResult {
   total: number;
 }
 
+// MARK: - importLegacy
+
+export type LegacyList = 'pending_custom_events' | 'pending_custom_attributes' | 'pending_user_attributes';
+
+/** The guide's App Group arrays, as `plutil -convert json` gives them (elements are checked by the server). */
+export interface ImportLegacyParams {
+  /** `{"event_name" | "Event Name": name, ...flat properties}` dictionaries. */
+  pending_custom_events?: JsonValue[];
+  /** `{key: value}` dictionaries: one `saveCustomAttribute` per key. */
+  pending_custom_attributes?: JsonValue[];
+  /** `{"email": value}`: the Swift `UserAttribute` Codable shape. */
+  pending_user_attributes?: JsonValue[];
+  /** The user every imported item belongs to. */
+  user?: User;
+}
+
+export interface ImportOutcome {
+  list: LegacyList;
+  index: number;
+  method: 'saveCustomEvent' | 'saveCustomAttribute' | 'saveUserAttribute';
+  /** The saved items' ids (one per key for a custom attribute dictionary); absent when refused. */
+  ids?: string[];
+  /** The custom attribute key that failed, in a dictionary of several. */
+  key?: string;
+  /** What the save method answered: -32602 with `data.errors`, or a store refusal. */
+  error?: { code: number; message: string; data?: JsonObject };
+  warnings?: Warning[];
+}
+
+export interface ImportLegacyResult {
+  results: ImportOutcome[];
+  saved: number;
+  failed: number;
+  pending: number;
+}
+
+export declare const LEGACY_LISTS: readonly LegacyList[];
+/** The `pending_*` lists present in an App Group object; every other key is left out. */
+export declare function legacyLists(defaults: { [key: string]: unknown } | null | undefined): ImportLegacyParams;
+
 export interface OpenRpcDocument {
   openrpc: string;
   info: { title: string; version: string; [key: string]: JsonValue };
@@ -301,6 +341,7 @@ export declare const METHODS: Readonly<{
   listDeadLetters: 'listDeadLetters';
   requeueDeadLetters: 'requeueDeadLetters';
   dropDeadLetters: 'dropDeadLetters';
+  importLegacy: 'importLegacy';
   discover: 'rpc.discover';
 }>;
 
@@ -354,6 +395,7 @@ export declare class Outbox {
   listDeadLetters(params?: { max?: number }, options?: CallOptions): Promise<ListDeadLettersResult>;
   requeueDeadLetters(params?: { ids?: string[] }, options?: CallOptions): Promise<{ requeued: number }>;
   dropDeadLetters(params: { ids: string[] }, options?: CallOptions): Promise<{ dropped: number }>;
+  importLegacy(params?: ImportLegacyParams, options?: CallOptions): Promise<ImportLegacyResult>;
   /** rpc.discover */
   discover(params?: Record<string, never>, options?: CallOptions): Promise<OpenRpcDocument>;
 

@@ -207,12 +207,12 @@ def member_answered(value: Any) -> bool:
 def replies_for(text: str, transcript: Transcript) -> int:
     """How many reply lines the server writes for one sent line (0 or 1)."""
     raw = text.encode("utf-8")
-    if len(raw) > transcript.limit("--max-line-bytes"):
-        return 1  # -32700 line_too_long
     bom = raw.startswith(b"\xef\xbb\xbf")
     if bom:
         raw = raw[3:]
     raw = raw[:-1] if raw.endswith(b"\r") else raw
+    if len(raw) > transcript.limit("--max-line-bytes"):
+        return 1  # -32700 line_too_long (the limit counts the message, not a BOM or CR)
     if not bom and raw.strip(b" \t\r") == b"":
         return 0  # blank line
     try:

@@ -436,7 +436,7 @@ def _pairs(transcript: replay.Transcript) -> Iterator[Tuple[int, Any, Any]]:
             request = replay.loads(text[:-1] if text.endswith("\r") else text)
         except ValueError:
             request = None
-        if len(sent.text.encode("utf-8")) > transcript.limit("--max-line-bytes"):
+        if len(text.removesuffix("\r").encode("utf-8")) > transcript.limit("--max-line-bytes"):
             request = None
         if isinstance(request, list) and request and isinstance(response, list):
             answered = [m for m in request if replay.member_answered(m)]

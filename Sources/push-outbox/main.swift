@@ -31,6 +31,24 @@ if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "deliver" {
   }
 }
 
+// `push-outbox flush [--format items|usersTrack] [--max N] [--lease MS] [FLAGS]`: the pending items (or
+// /users/track bodies) on stdout, one per line, then exit (see FlushCommand).
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "flush" {
+  do {
+    let (options, rest) = try FlushCommand.options(Array(CommandLine.arguments.dropFirst(2)))
+    guard case .run(let config) = try Configuration.parse(rest, env: environment) else { exit(0) }
+    exit(FlushCommand.run(options, config))
+  } catch {
+    Log.stderr("push-outbox flush: \(error.message) (see --help)")
+    exit(2)
+  }
+}
+
+// `push-outbox import [FLAGS] FILE`: import the guide's App Group storage and exit (see ImportCommand).
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "import" {
+  exit(ImportCommand.main(Array(CommandLine.arguments.dropFirst(2)), env: environment))
+}
+
 let command: Command
 do {
   command = try Configuration.parse(Array(CommandLine.arguments.dropFirst()), env: environment)

@@ -75,6 +75,19 @@ import Testing
     #expect(replies.last?["id"] == .int(2))
   }
 
+  @Test func theLineLimitCountsTheMessageNotItsCRorBOM() throws {
+    let params = #"{"payload":{"x":"\#(String(repeating: "y", count: 100))"}}"#
+    let request = Self.request(1, "parsePayload", params)
+    let limit = String(request.utf8.count)
+    let input = "\u{FEFF}" + request + "\r\n" + "\u{FEFF}" + Self.request(22, "parsePayload", params) + "\r\n"
+    let run = try runBinary(Self.fixed + ["--max-line-bytes", limit], input: Array(input.utf8))
+    let replies = try lines(run.stdout).map { try JSONReader.parse($0) }
+    #expect(replies.count == 2)
+    #expect(replies.first?["id"] == .int(1))
+    #expect(replies.first?["result"] != nil)
+    #expect(replies.last?.at("error.data.reason") == .string("line_too_long"))
+  }
+
   @Test func everyJSONTestSuiteNFileIsAParseErrorOverThePipe() throws {
     let dir = JSONReaderTests.suite
     var input: [UInt8] = []

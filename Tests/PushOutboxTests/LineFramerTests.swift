@@ -63,13 +63,28 @@ func frame(_ chunks: [[UInt8]], max: Int = 1 << 20, finish: Bool = true) -> [Fra
     #expect(frame([Array("12345678901\n".utf8)], max: 10) == [.tooLong(11)])
   }
 
+  @Test func theLimitCountsMessageBytesNotCRorBOM() {
+    let bom: [UInt8] = [0xEF, 0xBB, 0xBF]
+    let ten = Array("1234567890".utf8)
+    #expect(frame([ten + [0x0D, 0x0A]], max: 10) == [.line("1234567890")])
+    #expect(frame([bom + ten + [0x0A]], max: 10) == [.line("1234567890")])
+    #expect(frame([bom + ten + [0x0D, 0x0A]], max: 10) == [.line("1234567890")])
+    #expect(frame([bom + ten + [0x31, 0x0D, 0x0A]], max: 10) == [.tooLong(15)])
+    let input = bom + ten + [0x0D, 0x0A] + bom + ten + [0x31, 0x0D, 0x0A] + Array("ok\r\n".utf8)
+    for cut in 0...input.count {
+      let chunks = [Array(input[..<cut]), Array(input[cut...])]
+      #expect(frame(chunks, max: 10) == [.line("1234567890"), .tooLong(15), .line("ok")])
+    }
+    #expect(frame(input.map { [$0] }, max: 10) == [.line("1234567890"), .tooLong(15), .line("ok")])
+  }
+
   @Test func memoryStaysBoundedWhileAnOverlongLineStreams() {
     var framer = LineFramer(maxLineBytes: 1024)
     let chunk = [UInt8](repeating: UInt8(ascii: "y"), count: 4096)
     var reports = 0
     for _ in 0..<1000 {
       framer.feed(chunk) { _ in reports += 1 }
-      #expect(framer.bufferedByteCount <= 1024)
+      #expect(framer.bufferedByteCount <= 1024 + 4)
     }
     framer.feed([0x0A]) { framed in
       if case .tooLong(let n) = framed { #expect(n == 4096 * 1000) }

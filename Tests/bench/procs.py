@@ -51,12 +51,12 @@ class ReplyCounter:
             raise BenchError(f"{label}: {self.errors} error replies")
 
 
-def throughput(command, input_path, expect, serving=None):
+def throughput(command, input_path, expect, serving=None, env=None):
     """Pipes the file through command; returns (seconds to exit, peak RSS bytes). With a list as
     `serving`, also appends the seconds from the first reply to exit (start-up left out)."""
     with open(input_path, "rb") as inp:
         start = time.perf_counter()
-        proc = subprocess.Popen(command, stdin=inp, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(command, stdin=inp, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         counter = ReplyCounter(proc.stdout.fileno())
         counter.read_until()
         peak = _reap(proc)

@@ -18,6 +18,8 @@ Sections, on the realistic mix (saveCustomEvent with a `user` on every line) unl
   latency        p50 / p99 / p99.9 round trips, driver and server pinned to one core
   cold_start     spawn to first reply, --memory and a fresh --store (and the baselines)
   first_reply    spawn to the status reply with N and 2N items pending, and peak RSS
+  delivery       realistic saves onto a fresh store, delivery off vs --deliver against a local Braze
+                 stub, and the cold start with delivery configured
   instructions   (only with --callgrind) instructions per save under callgrind, both mixes and modes
 Each figure prints as min / median / max over its runs and as a ratio to a figure of the same run.
 The suite asserts only correctness (every request answered, exact reply counts, no error replies,
@@ -32,6 +34,7 @@ import sys
 import tempfile
 import time
 
+import delivery
 import inputs
 import instructions
 import latency
@@ -41,7 +44,7 @@ import throughput
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-SECTIONS = ["realistic", "nouser", "backlog", "mixed", "bytes_per_item", "latency", "cold_start", "first_reply"]
+SECTIONS = ["realistic", "nouser", "backlog", "mixed", "bytes_per_item", "latency", "cold_start", "first_reply", "delivery"]
 OPTIONAL = ["instructions"]
 
 
@@ -140,6 +143,7 @@ def run_sections(ctx, wanted, out):
         "latency": lambda: latency.latency(ctx),
         "cold_start": lambda: latency.cold_start(ctx),
         "first_reply": lambda: latency.first_reply(ctx, cold_store_figure(done)),
+        "delivery": lambda: delivery.delivery(ctx, realistic()),
         "instructions": lambda: instructions.instructions(ctx),
     }
     for key in SECTIONS + OPTIONAL:

@@ -14,7 +14,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-SECTIONS = ["realistic", "nouser", "backlog", "mixed", "bytes_per_item", "latency", "cold_start", "first_reply"]
+SECTIONS = ["realistic", "nouser", "backlog", "mixed", "bytes_per_item", "latency", "cold_start", "first_reply", "delivery"]
 SMOKE_RUNS = 2
 
 
@@ -37,7 +37,8 @@ def test_smoke_run_reports_every_section(tmp_path):
         assert f"## {section['title']}" in proc.stdout, key
         assert section["figures"], key
         for figure in section["figures"]:
-            expected = doc["meta"]["cold_runs"] if key == "cold_start" else SMOKE_RUNS
+            cold = key == "cold_start" or figure["label"].startswith("cold start")
+            expected = doc["meta"]["cold_runs"] if cold else SMOKE_RUNS
             assert len(figure["values"]) == expected, (key, figure["label"])
             assert all(math.isfinite(v) for v in figure["values"]), (key, figure["label"])
             assert figure["min"] <= figure["median"] <= figure["max"], (key, figure["label"])

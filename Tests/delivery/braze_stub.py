@@ -32,6 +32,7 @@ class Recorded:
     body: Any
     status: Optional[int] = None  # what the stub answered (None: the connection was dropped)
     done: Optional[float] = None  # time.monotonic() when the answer was written
+    connection: int = 0  # the client's port: requests with the same one shared a connection
 
     def users(self) -> set:
         objects = (self.body or {}).get("attributes", []) + (self.body or {}).get("events", [])
@@ -63,6 +64,7 @@ class BrazeStub:
                 except ValueError:
                     body = None
                 record = Recorded(time.monotonic(), self.path, dict(self.headers), body)
+                record.connection = self.client_address[1]
                 with stub.lock:
                     stub.requests.append(record)
                     reply = stub.script.pop(0) if stub.script else None

@@ -37,6 +37,15 @@ def test_a_pass_posts_users_track_with_the_bearer_key_and_acks(stub, outbox):
     assert len(stub.requests) == 1
 
 
+def test_requests_reuse_their_connection(stub, outbox):
+    box = outbox()
+    for n in range(6):
+        box.save_event(f"e{n}", f"u{n}")
+        assert box.result("deliverPending")["delivered"] == 1
+    assert len(stub.requests) == 6
+    assert len({r.connection for r in stub.requests}) == 1  # one keep-alive connection, not six
+
+
 def test_bodies_hold_at_most_75_objects_combined(stub, outbox):
     box = outbox()
     for n in range(60):

@@ -36,8 +36,24 @@ export const METHODS = Object.freeze({
   listDeadLetters: 'listDeadLetters',
   requeueDeadLetters: 'requeueDeadLetters',
   dropDeadLetters: 'dropDeadLetters',
+  importLegacy: 'importLegacy',
   discover: 'rpc.discover',
 });
+
+/** The App Group keys of Braze's push guide that `importLegacy` reads. */
+export const LEGACY_LISTS = Object.freeze(['pending_custom_events', 'pending_custom_attributes', 'pending_user_attributes']);
+
+/**
+ * The `importLegacy` params from an App Group's `UserDefaults` as `plutil -convert json` gives it:
+ * the three `pending_*` keys that are present; every other key is left out.
+ */
+export function legacyLists(defaults) {
+  const params = {};
+  for (const key of LEGACY_LISTS) {
+    if (defaults != null && Object.hasOwn(defaults, key)) params[key] = defaults[key];
+  }
+  return params;
+}
 
 export const BINARY_NAME = 'push-outbox';
 export const DEFAULT_TIMEOUT_MS = 30_000;
@@ -264,6 +280,14 @@ export class Outbox extends EventEmitter {
   }
   dropDeadLetters(params, options) {
     return this.call(METHODS.dropDeadLetters, params ?? {}, options);
+  }
+  /**
+   * importLegacy: the pending analytics of Braze's push guide; each element is checked by its save
+   * method. Per-element errors come back in `results` (never thrown). Use `legacyLists(defaults)` to
+   * pick the lists out of a whole App Group object.
+   */
+  importLegacy(params, options) {
+    return this.call(METHODS.importLegacy, params ?? {}, options);
   }
   /** rpc.discover: the server's OpenRPC document. */
   discover(params, options) {

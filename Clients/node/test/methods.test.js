@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { describe, test } from 'node:test';
-import { DeliveryNotConfigured, InvalidParams, LeaseNotFound } from '../src/index.js';
+import { DeliveryNotConfigured, InvalidParams, LEGACY_LISTS, LeaseNotFound, legacyLists } from '../src/index.js';
 import { FIXED_CLOCK, openrpcPath, rejectsWith, spawnReal } from './helpers.js';
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -227,6 +227,59 @@ describe('dead letters and delivery', () => {
       assert.equal((await ob.listDeadLetters()).total, 0);
       await assert.rejects(ob.deliverPending(), DeliveryNotConfigured);
     }));
+});
+
+describe('importLegacy', () => {
+  // What `plutil -convert json` gives for an App Group written by Braze's push guide.
+  const appGroup = {
+    NSLanguages: ['en'],
+    pending_custom_events: [{ event_name: 'push_game_won', score: 12 }, { score: 3 }],
+    pending_custom_attributes: [{ favorite_drink: 'latte' }],
+    pending_user_attributes: [{ email: 'ann@example.com' }],
+  };
+
+  test('saves the valid elements and reports the rest with the save method\'s error', () =>
+    withServer(async (ob) => {
+      const params = legacyLists(appGroup);
+      assert.deepEqual(Object.keys(params), LEGACY_LISTS);
+      const out = await ob.importLegacy({ ...params, user: { externalId: 'u1' } });
+      assert.deepEqual([out.saved, out.failed, out.pending], [3, 1, 3]);
+      assert.deepEqual(
+        out.results.map((r) => [r.list, r.index, r.method]),
+        [
+          ['pending_custom_events', 0, 'saveCustomEvent'],
+          ['pending_custom_events', 1, 'saveCustomEvent'],
+          ['pending_custom_attributes', 0, 'saveCustomAttribute'],
+          ['pending_user_attributes', 0, 'saveUserAttribute'],
+        ],
+      );
+      const rejected = out.results[1];
+      assert.equal(rejected.ids, undefined);
+      assert.equal(rejected.error.code, -32602);
+      assert.deepEqual(rejected.error.data.errors.map((e) => e.code), ['missing']);
+      const { items } = await ob.flushPending();
+      assert.deepEqual(items.map((i) => i.id), out.results.filter((r) => r.ids).map((r) => r.ids[0]));
+      assert.deepEqual(items[0].properties, { score: 12 });
+      assert.deepEqual(items[0].user, { externalId: 'u1' });
+
+      // The element's error is what the save method answers for the same content.
+      const bad = await ob.importLegacy({ pending_user_attributes: [{ email: 'x' }] });
+      const direct = await rejectsWith(ob.saveUserAttribute({ field: 'email', value: 'x' }), InvalidParams);
+      assert.deepEqual(bad.results[0].error.data, direct.data);
+    }));
+
+  test('a list that is not an array, or too many elements, refuses the whole call', () =>
+    withServer(
+      async (ob) => {
+        const tooMany = await rejectsWith(ob.importLegacy(legacyLists(appGroup)), InvalidParams);
+        assert.deepEqual(tooMany.errors.map((e) => [e.code, e.max, e.count]), [['too_many_elements', 2, 4]]);
+        const notArray = await rejectsWith(ob.importLegacy({ pending_custom_events: { event_name: 'x' } }), InvalidParams);
+        assert.deepEqual(notArray.errors.map((e) => e.code), ['wrong_type']);
+        assert.deepEqual(await ob.importLegacy(), { results: [], saved: 0, failed: 0, pending: 0 });
+        assert.equal((await ob.status()).pending.total, 0);
+      },
+      { args: ['--max-batch', '2'] },
+    ));
 });
 
 describe('parsePayload', () => {

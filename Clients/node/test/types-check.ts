@@ -11,9 +11,12 @@ import {
   TimeoutError,
   AbortError,
   findBinary,
+  legacyLists,
 } from 'push-outbox';
 import type {
   CustomEventItem,
+  ImportLegacyResult,
+  ImportOutcome,
   FlushItemsResult,
   FlushUsersTrackResult,
   Item,
@@ -100,3 +103,13 @@ const badUser: User = { brazeId: 1 };
 await ob.saveCustomAttribute({ key: 'k', value: 1, op: 'multiply' });
 
 export const used = [seq, dup, title, acked, released, total, names, wire, raw, storeFull, code, info, badUser];
+
+// importLegacy: the guide's App Group lists, picked out of a whole `plutil -convert json` object.
+const imported: ImportLegacyResult = await ob.importLegacy({
+  ...legacyLists({ pending_custom_events: [{ event_name: 'won' }], other: 1 }),
+  user: { externalId: 'u1' },
+});
+const firstOutcome: ImportOutcome | undefined = imported.results[0];
+const firstIds: string[] | undefined = firstOutcome?.ids;
+const firstCode: number | undefined = firstOutcome?.error?.code;
+void [imported.saved, imported.failed, firstIds, firstCode];

@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict
 
 import pytest
 from conftest import OPENRPC_PATH, run
-from push_outbox import AsyncOutbox, DeliveryNotConfigured, Outbox
+from push_outbox import AsyncOutbox, DeliveryNotConfigured, InvalidParams, Outbox
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -382,6 +382,58 @@ def test_store_persists_across_restart(spawn: Callable[..., Outbox], tmp_path: A
     assert ob2.close() == 0
 
 
+# What `plutil -convert json` gives for an App Group written by Braze's push guide, plus a key the
+# import ignores.
+APP_GROUP: Dict[str, Any] = {
+    "NSLanguages": ["en"],
+    "pending_custom_events": [{"event_name": "push_game_won", "score": 12}, {"score": 3}],
+    "pending_custom_attributes": [{"favorite_drink": "latte"}],
+    "pending_user_attributes": [{"email": "ann@example.com"}],
+}
+
+
+def test_import_legacy_saves_the_valid_and_reports_the_rest(spawn: Callable[..., Outbox]) -> None:
+    ob = spawn()
+    out = ob.import_legacy(APP_GROUP, user={"externalId": "u1"})
+    assert (out["saved"], out["failed"], out["pending"]) == (3, 1, 3)
+    assert [(r["list"], r["index"]) for r in out["results"]] == [
+        ("pending_custom_events", 0),
+        ("pending_custom_events", 1),
+        ("pending_custom_attributes", 0),
+        ("pending_user_attributes", 0),
+    ]
+    rejected = out["results"][1]
+    assert "ids" not in rejected and rejected["error"]["code"] == -32602
+    assert [e["code"] for e in rejected["error"]["data"]["errors"]] == ["missing"]
+    items = ob.flush_pending()["items"]
+    assert [i["id"] for i in items] == [r["ids"][0] for r in out["results"] if "ids" in r]
+    assert items[0]["properties"] == {"score": 12} and items[0]["user"] == {"externalId": "u1"}
+    # A keyword list replaces the one in `defaults`; the element gets the save method's own error.
+    out = ob.import_legacy(
+        APP_GROUP, pending_custom_events=[], pending_user_attributes=[{"email": "x"}]
+    )
+    assert [r["list"] for r in out["results"]] == [
+        "pending_custom_attributes",
+        "pending_user_attributes",
+    ]
+    with pytest.raises(InvalidParams) as direct:
+        ob.save_user_attribute("email", "x")
+    assert direct.value.codes == ["invalid_email"]
+    assert out["results"][1]["error"]["data"] == direct.value.data
+
+
+def test_import_legacy_refuses_the_call_as_a_whole(spawn: Callable[..., Outbox]) -> None:
+    ob = spawn(args=["--max-batch", "2"])
+    with pytest.raises(InvalidParams) as too_many:
+        ob.import_legacy(APP_GROUP)
+    assert too_many.value.codes == ["too_many_elements"]
+    with pytest.raises(InvalidParams) as not_array:
+        ob.import_legacy({"pending_custom_events": {"event_name": "x"}})
+    assert not_array.value.codes == ["wrong_type"]
+    assert ob.import_legacy({}) == {"results": [], "saved": 0, "failed": 0, "pending": 0}
+    assert ob.status()["pending"]["total"] == 0
+
+
 # --- asyncio --------------------------------------------------------------------------------------
 
 
@@ -437,6 +489,9 @@ def test_every_method_async(aspawn: Callable[..., AsyncOutbox]) -> None:
             assert (await ob.list_dead_letters())["total"] == 0
             with pytest.raises(DeliveryNotConfigured):
                 await ob.deliver_pending()
+            imported = await ob.import_legacy(APP_GROUP)
+            assert (imported["saved"], imported["failed"]) == (3, 1)
+            assert imported["results"][1]["error"]["code"] == -32602
         assert ob.returncode == 0
 
     run(main())

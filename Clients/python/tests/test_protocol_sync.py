@@ -128,6 +128,9 @@ def test_real_results_match_openrpc_result_schemas(spawn: Callable[..., Outbox])
     results["releaseFlush"] = ob.release_flush(lease2["flushId"])
     results["parsePayload"] = ob.parse_payload({"aps": {"alert": "hi"}, "ab": {"c": "x"}, "k": 1})
     results["rpc.discover"] = ob.discover()
+    results["importLegacy"] = ob.import_legacy(
+        {"pending_custom_events": [{"event_name": "won", "score": 1}, {"score": 2}]}
+    )
     problems = []
     for wire, value in results.items():
         if wire not in methods:

@@ -28,6 +28,12 @@ _push_outbox() {
     --braze-timeout-ms) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --braze-backoff-ms) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
   esac
+  if [ "$COMP_CWORD" -eq 1 ] && [[ $cur != -* ]]; then
+    COMPREPLY=($(compgen -W "deliver import flush" -- "$cur")); return
+  fi
+  if [ "${COMP_WORDS[1]}" = import ] && [[ $cur != -* ]]; then
+    COMPREPLY=($(compgen -f -- "$cur")); return
+  fi
   COMPREPLY=($(compgen -W "--store --memory --accept-loss --snapshot-interval --max-line-bytes --max-depth --max-batch --log-level --log-format --strings --array-limit --max-properties-bytes --max-nested-attribute-bytes --track-batch-limit --fsync --max-pending --max-pending-bytes --max-item-bytes --fixed-clock --id-seed --track-batch-mode --braze-endpoint --braze-api-key-file --deliver --braze-rate --braze-max-in-flight --braze-timeout-ms --braze-backoff-ms -h --help -V --version" -- "$cur"))
 }
 complete -F _push_outbox push-outbox

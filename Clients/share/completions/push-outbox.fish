@@ -27,5 +27,7 @@ complete -c push-outbox -l braze-rate -d 'at most N requests per S seconds (defa
 complete -c push-outbox -l braze-max-in-flight -d 'most requests in flight at once (default 4)' -r -f
 complete -c push-outbox -l braze-timeout-ms -d 'whole-request timeout (default 30000)' -r -f
 complete -c push-outbox -l braze-backoff-ms -d 'first retry delay, doubled per failure (default 1000)' -r -f
+complete -c push-outbox -n __fish_use_subcommand -f -a 'deliver import flush'
+complete -c push-outbox -n '__fish_seen_subcommand_from import' -F
 complete -c push-outbox -s h -l help -d 'show this help and exit'
 complete -c push-outbox -s V -l version -d 'print the version and exit'

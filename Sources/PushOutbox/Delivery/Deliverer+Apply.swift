@@ -14,7 +14,7 @@ extension Deliverer {
       stats.delivered += delivered.count
       stats.deadLettered += dead.count
       stats.retrying.subtract(batch.seqs)
-      for seq in batch.seqs { userKeys[seq] = nil }
+      for seq in batch.seqs { userOfSeq[seq] = nil }
       failures = 0
       stats.configError = nil
     case .retry(let afterMs, let reason):

@@ -13,6 +13,7 @@ extension Deliverer {
   package func runPass(max: Int) -> PassResult {
     let before = stats
     let setbacksAtStart = setbacks
+    quietUntil = 0
     var sent = 0
     var retried: Set<UInt64> = []
     while true {
@@ -49,9 +50,14 @@ extension Deliverer {
   }
 
   /// Background delivery (`--deliver`), from the loop's tick: apply answers, start what may start.
-  package func tick() {
+  /// While requests are waiting (`busy`), new sends start at most every `busyStartSeconds`: the
+  /// loop serves requests first, and delivery catches up in its idle time.
+  package func tick(busy: Bool = false) {
     collect()
     guard settings.background else { return }
+    let now = Clock.monotonicSeconds()
+    if busy && now < nextBusyStart { return }
+    nextBusyStart = now + busyStartSeconds
     while case .started = startOne(maxObjects: Int.max) {}
   }
 

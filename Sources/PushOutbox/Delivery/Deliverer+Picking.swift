@@ -7,16 +7,29 @@ extension Deliverer {
     /// Every item the request accounts for (its objects and the superseded values they replace).
     var seqs: [UInt64] = []
     var objects = 0
-    var users: Set<String> = []
+    var users: Set<UserNumber> = []
   }
+
+  /// How long a scan that found nothing keeps the next ones from running (without an answer).
+  static let quietSeconds = 0.005
 
   /// The next request's items: a pending split first, else the oldest available items whose users
   /// have nothing in flight. Items with no identifier become dead letters (`no_identifier`).
   func nextCut(maxObjects: Int) -> Cut? {
     if let split = nextSplit() { return split }
+    let now = Clock.monotonicSeconds()
+    let seen = changes &+ store.count &* 31
+    if quietChanges == seen && now < quietUntil { return nil }
+    let found = scan(maxObjects: maxObjects)
+    if found == nil { (quietChanges, quietUntil) = (seen, now + Self.quietSeconds) }
+    return found
+  }
+
+  /// The oldest available items (at most 2,048 rows looked at) whose users have nothing in flight.
+  private func scan(maxObjects: Int) -> Cut? {
     let limit = max(1, min(batchLimit, maxObjects))
     var blocked = busyUsers
-    for seqs in splits { blocked.formUnion(seqs.compactMap(userKey(seq:))) }
+    for seqs in splits { blocked.formUnion(seqs.compactMap(user(seq:))) }
     var picked: [PendingItem] = []
     var noIdentifier: [(UInt64, String)] = []
     let table = store.items.table
@@ -27,7 +40,7 @@ extension Deliverer {
       if visited > 2048 || picked.count >= cap { break }
       guard store.items.wellFormed(row) else { continue }
       let seq = table.seqs[row]
-      guard table.has(.hasUser, row), let key = userKey(seq: seq) else {
+      guard table.has(.hasUser, row), let key = user(seq: seq) else {
         noIdentifier.append((seq, "no_identifier"))
         continue
       }
@@ -61,19 +74,23 @@ extension Deliverer {
     }
     cut.seqs = cut.items.map(\.seq)
     cut.objects = attributes + events
-    cut.users = Set(cut.seqs.compactMap(userKey(seq:)))
+    cut.users = Set(cut.seqs.compactMap(user(seq:)))
     return cut
   }
 
-  /// The identity key of the item's user (read once per item, then remembered).
-  func userKey(seq: UInt64) -> String? {
-    if let key = userKeys[seq] { return key.isEmpty ? nil : key }
+  /// The number of the item's user (its body read once per item, then remembered); nil without one.
+  func user(seq: UInt64) -> UserNumber? {
+    if let number = userOfSeq[seq] { return number == UserNumbers.none ? nil : number }
     let items = store.items
     guard let row = items.table.row(of: seq) else { return nil }
-    let key = UserKey.of(body: items.body(row: row)) { items.item(row: row) } ?? ""
-    if userKeys.count > 1 << 20 { userKeys.removeAll() }
-    userKeys[seq] = key
-    return key.isEmpty ? nil : key
+    let key = UserKey.of(body: items.body(row: row)) { items.item(row: row) }
+    if max(userOfSeq.count, users.count) > 1 << 20 && flights.isEmpty && splits.isEmpty {  // nothing holds a number
+      userOfSeq.removeAll()
+      users = UserNumbers()
+    }
+    let number = key.map { users.number(for: $0) } ?? UserNumbers.none
+    userOfSeq[seq] = number
+    return number == UserNumbers.none ? nil : number
   }
 
   /// The first pending split whose users are free: all of its items, in one request.
@@ -87,7 +104,7 @@ extension Deliverer {
         splits.removeFirst()
         continue
       }
-      guard Set(items.compactMap { userKey(seq: $0.seq) }).isDisjoint(with: busyUsers) else { return nil }
+      guard Set(items.compactMap { user(seq: $0.seq) }).isDisjoint(with: busyUsers) else { return nil }
       splits.removeFirst()
       return cut(items, limit: Int.max, mode: .perArray)
     }

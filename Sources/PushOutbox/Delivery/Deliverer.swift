@@ -10,7 +10,7 @@ import Dispatch
 package final class Deliverer {
   struct Flight {
     var seqs: [UInt64]
-    var users: Set<String>
+    var users: Set<UserNumber>
   }
 
   struct Completion: Sendable {
@@ -31,7 +31,7 @@ package final class Deliverer {
   private let inbox = Inbox<Completion>()
   private let wakeup = DispatchSemaphore(value: 0)
   var flights: [String: Flight] = [:]
-  var busyUsers: Set<String> = []
+  var busyUsers: Set<UserNumber> = []
   /// Halves of batches Braze refused with a 400, sent before anything else.
   var splits: [[UInt64]] = []
   var pacing: Pacing
@@ -39,8 +39,20 @@ package final class Deliverer {
   /// Wall-clock ms before which nothing is sent (after a failure).
   var pausedUntil: Int64 = 0
   var stats = DeliveryStats()
-  /// User identity keys of items looked at, by seq.
-  var userKeys: [UInt64: String] = [:]
+  /// Users of items looked at, by seq, as numbers handed out by `users`.
+  var userOfSeq: [UInt64: UserNumber] = [:]
+  var users = UserNumbers()
+  /// After a scan found nothing to send: nothing is scanned again before this monotonic time
+  /// unless an answer arrives or the item count moves, so a loop tick costs nothing while every
+  /// waiting item's user is busy. A pass (`runPass`) always scans.
+  var quietUntil = 0.0
+  var quietChanges = -1
+  /// While the loop is busy with requests, no send starts before this monotonic time (the local
+  /// stub benchmark: at 20 ms, 1M saves ran 0.84× as fast; at 100 ms, within noise).
+  var nextBusyStart = 0.0
+  var busyStartSeconds = 0.1
+  /// Bumped by every answer applied: the items or users a scan saw may have changed.
+  var changes = 0
   /// Failures and stops so far: a pass stops starting requests after its first one.
   var setbacks = 0
   private var counter = 0
@@ -129,6 +141,7 @@ package final class Deliverer {
   func collect() -> Int {
     let done = inbox.takeAll()
     for completion in done { apply(completion) }
+    if !done.isEmpty { changes += 1 }
     if !done.isEmpty, let error = store.commit() { log.error("delivery: cannot record results: \(error)") }
     return done.count
   }

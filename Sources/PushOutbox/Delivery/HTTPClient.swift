@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Why a request got no HTTP answer. Messages never hold the API key (it is only in a header).
 package enum DeliveryFailure: Error, Sendable, Equatable {
   case timeout(String)
@@ -32,6 +34,9 @@ package struct HTTPResponse: Sendable, Equatable {
   }
 }
 
+/// What one `POST` gave: an HTTP answer, or why there was none.
+package typealias PostResult = Result<HTTPResponse, DeliveryFailure>
+
 /// Sends requests. Called from a background queue, one request per call.
 package protocol HTTPPoster: Sendable {
   func post(_ request: HTTPRequest) -> Result<HTTPResponse, DeliveryFailure>
@@ -39,7 +44,12 @@ package protocol HTTPPoster: Sendable {
 
 /// `HTTPPoster` over libcurl: HTTPS with certificate verification (libcurl's default, never turned
 /// off), http/https only, no redirects followed, no signals.
+///
+/// Easy handles are kept in a pool and reused, so each keeps its connection (and TLS session) to
+/// Braze open between requests instead of connecting and shaking hands for every one.
 package struct CurlPoster: HTTPPoster {
+  private let pool = CurlHandles()
+
   package init() {}
 
   package func post(_ request: HTTPRequest) -> Result<HTTPResponse, DeliveryFailure> {
@@ -48,8 +58,13 @@ package struct CurlPoster: HTTPPoster {
     case .success(let loaded): curl = loaded
     case .failure(let error): return .failure(error)
     }
-    guard let handle = curl.easyInit() else { return .failure(.transport("curl_easy_init failed")) }
-    defer { curl.easyCleanup(handle) }
+    guard let handle = pool.take(curl) else { return .failure(.transport("curl_easy_init failed")) }
+    let result = post(request, curl, handle)
+    if case .success = result { pool.give(handle, curl) } else { curl.easyCleanup(handle) }
+    return result
+  }
+
+  private func post(_ request: HTTPRequest, _ curl: Curl, _ handle: Curl.Handle) -> PostResult {
     let sink = ResponseSink()
     let box = Unmanaged.passRetained(sink)
     defer { box.release() }
@@ -86,6 +101,27 @@ package struct CurlPoster: HTTPPoster {
     var status = 0
     _ = curl.info(handle, CurlOption.responseCode, &status)
     return .success(HTTPResponse(status: status, body: sink.body, headers: sink.headers))
+  }
+}
+
+/// Idle easy handles (with their open connections), at most `limit` of them, held as addresses.
+private final class CurlHandles: Sendable {
+  private let idle = Mutex<[UInt]>([])
+  private let limit = 64
+
+  func take(_ curl: Curl) -> Curl.Handle? {
+    idle.withLock { $0.popLast() }.flatMap { Curl.Handle(bitPattern: $0) } ?? curl.easyInit()
+  }
+
+  /// Back into the pool after a request that got an answer; a failed one's handle is dropped.
+  func give(_ handle: Curl.Handle, _ curl: Curl) {
+    let address = UInt(bitPattern: handle)
+    let kept = idle.withLock { handles in
+      guard handles.count < limit else { return false }
+      handles.append(address)
+      return true
+    }
+    if !kept { curl.easyCleanup(handle) }
   }
 }
 

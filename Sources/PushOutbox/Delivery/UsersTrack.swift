@@ -57,7 +57,8 @@ package enum UsersTrack {
         carried.append(item.seq)
         continue
       }
-      guard let user = item.user ?? defaultUser, case .object(let members) = item.json else { continue }
+      let members = item.members  // the body, parsed once: the user and the object come from it
+      guard let user = item.user(members) ?? defaultUser else { continue }
       let isEvent = item.kind == .customEvent
       if isFull(current, isEvent: isEvent, limit: limit, mode: mode) {
         batches.append(current)
@@ -144,7 +145,10 @@ extension PendingItem {
   }
 
   /// The user the save named, if any.
-  package var user: UserIdentifier? {
+  package var user: UserIdentifier? { user(members) }
+
+  /// The user the save named, from its parsed `members`.
+  func user(_ members: [JSONMember]) -> UserIdentifier? {
     guard hasUser, let value = members["user"] else { return nil }
     var issues = Issues()
     return UserIdentifier.parse(value, path: "user", issues: &issues)

@@ -40,10 +40,18 @@ package enum FlushPending: RPCMethod {
 
   /// Hands out and removes up to `max` items.
   private static func drain(max: Int, _ shape: Shape, _ service: Service) -> FlushResult {
+    let result = peek(max: max, shape, service)
+    service.store.drain(result.items.map(\.seq), flushId: result.flushId)
+    return result
+  }
+
+  /// What a drain of up to `max` items would hand out, without removing them (`push-outbox flush`
+  /// removes them once their lines are written). Items with no identifier still become dead letters.
+  package static func peek(max: Int, _ shape: Shape, _ service: Service) -> FlushResult {
     let (items, skipped) = pick(max: max, shape, service)
-    let flushId = service.newID(at: service.clock.now())
-    service.store.drain(items.map(\.seq), flushId: flushId)
-    return result(flushId, items, shape, skipped, nil, service)
+    var flushed = result(service.newID(at: service.clock.now()), items, shape, skipped, nil, service)
+    flushed.remaining -= items.count
+    return flushed
   }
 
   /// The first `max` available items; for `/users/track` without a default user, only items that name one.
@@ -82,6 +90,11 @@ package struct Shape: Sendable {
   var usersTrack: Bool
   var defaultUser: UserIdentifier?
 
+  package init(usersTrack: Bool, defaultUser: UserIdentifier? = nil) {
+    self.usersTrack = usersTrack
+    self.defaultUser = defaultUser
+  }
+
   func encode(skipped: [String]) -> [UInt8] {
     var out: [UInt8] = []
     JSONValue.object([
@@ -107,6 +120,22 @@ package struct Shape: Sendable {
 
 /// The flush result, written straight from the stored item bytes.
 package struct FlushResult: JSONEncodable {
+  /// One line per `/users/track` body, or per item: what `push-outbox flush` writes.
+  package func lines(into out: inout [UInt8]) -> Int {
+    if let requests {
+      for request in requests {
+        request.encodeJSON(into: &out)
+        out.append(UInt8(ascii: "\n"))
+      }
+      return requests.count
+    }
+    for item in items {
+      item.encodeJSON(into: &out, superseded: superseded.contains(item.seq))
+      out.append(UInt8(ascii: "\n"))
+    }
+    return items.count
+  }
+
   var flushId: String
   var items: [PendingItem]
   var superseded: Set<UInt64>

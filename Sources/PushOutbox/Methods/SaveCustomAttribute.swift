@@ -6,6 +6,11 @@ package enum SaveCustomAttribute: RPCMethod {
   package static let name = "saveCustomAttribute"
 
   package static func handle(_ params: inout Params, _ service: Service) throws -> SaveResult {
+    try service.save(prepare(&params, service))
+  }
+
+  /// Checks the params and builds the item, storing nothing (shared with `importLegacy`).
+  package static func prepare(_ params: inout Params, _ service: Service) throws(RPCError) -> PreparedSave {
     let key = params.string("key", required: true)
     let opName = params.choice("op", ["set", "inc", "add", "remove", "unset"]) ?? AttributeOp.set.rawValue
     let op = AttributeOp(rawValue: opName) ?? .set
@@ -27,7 +32,7 @@ package enum SaveCustomAttribute: RPCMethod {
     body.appendJSONString(opName)
     body.appendMember("value")
     value.encodeJSON(into: &body)
-    return try service.save(
+    return PreparedSave(
       kind: .customAttribute, clientID: clientID, user: user, attribute: nil, body: body, warnings: warnings)
   }
 }

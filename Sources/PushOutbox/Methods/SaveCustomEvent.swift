@@ -8,6 +8,11 @@ package enum SaveCustomEvent: RPCMethod {
   package static let name = "saveCustomEvent"
 
   package static func handle(_ params: inout Params, _ service: Service) throws -> SaveResult {
+    try service.save(prepare(&params, service))
+  }
+
+  /// Checks the params and builds the item, storing nothing (shared with `importLegacy`).
+  package static func prepare(_ params: inout Params, _ service: Service) throws(RPCError) -> PreparedSave {
     let tape = params.tape
     let name = params.node("name", "string", required: true)
     let properties = params.node("properties", "object")
@@ -19,7 +24,7 @@ package enum SaveCustomEvent: RPCMethod {
     let warnings = try params.finish()
     body.appendRaw(",\"time\":")
     body.appendTime(ms: time ?? service.clock.now())
-    return try service.save(
+    return PreparedSave(
       kind: .customEvent, clientID: clientID, user: user?.user, attribute: nil, body: body, warnings: warnings)
   }
 

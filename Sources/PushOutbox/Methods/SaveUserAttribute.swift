@@ -7,6 +7,11 @@ package enum SaveUserAttribute: RPCMethod {
   package static let name = "saveUserAttribute"
 
   package static func handle(_ params: inout Params, _ service: Service) throws -> SaveResult {
+    try service.save(prepare(&params, service))
+  }
+
+  /// Checks the params and builds the item, storing nothing (shared with `importLegacy`).
+  package static func prepare(_ params: inout Params, _ service: Service) throws(RPCError) -> PreparedSave {
     let fieldName = params.string("field", required: true)
     let raw = params.value("value")
     if raw == nil { params.issues.error("value", "missing", "value is required (null unsets the field)") }
@@ -23,14 +28,14 @@ package enum SaveUserAttribute: RPCMethod {
         "\(checked.field.rawValue) is this user's identifier; /users/track cannot carry both in one object")
     }
     let warnings = try params.finish()
-    guard let checked else { throw RPCError.internalError("user field check returned nothing without an error") }
+    guard let checked else { throw .internalError("user field check returned nothing without an error") }
     var body: [UInt8] = []
     body.appendUser(user)
     body.appendMember("field")
     body.appendJSONString(checked.field.rawValue)
     body.appendMember("value")
     checked.value.encodeJSON(into: &body)
-    return try service.save(
+    return PreparedSave(
       kind: .userAttribute, clientID: clientID, user: user, attribute: checked.field.rawValue, body: body,
       warnings: warnings)
   }

@@ -6,7 +6,7 @@ extension Server {
   struct Hole {
     var offset: Int
     var id: RequestID
-    var reply: SaveResult
+    var reply: WaitingReply
     /// Set by the commit: nil for success, else the refusal to send instead.
     var outcome: RPCError?? = .none
   }
@@ -37,8 +37,12 @@ extension Server {
         }
         if case .some(.some(let refusal)) = hole.outcome {
           Server.appendError(refusal, id: hole.id, to: &output)
-        } else {
-          Server.appendReply(hole.reply, id: hole.id, to: &output)
+        } else if case .save(let save) = hole.reply {
+          Server.appendReply(save, id: hole.id, to: &output)
+        } else if case .other(let result) = hole.reply {
+          Server.appendPrefix(id: hole.id, to: &output)
+          result.encodeJSON(into: &output)
+          output.append(UInt8(ascii: "}"))
         }
         cursor = hole.offset
       }

@@ -12,6 +12,20 @@ package enum HelpText {
     (3, "the store is locked by another push-outbox"),
   ]
 
+  /// The one-shot subcommands, for `--help`, the man page and the completions: name, arguments, help.
+  package static let subcommands: [(name: String, arguments: String, help: String)] = [
+    ("deliver", "[options]", "deliver to Braze once, then exit (0: nothing left retrying)"),
+    (
+      "import", "[options] FILE",
+      "import the guide's App Group storage from FILE (plutil -convert json; - for stdin), then exit (1: some rejected)"
+    ),
+    (
+      "flush", "[options]",
+      "write pending items (--format items|usersTrack, --max N, --default-user JSON, --lease MS) to stdout,"
+        + " one per line; each leaves the store once written"
+    ),
+  ]
+
   /// `defaultStore` is the directory this run would use without `--store` (nil when there is none).
   package static func usage(defaultStore: String?) -> String {
     var lines = [
@@ -19,7 +33,11 @@ package enum HelpText {
       "on stdin/stdout (one request per line, one response per line).",
       "",
       "USAGE: push-outbox [options]",
-      "       push-outbox deliver [options]   deliver to Braze once, then exit (0: nothing left retrying)",
+    ]
+    for command in subcommands {
+      lines.append("       push-outbox \(command.name) \(command.arguments)".padding(to: 42) + command.help)
+    }
+    lines += [
       "",
       "OPTIONS (each also read from its environment variable, e.g. PUSH_OUTBOX_STORE):",
     ]

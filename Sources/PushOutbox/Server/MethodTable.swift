@@ -2,7 +2,7 @@
 /// JSON-RPC errors, and answers "method not found".
 package struct MethodTable: Sendable {
   /// Writes the result into the buffer, or returns a save's result that must wait for the commit.
-  package typealias Handler = @Sendable (inout Params, Service, inout [UInt8]) throws -> SaveResult?
+  package typealias Handler = @Sendable (inout Params, Service, inout [UInt8]) throws -> WaitingReply?
 
   /// Registered methods in order; dispatch compares the method's bytes (code points), never hashes a String.
   private var entries: [Entry] = []
@@ -22,7 +22,7 @@ package struct MethodTable: Sendable {
   package static let standard = MethodTable([
     ParsePayload.self, SaveCustomEvent.self, SaveCustomAttribute.self, SaveUserAttribute.self,
     FlushPending.self, AckFlush.self, ReleaseFlush.self, Status.self, Discover.self, ListDeadLetters.self,
-    RequeueDeadLetters.self, DropDeadLetters.self, DeliverPending.self,
+    RequeueDeadLetters.self, DropDeadLetters.self, DeliverPending.self, ImportLegacy.self,
   ])
 
   private mutating func register<M: RPCMethod>(_ method: M.Type) {
@@ -31,7 +31,11 @@ package struct MethodTable: Sendable {
     entries.append(
       Entry(name: Array(M.name.utf8), commitsFirst: M.commitsFirst) { params, service, out in
         let result = try M.handle(&params, service)
-        if let save = result as? SaveResult, save.awaitsCommit { return save }
+        if let save = result as? SaveResult {
+          if save.awaitsCommit { return .save(save) }
+        } else if let waiting = result as? any AwaitsCommit, waiting.awaitsCommit {
+          return .other(waiting)
+        }
         result.encodeJSON(into: &out)
         return nil
       })
@@ -61,9 +65,9 @@ package struct MethodTable: Sendable {
     return nil
   }
 
-  /// Runs `request` and appends its result JSON to `out` (or returns a save result that waits for the
+  /// Runs `request` and appends its result JSON to `out` (or returns a result that waits for the
   /// journal commit), or throws the error to answer with.
-  package func call(_ request: Request, _ service: Service, into out: inout [UInt8]) throws(RPCError) -> SaveResult? {
+  package func call(_ request: Request, _ service: Service, into out: inout [UInt8]) throws(RPCError) -> WaitingReply? {
     guard let entry = entry(request) else { throw .methodNotFound(request.method) }
     if request.mayHaveDuplicateKeys, request.paramsNode >= 0,
       let path = request.tape.duplicateKeyPath(request.paramsNode)

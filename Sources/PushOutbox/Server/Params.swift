@@ -14,6 +14,14 @@ package struct Params {
   private var cursorIndex = 0
   package var issues = Issues()
 
+  /// The params object at node `node` of `tape`: params built in this process (`importLegacy` checks
+  /// each element it imports as the params of a save method). `node` must be an object.
+  package init(tape: JSONTape, node: Int) {
+    self.tape = tape
+    self.node = node
+    cursor = node + 1
+  }
+
   /// Accepts a params object or no params; positional (array) params are `-32602`.
   package init(_ request: Request) throws(RPCError) {
     tape = request.tape

@@ -16,6 +16,18 @@ extension RPCMethod {
   package static var commitsFirst: Bool { false }
 }
 
+/// A result that stored items: its reply waits for the journal commit while `awaitsCommit` is true,
+/// and becomes `-32003` if that commit fails (see `Server.commit`).
+package protocol AwaitsCommit: JSONEncodable, Sendable {
+  var awaitsCommit: Bool { get }
+}
+
+/// A reply waiting for the commit: a save's (written by the one-pass writer), or another result.
+package enum WaitingReply: Sendable {
+  case save(SaveResult)
+  case other(any AwaitsCommit)
+}
+
 /// A result with no members worth a type of its own.
 package struct ObjectResult: JSONEncodable {
   package var members: [JSONMember]

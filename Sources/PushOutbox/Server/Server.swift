@@ -147,7 +147,7 @@ package final class Server {
   func reply(to id: RequestID, _ result: SaveResult) {
     ledger.requested += 1
     if result.awaitsCommit {
-      holes.append(Hole(offset: draft.count, id: id, reply: result))
+      holes.append(Hole(offset: draft.count, id: id, reply: .save(result)))
     } else {
       Server.appendReply(result, id: id, to: &draft)
       ledger.rendered += 1

@@ -47,7 +47,7 @@ package final class Service {
 }
 
 /// The answer to every save: the item's id, its seq and how many items are held.
-package struct SaveResult: JSONEncodable, Sendable {
+package struct SaveResult: AwaitsCommit {
   package var receipt: SaveReceipt
   package var warnings: [Issue] = []
 
@@ -69,7 +69,36 @@ package struct SaveResult: JSONEncodable, Sendable {
   }
 }
 
+/// One item a save method checked and built, not yet stored: what `Service.save` takes.
+package struct PreparedSave: Sendable {
+  package var kind: ItemKind
+  package var clientID: String?
+  package var user: UserIdentifier?
+  package var attribute: String?
+  /// The item's members after the header, each preceded by a comma.
+  package var body: [UInt8]
+  package var warnings: [Issue]
+
+  package init(
+    kind: ItemKind, clientID: String?, user: UserIdentifier?, attribute: String?, body: [UInt8], warnings: [Issue]
+  ) {
+    self.kind = kind
+    self.clientID = clientID
+    self.user = user
+    self.attribute = attribute
+    self.body = body
+    self.warnings = warnings
+  }
+}
+
 extension Service {
+  /// Stores an item a save method prepared (see `PreparedSave`).
+  package func save(_ item: PreparedSave) throws(StoreError) -> SaveResult {
+    try save(
+      kind: item.kind, clientID: item.clientID, user: item.user, attribute: item.attribute, body: item.body,
+      warnings: item.warnings)
+  }
+
   /// Stores one item built by a save method, or returns the original for a repeated client id.
   ///
   /// - Parameters:

@@ -10,7 +10,8 @@ import Darwin
 package enum FramedLine {
   /// The line's bytes without `\n`, a trailing `\r` or a leading BOM. Valid only inside the callback.
   case line(UnsafeBufferPointer<UInt8>)
-  /// A line longer than the limit; its bytes were discarded as they arrived.
+  /// A line longer than the limit; its bytes were discarded as they arrived. `length` counts
+  /// every byte before the `\n`.
   case tooLong(length: Int)
 }
 
@@ -19,8 +20,12 @@ package enum FramedLine {
 ///
 /// - Blank lines (only spaces, tabs or `\r`) produce nothing.
 /// - A line over `maxLineBytes` is reported once as `.tooLong`; memory stays bounded while it streams in.
+///   The limit counts the message bytes only: a trailing `\r` and a leading BOM are framing, as the
+///   protocol reads CRLF lines exactly like LF lines.
 package struct LineFramer {
   package let maxLineBytes: Int
+  /// Framing bytes a line may carry beyond the limit: a 3-byte BOM and a `\r`.
+  private static let framingSlack = 4
   private var buffer: [UInt8] = []
   /// Length so far of an over-long line being discarded, or nil.
   private var discarding: Int? = nil
@@ -29,7 +34,7 @@ package struct LineFramer {
     self.maxLineBytes = maxLineBytes
   }
 
-  /// Bytes held for a partial line (for tests of the memory bound).
+  /// Bytes held for a partial line (for tests of the memory bound: at most `maxLineBytes + 4`).
   package var bufferedByteCount: Int { buffer.count }
 
   /// Adds bytes and calls `body` for every complete line they finish.
@@ -43,7 +48,7 @@ package struct LineFramer {
       let piece = UnsafeBufferPointer(start: base + start, count: stop - start)
       if let length = discarding {
         discarding = length + piece.count
-      } else if buffer.count + piece.count > maxLineBytes {
+      } else if buffer.count + piece.count > maxLineBytes + Self.framingSlack {
         discarding = buffer.count + piece.count
         buffer.removeAll(keepingCapacity: false)
       } else if found != nil && buffer.isEmpty {
@@ -83,6 +88,7 @@ package struct LineFramer {
       line.count >= 3 && line[line.startIndex] == 0xEF && line[line.startIndex + 1] == 0xBB
       && line[line.startIndex + 2] == 0xBF
     if hasBOM { line = line.dropFirst(3) }
+    if line.count > maxLineBytes { return body(.tooLong(length: raw.count)) }
     if !hasBOM && line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
     body(.line(UnsafeBufferPointer(rebasing: line)))
   }

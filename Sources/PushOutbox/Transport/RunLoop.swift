@@ -22,10 +22,11 @@ package struct RunLoop {
   }
 
   private mutating func serve() -> StopReason {
+    var busy = false  // requests are waiting: background delivery starts requests less often
     while true {
       let service = server.service
       service.disk?.tick(service.store, now: service.clock.now())
-      service.delivery?.tick()
+      service.delivery?.tick(busy: busy)
       let timeout = Self.sooner(
         service.disk?.pollTimeoutMs(service.store) ?? -1, service.delivery?.pollTimeoutMs() ?? -1)
       let server = self.server
@@ -35,10 +36,11 @@ package struct RunLoop {
       switch event {
       case .data:
         // Keep answering while more input is already waiting; write before we would block.
-        if server.burstBytes < 1 << 16 && transport.inputIsWaiting() { continue }
+        busy = server.burstBytes >= 1 << 16 || transport.inputIsWaiting()
+        if server.burstBytes < 1 << 16 && busy { continue }
         if !flush() { return .outputClosed }
       case .timeout:
-        continue
+        busy = false
       case .signal:
         return flush() ? .signal : .outputClosed
       case .endOfInput:

@@ -86,6 +86,27 @@ final class ScriptedPoster: HTTPPoster {
     #expect(reply.at("result.remaining") == .int(2))
   }
 
+  @Test func whileRequestsWaitBackgroundDeliveryStartsSendsOnlyEveryInterval() throws {
+    let server = server(ScriptedPoster([])) {
+      $0.delivery.background = true
+      $0.delivery.maxInFlight = 1
+      $0.trackBatchLimit = 1
+    }
+    for n in 1...3 { try save(server, n, user: "u\(n)") }
+    let delivery = try #require(server.service.delivery)
+    delivery.busyStartSeconds = 3600
+    delivery.tick(busy: true)  // the first busy tick may start
+    #expect(delivery.flights.count == 1)
+    delivery.waitForAnswer(seconds: 10)
+    delivery.tick(busy: true)  // applies the answer, but starts nothing within the interval
+    #expect(delivery.stats.delivered == 1)
+    #expect(delivery.flights.isEmpty)
+    delivery.tick(busy: false)  // idle: starts at once
+    #expect(delivery.flights.count == 1)
+    delivery.finish()
+    #expect(delivery.stats.delivered == 2)
+  }
+
   @Test func withoutAnEndpointDeliverPendingIsAnError() throws {
     let reply = try InProcessServer().request("deliverPending")
     #expect(reply.at("error.code") == .int(-32010))
@@ -145,10 +166,19 @@ final class ScriptedPoster: HTTPPoster {
     }
     var bytes: [UInt8] = []
     items.item(row: row).user?.json.encodeJSON(into: &bytes)
-    #expect(fast == String(decoding: bytes, as: UTF8.self))
+    #expect(fast == bytes)
     let slow = [UInt8](#","name":"e","user":{"externalId":"x"}"#.utf8).withUnsafeBytes { body in
       UserKey.of(body: body) { items.item(row: row) }
     }
     #expect(slow == fast)  // another layout falls back to parsing, with the same key
+  }
+
+  @Test func usersAreNumberedByBytesNotByCanonicalEquivalence() {
+    var users = UserNumbers()
+    let composed = users.number(for: Array(#"{"externalId":"\#u{00C5}"}"#.utf8))
+    let decomposed = users.number(for: Array(#"{"externalId":"A\#u{030A}"}"#.utf8))
+    #expect(composed != decomposed)
+    #expect(users.number(for: Array(#"{"externalId":"\#u{00C5}"}"#.utf8)) == composed)
+    #expect(users.count == 2)
   }
 }

@@ -16,6 +16,7 @@ from .types import (
     FieldType,
     FlushFormat,
     FlushResult,
+    ImportResult,
     ParsePayloadResult,
     ReleaseResult,
     RequeueResult,
@@ -171,6 +172,32 @@ class AsyncMethods:
         return cast(
             DropResult, await self.call("dropDeadLetters", {"ids": list(ids)}, timeout=timeout)
         )
+
+    async def import_legacy(
+        self,
+        defaults: Optional[Mapping[str, Any]] = None,
+        *,
+        pending_custom_events: Optional[Sequence[Any]] = None,
+        pending_custom_attributes: Optional[Sequence[Any]] = None,
+        pending_user_attributes: Optional[Sequence[Any]] = None,
+        user: Optional[User] = None,
+        timeout: Optional[float] = P.MISSING,
+    ) -> ImportResult:
+        """``importLegacy``: the pending analytics of Braze's push guide, from its App Group.
+
+        ``defaults`` is the App Group's ``UserDefaults`` as ``plutil -convert json`` gives it (only
+        the three ``pending_*`` keys are read); a list given by keyword replaces the one there. Each
+        element is checked by its save method: the valid are saved, the rest come back with their
+        ``error`` in ``results`` (never raised). Raises ``InvalidParams`` for the call as a whole (a
+        list that is not an array, more than ``--max-batch`` elements, a bad ``user``).
+        """
+        lists = {
+            "pending_custom_events": pending_custom_events,
+            "pending_custom_attributes": pending_custom_attributes,
+            "pending_user_attributes": pending_user_attributes,
+        }
+        params = P.params_import_legacy(defaults, lists, user)
+        return cast(ImportResult, await self.call("importLegacy", params, timeout=timeout))
 
     async def status(self, *, timeout: Optional[float] = P.MISSING) -> StatusResult:
         return cast(StatusResult, await self.call("status", {}, timeout=timeout))

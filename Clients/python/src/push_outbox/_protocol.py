@@ -40,6 +40,7 @@ WIRE_METHODS: Dict[str, str] = {
     "listDeadLetters": "list_dead_letters",
     "requeueDeadLetters": "requeue_dead_letters",
     "dropDeadLetters": "drop_dead_letters",
+    "importLegacy": "import_legacy",
     "rpc.discover": "discover",
 }
 
@@ -57,6 +58,12 @@ WIRE_PARAMS: Dict[str, Tuple[str, ...]] = {
     "listDeadLetters": ("max",),
     "requeueDeadLetters": ("ids",),
     "dropDeadLetters": ("ids",),
+    "importLegacy": (
+        "pending_custom_events",
+        "pending_custom_attributes",
+        "pending_user_attributes",
+        "user",
+    ),
     "rpc.discover": (),
 }
 
@@ -259,6 +266,26 @@ def params_flush_pending(max: Any, format: Any, lease_ms: Any, default_user: Any
     _put(params, "format", format)
     _put(params, "leaseMs", lease_ms)
     _put(params, "defaultUser", default_user)
+    return params
+
+
+#: The App Group keys ``importLegacy`` reads; every other key of a ``defaults`` mapping is ignored.
+LEGACY_LISTS = ("pending_custom_events", "pending_custom_attributes", "pending_user_attributes")
+
+
+def params_import_legacy(
+    defaults: Optional[Mapping[str, Any]],
+    lists: Mapping[str, Optional[Sequence[Any]]],
+    user: Any,
+) -> Dict[str, Any]:
+    """The three lists from ``defaults`` (a ``plutil -convert json`` object), overridden by ``lists``."""
+    params: Dict[str, Any] = {}
+    for key in LEGACY_LISTS:
+        value = lists.get(key)
+        if value is None and defaults is not None:
+            value = defaults.get(key)
+        _put(params, key, value if value is None or isinstance(value, (dict, str)) else list(value))
+    _put(params, "user", user)
     return params
 
 

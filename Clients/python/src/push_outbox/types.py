@@ -45,6 +45,10 @@ __all__ = [
     "DeadLetterList",
     "RequeueResult",
     "DropResult",
+    "LegacyList",
+    "ImportFailure",
+    "ImportOutcome",
+    "ImportResult",
     "ParamError",
 ]
 
@@ -300,6 +304,47 @@ class RequeueResult(TypedDict):
 
 class DropResult(TypedDict):
     dropped: int
+
+
+LegacyList = Literal[
+    "pending_custom_events", "pending_custom_attributes", "pending_user_attributes"
+]
+"""The three App Group ``UserDefaults`` keys of Braze's push guide (``RemoteStorageKey``)."""
+
+
+class _ImportErrorBase(TypedDict):
+    code: int
+    message: str
+
+
+class ImportFailure(_ImportErrorBase, total=False):
+    """The error an element got: what its save method answers (``data.errors`` for -32602)."""
+
+    data: Dict[str, Any]
+
+
+class _ImportOutcomeBase(TypedDict):
+    list: LegacyList
+    index: int
+    method: Literal["saveCustomEvent", "saveCustomAttribute", "saveUserAttribute"]
+
+
+class ImportOutcome(_ImportOutcomeBase, total=False):
+    """One element of ``importLegacy``: ``ids`` when it was saved, else ``error``."""
+
+    ids: List[str]
+    key: str
+    error: ImportFailure
+    warnings: List[Dict[str, Any]]
+
+
+class ImportResult(TypedDict):
+    """``importLegacy``: one outcome per element, and the totals."""
+
+    results: List[ImportOutcome]
+    saved: int
+    failed: int
+    pending: int
 
 
 # --- errors ---------------------------------------------------------------------------------

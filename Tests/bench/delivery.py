@@ -1,0 +1,59 @@
+"""The delivery section (issue 11, "Off the request path"): the same realistic saves onto a fresh
+store with delivery off and with `--deliver` against a local Braze stub (Tests/delivery/braze_stub.py,
+on 127.0.0.1, answering 201 at once), and the cold start with delivery configured. Runs interleave
+round-robin. The stub's request count shows how much was delivered while the saves ran."""
+import os
+import sys
+
+import latency
+import procs
+from report import Figure, Section
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "delivery"))
+from braze_stub import BrazeStub  # noqa: E402
+
+OFF = "push-outbox --store, delivery off"
+ON = "push-outbox --store --deliver, local stub"
+
+
+def delivery(ctx, input_path):
+    stub = BrazeStub().start()
+    try:
+        section = Section("delivery", f"{ctx.requests:,} realistic saves with background delivery to a local Braze stub",
+                          f"req/s = lines / (spawn to exit), {ctx.runs} runs; the stub answers 201 at once. "
+                          "Cold start: spawn to the first reply, delivery configured or not. "
+                          "Ratio: --deliver over delivery off.")
+        env = dict(os.environ, BRAZE_API_KEY="bench-key")
+        deliver = ["--braze-endpoint", stub.url, "--deliver"]
+        seconds = {OFF: [], ON: []}
+        sent = []
+        for _ in range(ctx.runs):
+            for label, extra in ((OFF, []), (ON, deliver)):
+                directory = ctx.fresh_store()
+                before = len(stub.requests)
+                secs, _ = procs.throughput([ctx.binary, "--store", directory, *extra], input_path, ctx.requests, env=env)
+                ctx.discard(directory)
+                seconds[label].append(secs)
+                if extra:
+                    sent.append(len(stub.requests) - before)
+        off = Figure(OFF, "req/s", [ctx.requests / s for s in seconds[OFF]])
+        on = Figure(ON, "req/s", [ctx.requests / s for s in seconds[ON]], baseline=off,
+                    extra={"stub_requests_during_run": sent})
+        section.add(off)
+        section.add(on)
+        cold = {OFF: [], ON: []}
+        for n in range(3 + ctx.cold_runs):
+            for label, extra in ((OFF, []), (ON, deliver)):
+                directory = ctx.fresh_store()
+                secs = procs.cold_start([ctx.binary, "--store", directory, *extra], latency.WARM_LINE, env)
+                ctx.discard(directory)
+                if n >= 3:
+                    cold[label].append(secs)
+        cold_off = Figure("cold start, " + OFF, "ms", cold[OFF])
+        section.add(cold_off)
+        section.add(Figure("cold start, " + ON, "ms", cold[ON], baseline=cold_off))
+        section.made = {f.label: f for f in section.figures}
+        section.note += f" Stub requests while the saves ran (per --deliver run): {sent}."
+        return section
+    finally:
+        stub.stop()
