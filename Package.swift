@@ -25,7 +25,11 @@ let package = Package(
     .executable(name: "push-outbox", targets: ["push-outbox"])
   ],
   targets: [
-    .target(name: "PushOutbox", swiftSettings: settings + crcSettings + releaseSettings, plugins: ["EmbedOpenRPC"]),
+    .target(
+      name: "PushOutbox", dependencies: ["CurlShim"], swiftSettings: settings + crcSettings + releaseSettings,
+      plugins: ["EmbedOpenRPC"]),
+    // Three C functions that call libcurl's variadic functions (found with dlsym) by the platform's C rules.
+    .target(name: "CurlShim"),
     .plugin(name: "EmbedOpenRPC", capability: .buildTool(), path: "Sources/EmbedOpenRPC"),
     .executableTarget(name: "push-outbox", dependencies: ["PushOutbox"], swiftSettings: settings),
     .testTarget(
