@@ -1,3 +1,5 @@
+import CurlShim
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -5,8 +7,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-
-import CurlShim
 
 /// The system's libcurl, loaded with `dlopen` the first time delivery needs it (never at start-up),
 /// its functions called through `@convention(c)` pointers, so no headers or link flags are needed.
