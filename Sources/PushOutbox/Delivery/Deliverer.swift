@@ -73,6 +73,7 @@ package final class Deliverer {
     self.mode = mode
     self.poster = poster
     self.pacing = Pacing(settings.rate)
+    nextBusyStart = Clock.monotonicSeconds() + busyStartSeconds  // requests waiting at start go first
     releaseLeftovers()
   }
 

@@ -95,7 +95,9 @@ final class ScriptedPoster: HTTPPoster {
     for n in 1...3 { try save(server, n, user: "u\(n)") }
     let delivery = try #require(server.service.delivery)
     delivery.busyStartSeconds = 3600
-    delivery.tick(busy: true)  // the first busy tick may start
+    delivery.tick(busy: true)  // requests waiting at start go first
+    #expect(delivery.flights.isEmpty)
+    delivery.tick(busy: false)
     #expect(delivery.flights.count == 1)
     delivery.waitForAnswer(seconds: 10)
     delivery.tick(busy: true)  // applies the answer, but starts nothing within the interval
