@@ -1,4 +1,5 @@
 // swift-tools-version:6.0
+import Foundation
 import PackageDescription
 
 let settings: [SwiftSetting] = [
@@ -40,3 +41,15 @@ let package = Package(
   ],
   swiftLanguageModes: [.v6]
 )
+
+// Fuzz targets (libFuzzer + AddressSanitizer), only when asked: `PUSH_OUTBOX_FUZZ=1`, as
+// `bash Tests/fuzz/run` sets it. Normal builds never see them. See Tests/fuzz/README.md.
+if ProcessInfo.processInfo.environment["PUSH_OUTBOX_FUZZ"] == "1" {
+  for name in ["FuzzJSON", "FuzzDiff", "FuzzLine", "FuzzRecovery", "FuzzPayload"] {
+    package.targets.append(
+      .executableTarget(
+        name: name, dependencies: ["PushOutbox"], path: "Tests/fuzz/Sources/\(name)",
+        swiftSettings: settings + [.unsafeFlags(["-parse-as-library"])]))
+    package.products.append(.executable(name: name, targets: [name]))
+  }
+}

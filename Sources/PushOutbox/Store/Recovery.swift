@@ -69,16 +69,19 @@ package struct Recovery {
     leaseTable = outcome.checkpoint?.leases ?? []
     outcome.finished = outcome.checkpoint?.finished ?? []
     for (n, first) in firsts.enumerated() {
-      try replay(first: first, isLast: n == firsts.count - 1)
+      try replay(first: first, next: n + 1 < firsts.count ? firsts[n + 1] : nil)
     }
     if let checkpoint = outcome.checkpoint { store.items.advanceSeq(to: checkpoint.nextSeq) }
     // The log has records the checkpoint does not cover (a crash, or none yet): settle at the next snapshot.
     if !firsts.isEmpty && store.items.nextSeq - 1 > (outcome.checkpoint?.coversSeq ?? 0) { outcome.dirty = true }
     countDead()
     outcome.leases = leaseTable
+    // Empty segments go, except those the checkpoint lists: the next start would miss them (fuzzing found it).
     let directory = self.directory
+    let listed = Set(outcome.checkpoint?.segments ?? [])
     outcome.segments.removeAll {
-      $0.bytes <= SegmentFormat.headerSize && unlink(directory + "/" + SegmentFormat.name(first: $0.first)) == 0
+      $0.bytes <= SegmentFormat.headerSize && !listed.contains($0.first)
+        && unlink(directory + "/" + SegmentFormat.name(first: $0.first)) == 0
     }
   }
 
@@ -133,13 +136,14 @@ package struct Recovery {
 
   // MARK: - Segments
 
-  private mutating func replay(first: UInt64, isLast: Bool) throws(StartupError) {
+  /// Replays one segment; `next` is the first seq of the segment after it (nil for the last).
+  private mutating func replay(first: UInt64, next: UInt64?) throws(StartupError) {
     let name = SegmentFormat.name(first: first)
     var info = SegmentInfo(first: first)
     do {
       _ = try buffer.read(directory + "/" + name) { raw in
         info.bytes = raw.count
-        replay(SegmentReader(raw), name: name, isLast: isLast, info: &info)
+        replay(SegmentReader(raw), name: name, seqs: first..<(next ?? SegmentFormat.seqLimit), info: &info)
       }
     } catch {
       throw .refused("unreadable_store", "cannot read \(error)")
@@ -147,7 +151,12 @@ package struct Recovery {
     outcome.segments.append(info)
   }
 
-  private mutating func replay(_ reader: SegmentReader, name: String, isLast: Bool, info: inout SegmentInfo) {
+  /// A record whose seq lies outside `seqs` (the range the file names give this segment) is damage: the
+  /// snapshot counts and rewrites items by that range, so one kept from elsewhere would be lost.
+  private mutating func replay(
+    _ reader: SegmentReader, name: String, seqs: Range<UInt64>, info: inout SegmentInfo
+  ) {
+    let isLast = seqs.upperBound == SegmentFormat.seqLimit
     var offset = SegmentFormat.headerSize
     var lastGood: UInt64? = nil
     if reader.headerVersion != SegmentFormat.version {  // a newer version was refused before; this is damage
@@ -164,7 +173,7 @@ package struct Recovery {
       case .end:
         return
       case .record(let record):
-        if !apply(record, info: &info) {
+        if !seqs.contains(record.seq) || !apply(record, info: &info) {
           damage(name: name, at: offset, after: lastGood, reader: reader, info: &info)
         }
         lastGood = record.seq

@@ -1,0 +1,136 @@
+// Fuzz target: the whole line path. Arbitrary bytes, cut into chunks whose sizes come from the
+// input, go through `LineFramer` into `Server.handle`, with a render after every chunk (one burst
+// per chunk, as `RunLoop` does when no more input is waiting).
+//
+// Input: byte 0 holds flags (bit 0: a store in a temp dir instead of memory; bit 1: a 64-byte
+// `--max-line-bytes`; bit 2: `--max-batch 3`), bytes 1–4 are chunk sizes (1–255; 0 means the whole
+// rest), the rest is the stream.
+//
+// Checks: nothing traps; every output line is one JSON line our reader accepts, holding a response
+// object or a non-empty array of them; each request gets exactly one reply, counted per id against
+// an independent model (`Expected`); the general path and the fast save path write the same bytes
+// (in memory); with a store, a restart holds the same items.
+import PushOutbox
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+struct Setup {
+  var disk: Bool
+  var maxLineBytes: Int
+  var maxBatch: Int
+  var chunks: [Int]
+  var stream: ArraySlice<UInt8>
+
+  init(_ bytes: [UInt8]) {
+    let flags = bytes.first ?? 0
+    disk = flags & 1 != 0
+    maxLineBytes = flags & 2 != 0 ? 64 : 1 << 16
+    maxBatch = flags & 4 != 0 ? 3 : 10_000
+    chunks = bytes.dropFirst().prefix(4).map { $0 == 0 ? Int.max : Int($0) }
+    if chunks.isEmpty { chunks = [Int.max] }
+    stream = bytes.dropFirst(5)
+  }
+}
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzLine(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+  let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
+  let setup = Setup(bytes)
+  let expected = Expected(setup)
+  if setup.disk {
+    runWithStore(setup, expected: expected, input: bytes)
+  } else {
+    let fast = run(setup, service: makeService(setup, store: nil), fastSaves: true)
+    check(fast, expected: expected, input: bytes)
+    let general = run(setup, service: makeService(setup, store: nil), fastSaves: false)
+    guard fast == general else { fail("the fast save path and the general path wrote different replies", bytes) }
+  }
+  return 0
+}
+
+func makeService(_ setup: Setup, store: String?) -> Service {
+  var config = Configuration(storePath: store)
+  config.memory = store == nil
+  config.fsync = .never
+  config.snapshotInterval = 3600
+  config.maxLineBytes = setup.maxLineBytes
+  config.maxBatch = setup.maxBatch
+  config.fixedClock = 1_767_225_600_000  // 2026-01-01T00:00:00Z
+  config.idSeed = 1
+  return Service(config: config, log: Log(level: .error))
+}
+
+/// Feeds the stream chunk by chunk, rendering after each; returns every output byte.
+func run(_ setup: Setup, service: Service, fastSaves: Bool) -> [UInt8] {
+  let server = Server(service: service)
+  server.fastSaves = fastSaves && server.fastSaves
+  var framer = LineFramer(maxLineBytes: setup.maxLineBytes)
+  var output: [UInt8] = []
+  var rest = setup.stream
+  var n = 0
+  while !rest.isEmpty {
+    let piece = rest.prefix(setup.chunks[n % setup.chunks.count])
+    rest = rest.dropFirst(piece.count)
+    n += 1
+    Array(piece).withUnsafeBufferPointer { chunk in framer.feed(chunk) { dispatch($0, server) } }
+    server.render()
+    output += server.output
+    server.output.removeAll()
+  }
+  framer.finish { dispatch($0, server) }
+  server.render()
+  return output + server.output
+}
+
+private func dispatch(_ framed: FramedLine, _ server: Server) {
+  switch framed {
+  case .line(let bytes): server.handle(line: bytes)
+  case .tooLong(let length): server.handleOversizedLine(length: length)
+  }
+}
+
+private func runWithStore(_ setup: Setup, expected: Expected, input: [UInt8]) {
+  let directory = TempDirectory()
+  defer { directory.remove() }
+  let held = serveOnce(setup, directory: directory.path, expected: expected, input: input)
+  let again = makeService(setup, store: directory.path)
+  do { try again.openDisk() } catch { fail("the store did not reopen: \(error)", input) }
+  guard again.store.count == held else { fail("\(held) items before a restart, \(again.store.count) after", input) }
+  again.disk?.finish(again.store, now: again.clock.now())
+}
+
+/// Serves the stream with a store, stops as `RunLoop` does (final snapshot), and returns how many
+/// items are held. The service (and with it the store's lock) is gone when this returns.
+private func serveOnce(_ setup: Setup, directory: String, expected: Expected, input: [UInt8]) -> Int {
+  let service = makeService(setup, store: directory)
+  do { try service.openDisk() } catch { fail("a fresh store did not open: \(error)", input) }
+  let output = run(setup, service: service, fastSaves: true)
+  check(output, expected: expected, input: input)
+  service.disk?.finish(service.store, now: service.clock.now())
+  return service.store.count
+}
+
+func fail(_ message: String, _ input: [UInt8]) -> Never {
+  let text = Array("FuzzLine: \(message)\ninput: \(String(decoding: input.prefix(600), as: UTF8.self))\n".utf8)
+  _ = text.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+  abort()
+}
+
+// SwiftPM links an executable target with `main` aliased to `<Module>_main`; this is that entry
+// point, and it hands over to libFuzzer's driver (the same thing libFuzzer's own `main` does).
+@_silgen_name("LLVMFuzzerRunDriver")
+private func runDriver(
+  _ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
+  _ body: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
+) -> Int32
+
+@_cdecl("FuzzLine_main")
+public func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> Int32 {
+  var argc = argc
+  var argv = argv
+  return runDriver(&argc, &argv, fuzzLine)
+}
