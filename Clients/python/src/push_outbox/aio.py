@@ -21,6 +21,7 @@ from typing import (
     cast,
 )
 
+from . import _process
 from . import _protocol as P
 from ._async_methods import AsyncMethods
 from ._core import Outcome, Session, result_of
@@ -77,7 +78,7 @@ class AsyncOutbox(AsyncMethods):
         self._closed = False
         self._close_task: Optional[asyncio.Task[Optional[int]]] = None
         self._exit: Optional[ServerExited] = None
-        self._stderr = P.StderrTail()
+        self._stderr = _process.StderrTail()
         self._reader_task: Optional[asyncio.Task[None]] = None
         self._stderr_task: Optional[asyncio.Task[None]] = None
 
@@ -101,7 +102,7 @@ class AsyncOutbox(AsyncMethods):
 
         The process starts on ``async with`` or ``await``.
         """
-        argv = P.build_argv(find_binary(binary), store=store, memory=memory, args=args)
+        argv = _process.build_argv(find_binary(binary), store=store, memory=memory, args=args)
         return cls(
             argv,
             timeout=timeout,
@@ -340,12 +341,12 @@ class AsyncOutbox(AsyncMethods):
                 proc.pid,
                 grace,
             )
-            self._signal(P.SIGTERM)
+            self._signal(_process.SIGTERM)
             try:
                 await asyncio.wait_for(proc.wait(), timeout=P.TERM_TIMEOUT)
             except asyncio.TimeoutError:
                 log.warning("push-outbox pid %d ignored SIGTERM; sending SIGKILL", proc.pid)
-                self._signal(P.SIGKILL)
+                self._signal(_process.SIGKILL)
                 await proc.wait()
         if not stdin.is_closing():
             stdin.close()

@@ -21,6 +21,7 @@ from typing import (
     cast,
 )
 
+from . import _process
 from . import _protocol as P
 from ._core import Outcome, Session, result_of
 from ._discovery import find_binary
@@ -85,7 +86,7 @@ class Outbox(SyncMethods):
         self._close_lock = threading.Lock()
         self._closed = False
         self._exit: Optional[ServerExited] = None  # set once stdout reached EOF
-        self._stderr = P.StderrTail()
+        self._stderr = _process.StderrTail()
         self._stderr_thread = threading.Thread(
             target=self._drain_stderr, name=f"push-outbox-stderr-{process.pid}", daemon=True
         )
@@ -124,7 +125,7 @@ class Outbox(SyncMethods):
         :param stderr_handler: called with each line the server writes to stderr
             (stderr is always drained; its last 64 KiB are kept for :class:`ServerExited`).
         """
-        argv = P.build_argv(find_binary(binary), store=store, memory=memory, args=args)
+        argv = _process.build_argv(find_binary(binary), store=store, memory=memory, args=args)
         new_session = os.name == "posix"
         proc = subprocess.Popen(
             argv,
@@ -355,14 +356,14 @@ class Outbox(SyncMethods):
             proc.pid,
             grace,
         )
-        P.send_signal(proc, P.SIGTERM, self._new_session)
+        _process.send_signal(proc, _process.SIGTERM, self._new_session)
         try:
             proc.wait(timeout=P.TERM_TIMEOUT)
             return
         except subprocess.TimeoutExpired:
             pass
         log.warning("push-outbox pid %d ignored SIGTERM; sending SIGKILL", proc.pid)
-        P.send_signal(proc, P.SIGKILL, self._new_session)
+        _process.send_signal(proc, _process.SIGKILL, self._new_session)
         proc.wait()
         try:
             self._proc.stdin.close()  # type: ignore[union-attr]
