@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
 import threading
 from collections import deque
-from typing import Deque, List, Optional, Sequence, Union
+from typing import Callable, Deque, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ._protocol import STDERR_TAIL_BYTES
+from ._protocol import STDERR_TAIL_BYTES, TERM_TIMEOUT, split_lines
+
+log = logging.getLogger("push_outbox")
 
 
 def build_argv(
@@ -83,3 +86,84 @@ class StderrTail:
 
     def text(self) -> str:
         return self.bytes().decode("utf-8", "replace")
+
+
+class StderrSink:
+    """The server's stderr: its tail (for :class:`ServerExited`) and each line for a handler."""
+
+    def __init__(self, handler: Optional[Callable[[str], None]]) -> None:
+        self._tail = StderrTail()
+        self._handler = handler
+        self._pending = bytearray()
+
+    def feed(self, chunk: bytes) -> None:
+        self._tail.feed(chunk)
+        if self._handler is None:
+            return
+        self._pending += chunk
+        for line in split_lines(self._pending):
+            self._emit(line)
+        if len(self._pending) > STDERR_TAIL_BYTES:  # no newline for a long while
+            self._emit(bytes(self._pending))
+            self._pending.clear()
+
+    def finish(self) -> None:
+        """Hands an unterminated last line to the handler."""
+        if self._pending and self._handler is not None:
+            self._emit(bytes(self._pending))
+            self._pending.clear()
+
+    def text(self) -> str:
+        return self._tail.text()
+
+    def _emit(self, line: bytes) -> None:
+        try:
+            self._handler(line.decode("utf-8", "replace"))  # type: ignore[misc]
+        except Exception:  # a broken handler must not stop the drain
+            log.exception("push-outbox stderr_handler raised")
+
+
+def popen(
+    argv: Sequence[str],
+    env: Optional[Mapping[str, str]],
+    cwd: Optional[Union[str, os.PathLike[str]]],
+) -> Tuple[subprocess.Popen[bytes], bool]:
+    """Starts the server with three pipes (in its own session on POSIX); returns it and that flag."""
+    new_session = os.name == "posix"
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(env) if env is not None else None,
+        cwd=os.fspath(cwd) if cwd is not None else None,
+        start_new_session=new_session,
+    )
+    return proc, new_session
+
+
+def terminate(proc: subprocess.Popen[bytes], grace: float, new_session: bool) -> None:
+    """Waits *grace* seconds for the server to exit, then sends SIGTERM, then SIGKILL."""
+    try:
+        proc.wait(timeout=grace)
+        return
+    except subprocess.TimeoutExpired:
+        pass
+    log.warning(
+        "push-outbox pid %d did not exit %.1fs after stdin closed; sending SIGTERM",
+        proc.pid,
+        grace,
+    )
+    send_signal(proc, SIGTERM, new_session)
+    try:
+        proc.wait(timeout=TERM_TIMEOUT)
+        return
+    except subprocess.TimeoutExpired:
+        pass
+    log.warning("push-outbox pid %d ignored SIGTERM; sending SIGKILL", proc.pid)
+    send_signal(proc, SIGKILL, new_session)
+    proc.wait()
+    try:
+        proc.stdin.close()  # type: ignore[union-attr]
+    except OSError:
+        pass

@@ -23,6 +23,7 @@ from typing import (
 
 from . import _process
 from . import _protocol as P
+from ._aio_process import create_process, terminate
 from ._async_methods import AsyncMethods
 from ._core import Outcome, Session, result_of
 from ._discovery import find_binary
@@ -34,11 +35,6 @@ log = logging.getLogger("push_outbox")
 
 PathLike = Union[str, "os.PathLike[str]"]
 StderrHandler = Callable[[str], None]
-
-#: StreamReader limit. The client reads stdout in chunks and splits lines
-#: itself, so this only bounds asyncio's internal buffering; it is set far
-#: above asyncio's 64 KiB default anyway so no readline-based path can trip it.
-STREAM_LIMIT = 64 * 1024 * 1024
 
 
 class AsyncOutbox(AsyncMethods):
@@ -70,7 +66,6 @@ class AsyncOutbox(AsyncMethods):
         self.close_timeout = close_timeout
         self._env = dict(env) if env is not None else None
         self._cwd = os.fspath(cwd) if cwd is not None else None
-        self._stderr_handler = stderr_handler
         self._new_session = os.name == "posix"
         self._proc: Optional[asyncio.subprocess.Process] = None
         self._session: Session[asyncio.Future[Dict[str, Any]]] = Session()
@@ -78,7 +73,7 @@ class AsyncOutbox(AsyncMethods):
         self._closed = False
         self._close_task: Optional[asyncio.Task[Optional[int]]] = None
         self._exit: Optional[ServerExited] = None
-        self._stderr = _process.StderrTail()
+        self._stderr = _process.StderrSink(stderr_handler)
         self._reader_task: Optional[asyncio.Task[None]] = None
         self._stderr_task: Optional[asyncio.Task[None]] = None
 
@@ -119,16 +114,7 @@ class AsyncOutbox(AsyncMethods):
         if self._closed:
             raise TransportError("AsyncOutbox is closed")
         self._write_lock = asyncio.Lock()
-        self._proc = await asyncio.create_subprocess_exec(
-            *self.argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=self._env,
-            cwd=self._cwd,
-            start_new_session=self._new_session,
-            limit=STREAM_LIMIT,
-        )
+        self._proc = await create_process(self.argv, self._env, self._cwd, self._new_session)
         loop = asyncio.get_running_loop()
         self._stderr_task = loop.create_task(self._drain_stderr())
         self._reader_task = loop.create_task(self._read_stdout())
@@ -165,30 +151,15 @@ class AsyncOutbox(AsyncMethods):
     async def _drain_stderr(self) -> None:
         stream = self._process().stderr
         assert stream is not None
-        pending = bytearray()
         try:
             while True:
                 chunk = await stream.read(P.READ_CHUNK)
                 if not chunk:
                     break
                 self._stderr.feed(chunk)
-                if self._stderr_handler is not None:
-                    pending += chunk
-                    for line in P.split_lines(pending):
-                        self._emit_stderr(line)
-                    if len(pending) > P.STDERR_TAIL_BYTES:
-                        self._emit_stderr(bytes(pending))
-                        pending.clear()
         except (OSError, ValueError):
             pass
-        if pending and self._stderr_handler is not None:
-            self._emit_stderr(bytes(pending))
-
-    def _emit_stderr(self, line: bytes) -> None:
-        try:
-            self._stderr_handler(line.decode("utf-8", "replace"))  # type: ignore[misc]
-        except Exception:
-            log.exception("push-outbox stderr_handler raised")
+        self._stderr.finish()
 
     async def _read_stdout(self) -> None:
         proc = self._process()
@@ -333,21 +304,7 @@ class AsyncOutbox(AsyncMethods):
             pass  # a writer is stuck on a full pipe: the signals below unblock it
         except (OSError, RuntimeError):
             pass
-        try:
-            await asyncio.wait_for(proc.wait(), timeout=grace)
-        except asyncio.TimeoutError:
-            log.warning(
-                "push-outbox pid %d did not exit %.1fs after stdin closed; sending SIGTERM",
-                proc.pid,
-                grace,
-            )
-            self._signal(_process.SIGTERM)
-            try:
-                await asyncio.wait_for(proc.wait(), timeout=P.TERM_TIMEOUT)
-            except asyncio.TimeoutError:
-                log.warning("push-outbox pid %d ignored SIGTERM; sending SIGKILL", proc.pid)
-                self._signal(_process.SIGKILL)
-                await proc.wait()
+        await terminate(proc, grace, self._new_session)
         if not stdin.is_closing():
             stdin.close()
         for task in (self._reader_task, self._stderr_task):
@@ -357,18 +314,6 @@ class AsyncOutbox(AsyncMethods):
                 except (asyncio.TimeoutError, Exception):
                     task.cancel()
         return proc.returncode
-
-    def _signal(self, sig: int) -> None:
-        proc = self._process()
-        if proc.returncode is not None:
-            return
-        try:
-            if self._new_session and hasattr(os, "killpg"):
-                os.killpg(proc.pid, sig)
-            else:
-                proc.send_signal(sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
     async def __aenter__(self) -> AsyncOutbox:
         return await self.start()

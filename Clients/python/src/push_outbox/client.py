@@ -79,14 +79,13 @@ class Outbox(SyncMethods):
         self.timeout = timeout
         self.close_timeout = close_timeout
         self._new_session = new_session
-        self._stderr_handler = stderr_handler
         self._lock = threading.RLock()  # guards the session's pending table and _exit
         self._session: Session[_Slot] = Session(self._lock)
         self._write_lock = threading.Lock()
         self._close_lock = threading.Lock()
         self._closed = False
         self._exit: Optional[ServerExited] = None  # set once stdout reached EOF
-        self._stderr = _process.StderrTail()
+        self._stderr = _process.StderrSink(stderr_handler)
         self._stderr_thread = threading.Thread(
             target=self._drain_stderr, name=f"push-outbox-stderr-{process.pid}", daemon=True
         )
@@ -126,16 +125,7 @@ class Outbox(SyncMethods):
             (stderr is always drained; its last 64 KiB are kept for :class:`ServerExited`).
         """
         argv = _process.build_argv(find_binary(binary), store=store, memory=memory, args=args)
-        new_session = os.name == "posix"
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(env) if env is not None else None,
-            cwd=os.fspath(cwd) if cwd is not None else None,
-            start_new_session=new_session,
-        )
+        proc, new_session = _process.popen(argv, env, cwd)
         return cls(
             proc,
             argv=argv,
@@ -170,30 +160,15 @@ class Outbox(SyncMethods):
     def _drain_stderr(self) -> None:
         stream = self._proc.stderr
         assert stream is not None
-        pending = bytearray()
         try:
             while True:
                 chunk = stream.read1(P.READ_CHUNK)  # type: ignore[attr-defined]
                 if not chunk:
                     break
                 self._stderr.feed(chunk)
-                if self._stderr_handler is not None:
-                    pending += chunk
-                    for line in P.split_lines(pending):
-                        self._emit_stderr(line)
-                    if len(pending) > P.STDERR_TAIL_BYTES:  # no newline for a long while
-                        self._emit_stderr(bytes(pending))
-                        pending.clear()
         except (OSError, ValueError):
             pass
-        if pending and self._stderr_handler is not None:
-            self._emit_stderr(bytes(pending))
-
-    def _emit_stderr(self, line: bytes) -> None:
-        try:
-            self._stderr_handler(line.decode("utf-8", "replace"))  # type: ignore[misc]
-        except Exception:  # a broken handler must not stop the drain
-            log.exception("push-outbox stderr_handler raised")
+        self._stderr.finish()
 
     def _read_stdout(self) -> None:
         stream = self._proc.stdout
@@ -321,7 +296,7 @@ class Outbox(SyncMethods):
             if not self._closed:
                 self._closed = True
                 self._close_stdin(grace)
-                self._terminate(grace)
+                _process.terminate(self._proc, grace, self._new_session)
         self._reader_thread.join(timeout=grace + 5.0)
         self._stderr_thread.join(timeout=5.0)
         for stream in (self._proc.stdout, self._proc.stderr):
@@ -343,32 +318,6 @@ class Outbox(SyncMethods):
             finally:
                 self._write_lock.release()
         # else: a writer is stuck on a full pipe; the signals below unblock it.
-
-    def _terminate(self, grace: float) -> None:
-        proc = self._proc
-        try:
-            proc.wait(timeout=grace)
-            return
-        except subprocess.TimeoutExpired:
-            pass
-        log.warning(
-            "push-outbox pid %d did not exit %.1fs after stdin closed; sending SIGTERM",
-            proc.pid,
-            grace,
-        )
-        _process.send_signal(proc, _process.SIGTERM, self._new_session)
-        try:
-            proc.wait(timeout=P.TERM_TIMEOUT)
-            return
-        except subprocess.TimeoutExpired:
-            pass
-        log.warning("push-outbox pid %d ignored SIGTERM; sending SIGKILL", proc.pid)
-        _process.send_signal(proc, _process.SIGKILL, self._new_session)
-        proc.wait()
-        try:
-            self._proc.stdin.close()  # type: ignore[union-attr]
-        except OSError:
-            pass
 
     def __enter__(self) -> Outbox:
         return self
