@@ -10,12 +10,10 @@ from types import TracebackType
 from typing import (
     Any,
     Callable,
-    Dict,
     List,
     Mapping,
     Optional,
     Sequence,
-    Tuple,
     Type,
     Union,
     cast,
@@ -23,8 +21,9 @@ from typing import (
 
 from . import _process
 from . import _protocol as P
-from ._core import Outcome, Session, result_of
+from ._core import Session, result_of
 from ._discovery import find_binary
+from ._sync_io import SyncPipes, _Slot
 from ._sync_methods import SyncMethods
 from .errors import (
     CallTimeout,
@@ -40,16 +39,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 StderrHandler = Callable[[str], None]
 
 
-class _Slot:
-    __slots__ = ("event", "response", "error")
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
-        self.response: Optional[Dict[str, Any]] = None
-        self.error: Optional[BaseException] = None
-
-
-class Outbox(SyncMethods):
+class Outbox(SyncPipes, SyncMethods):
     """A running push-outbox server and a client talking to it over stdio.
 
     Create with :meth:`spawn`; use as a context manager (or call :meth:`close`)::
@@ -155,86 +145,7 @@ class Outbox(SyncMethods):
     def closed(self) -> bool:
         return self._closed
 
-    # --- background threads ------------------------------------------------------------------
-
-    def _drain_stderr(self) -> None:
-        stream = self._proc.stderr
-        assert stream is not None
-        try:
-            while True:
-                chunk = stream.read1(P.READ_CHUNK)  # type: ignore[attr-defined]
-                if not chunk:
-                    break
-                self._stderr.feed(chunk)
-        except (OSError, ValueError):
-            pass
-        self._stderr.finish()
-
-    def _read_stdout(self) -> None:
-        stream = self._proc.stdout
-        assert stream is not None
-        try:
-            while True:
-                chunk = stream.read1(P.READ_CHUNK)  # type: ignore[attr-defined]
-                if not chunk:
-                    break
-                self._settle(self._session.receive(chunk))
-        except (OSError, ValueError):
-            pass
-        self._settle(self._session.end_of_stream())
-        self._on_eof()
-
-    @staticmethod
-    def _settle(settled: List[Tuple[_Slot, Outcome]]) -> None:
-        for slot, outcome in settled:
-            if isinstance(outcome, BaseException):
-                slot.error = outcome
-            else:
-                slot.response = outcome
-            slot.event.set()
-
-    def _on_eof(self) -> None:
-        try:
-            returncode: Optional[int] = self._proc.wait(timeout=max(self.close_timeout, 1.0))
-        except subprocess.TimeoutExpired:
-            returncode = None
-        self._stderr_thread.join(timeout=2.0)
-        reason = "server closed its stdout" if returncode is None else "server exited"
-        exited = ServerExited(
-            returncode, self._stderr.text(), reason=reason, server_error=self._session.server_error
-        )
-        with self._lock:
-            self._exit = exited
-            slots = self._session.take_all()
-        self._settle([(slot, exited) for slot in slots])
-
-    def _exited_error(self) -> ServerExited:
-        """A fresh ServerExited once the reader saw EOF (waits for it briefly)."""
-        self._reader_thread.join(timeout=max(self.close_timeout, 1.0) + 3.0)
-        with self._lock:
-            exited = self._exit
-        if exited is None:
-            return ServerExited(
-                self._proc.poll(),
-                self._stderr.text(),
-                reason="server pipe broken",
-                server_error=self._session.server_error,
-            )
-        return exited.copy()
-
     # --- generic calls -----------------------------------------------------------------------
-
-    def _write(self, data: bytes) -> None:
-        stdin = self._proc.stdin
-        assert stdin is not None
-        try:
-            with self._write_lock:
-                stdin.write(data)
-                stdin.flush()
-        except (BrokenPipeError, ConnectionResetError, ValueError, OSError) as exc:
-            if self._closed and self._exit is None and self._proc.poll() is None:
-                raise TransportError("Outbox is closed") from exc
-            raise self._exited_error() from exc
 
     def call(
         self, method: str, params: P.Params = None, *, timeout: Optional[float] = P.MISSING
