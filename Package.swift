@@ -26,7 +26,11 @@ let package = Package(
     .executable(name: "push-outbox", targets: ["push-outbox"])
   ],
   targets: [
-    .target(name: "PushOutbox", swiftSettings: settings + crcSettings + releaseSettings, plugins: ["EmbedOpenRPC"]),
+    .target(
+      name: "PushOutbox", dependencies: ["CurlShim"], swiftSettings: settings + crcSettings + releaseSettings,
+      plugins: ["EmbedOpenRPC"]),
+    // Three C functions that call libcurl's variadic functions (found with dlsym) by the platform's C rules.
+    .target(name: "CurlShim"),
     .plugin(name: "EmbedOpenRPC", capability: .buildTool(), path: "Sources/EmbedOpenRPC"),
     .executableTarget(name: "push-outbox", dependencies: ["PushOutbox"], swiftSettings: settings),
     .testTarget(
@@ -41,10 +45,11 @@ let package = Package(
 // Fuzz targets (libFuzzer + AddressSanitizer), only when asked: `PUSH_OUTBOX_FUZZ=1`, as
 // `bash Tests/fuzz/run` sets it. Normal builds never see them. See Tests/fuzz/README.md.
 if ProcessInfo.processInfo.environment["PUSH_OUTBOX_FUZZ"] == "1" {
+  package.targets.append(.target(name: "FuzzSupport", path: "Tests/fuzz/Sources/FuzzSupport", swiftSettings: settings))
   for name in ["FuzzJSON", "FuzzDiff", "FuzzLine", "FuzzRecovery", "FuzzPayload"] {
     package.targets.append(
       .executableTarget(
-        name: name, dependencies: ["PushOutbox"], path: "Tests/fuzz/Sources/\(name)",
+        name: name, dependencies: ["PushOutbox", "FuzzSupport"], path: "Tests/fuzz/Sources/\(name)",
         swiftSettings: settings + [.unsafeFlags(["-parse-as-library"])]))
     package.products.append(.executable(name: name, targets: [name]))
   }

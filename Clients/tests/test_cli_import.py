@@ -93,6 +93,36 @@ def test_the_command_imports_what_the_method_imports(tmp_path: Path) -> None:
     assert drained(by_cli) == drained(by_method) != []
 
 
+def test_user_names_the_user_of_every_imported_item(tmp_path: Path) -> None:
+    by_cli, by_method = tmp_path / "cli", tmp_path / "method"
+    user = {"externalId": "install-7"}
+    done = run_import(
+        [
+            *FIXED,
+            "--store",
+            str(by_cli),
+            "--user",
+            json.dumps(user),
+            str(write(tmp_path, APP_GROUP)),
+        ]
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    items = drained(by_cli)
+    assert len(items) == 5 and all(i["user"] == user for i in items)
+    lists = {k: v for k, v in APP_GROUP.items() if k.startswith("pending_")}
+    [reply] = serve(
+        by_method, {"method": "importLegacy", "params": {**lists, "user": user}}, extra=FIXED
+    )
+    assert reply["result"]["saved"] == 5
+    assert drained(by_method) == items
+    for bad in ("{", '{"nope":1}', '{"externalId":""}'):
+        refused = run_import(
+            [*FIXED, "--store", str(tmp_path / "x"), "--user", bad, "-"], stdin=b"{}"
+        )
+        assert refused.returncode == 2, bad
+        assert b"--user" in refused.stderr, bad
+
+
 def test_rejected_elements_are_listed_on_stderr_the_rest_saved_and_exit_1(tmp_path: Path) -> None:
     store = tmp_path / "store"
     content = {

@@ -3,6 +3,7 @@ store with delivery off and with `--deliver` against a local Braze stub (Tests/d
 on 127.0.0.1, answering 201 at once), and the cold start with delivery configured. Runs interleave
 round-robin. The stub's request count shows how much was delivered while the saves ran."""
 import os
+import shutil
 import sys
 
 import latency
@@ -21,7 +22,8 @@ def delivery(ctx, input_path):
     try:
         section = Section("delivery", f"{ctx.requests:,} realistic saves with background delivery to a local Braze stub",
                           f"req/s = lines / (spawn to exit), {ctx.runs} runs; the stub answers 201 at once. "
-                          "Cold start: spawn to the first reply, delivery configured or not. "
+                          "Cold start and first reply (with the backlog section's store, when it ran): spawn to "
+                          "the status reply, delivery configured or not. "
                           "Ratio: --deliver over delivery off.")
         env = dict(os.environ, BRAZE_API_KEY="bench-key")
         deliver = ["--braze-endpoint", stub.url, "--deliver"]
@@ -52,8 +54,24 @@ def delivery(ctx, input_path):
         cold_off = Figure("cold start, " + OFF, "ms", cold[OFF])
         section.add(cold_off)
         section.add(Figure("cold start, " + ON, "ms", cold[ON], baseline=cold_off))
+        if ctx.backlog_dir:
+            backlog_first_reply(ctx, section, env, deliver)
         section.made = {f.label: f for f in section.figures}
         section.note += f" Stub requests while the saves ran (per --deliver run): {sent}."
         return section
     finally:
         stub.stop()
+
+
+def backlog_first_reply(ctx, section, env, deliver):
+    """status on copies of the backlog section's store (N pending), delivery off and on."""
+    times = {OFF: [], ON: []}
+    for _ in range(ctx.runs):
+        for label, extra in ((OFF, []), (ON, deliver)):
+            directory = ctx.fresh_store()
+            shutil.copytree(ctx.backlog_dir, directory)
+            secs, _, _ = procs.first_reply([ctx.binary, "--store", directory, *extra], env)
+            ctx.discard(directory)
+            times[label].append(secs)
+    off = section.add(Figure(f"first reply, {ctx.requests:,} pending, " + OFF, "ms", times[OFF]))
+    section.add(Figure(f"first reply, {ctx.requests:,} pending, " + ON, "ms", times[ON], baseline=off))

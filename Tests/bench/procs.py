@@ -69,10 +69,10 @@ def throughput(command, input_path, expect, serving=None, env=None):
     return seconds, peak
 
 
-def first_reply(command):
+def first_reply(command, env=None):
     """Spawns command, sends status, times the first reply line; returns (seconds, peak RSS, reply)."""
     start = time.perf_counter()
-    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     proc.stdin.write(STATUS_LINE)
     proc.stdin.flush()
     reply = proc.stdout.readline()

@@ -82,6 +82,7 @@ class BrazeStub:
                         record.done = time.monotonic()
                         return
                     data = json.dumps(reply.body).encode()
+                    record.status = reply.status  # before the answer leaves: the client may look at once
                     self.send_response(reply.status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
@@ -90,7 +91,7 @@ class BrazeStub:
                     self.end_headers()
                     self.wfile.write(data)
                     self.wfile.flush()
-                    record.status, record.done = reply.status, time.monotonic()
+                    record.done = time.monotonic()
                 finally:
                     with stub.lock:
                         stub.in_flight -= 1

@@ -29,6 +29,8 @@ from push_outbox import (
     ServerError,
     ServerExited,
     TransportError,
+    _params,
+    _process,
 )
 from push_outbox import _protocol as P
 
@@ -111,7 +113,7 @@ def test_split_lines_only_on_newline() -> None:
 
 
 def test_stderr_tail_is_bounded() -> None:
-    tail = P.StderrTail(limit=100)
+    tail = _process.StderrTail(limit=100)
     for i in range(1000):
         tail.feed(f"line {i}\n".encode())
     data = tail.bytes()
@@ -122,27 +124,27 @@ def test_stderr_tail_is_bounded() -> None:
 
 def test_format_time() -> None:
     t = dt.datetime(2025, 1, 2, 3, 4, 5, 678901, tzinfo=dt.timezone(dt.timedelta(hours=2)))
-    assert P.format_time(t) == "2025-01-02T01:04:05.678Z"
-    assert P.format_time("2025-01-02T03:04:05Z") == "2025-01-02T03:04:05Z"
+    assert _params.format_time(t) == "2025-01-02T01:04:05.678Z"
+    assert _params.format_time("2025-01-02T03:04:05Z") == "2025-01-02T03:04:05Z"
     with pytest.raises(ValueError):
-        P.format_time(dt.datetime(2025, 1, 2))
+        _params.format_time(dt.datetime(2025, 1, 2))
 
 
 def test_param_builders_omit_unset_but_keep_explicit_null() -> None:
-    assert P.params_save_custom_event("e", None, None, None, None) == {"name": "e"}
-    assert P.params_save_custom_attribute("k", None, None, None, None) == {
+    assert _params.params_save_custom_event("e", None, None, None, None) == {"name": "e"}
+    assert _params.params_save_custom_attribute("k", None, None, None, None) == {
         "key": "k",
         "value": None,
     }
-    assert P.params_save_custom_attribute("k", P.MISSING, "unset", None, None) == {
+    assert _params.params_save_custom_attribute("k", P.MISSING, "unset", None, None) == {
         "key": "k",
         "op": "unset",
     }
-    assert P.params_save_user_attribute("email", None, None, None) == {
+    assert _params.params_save_user_attribute("email", None, None, None) == {
         "field": "email",
         "value": None,
     }
-    assert P.params_flush_pending(5, "usersTrack", 1000, {"externalId": "u"}) == {
+    assert _params.params_flush_pending(5, "usersTrack", 1000, {"externalId": "u"}) == {
         "max": 5,
         "format": "usersTrack",
         "leaseMs": 1000,

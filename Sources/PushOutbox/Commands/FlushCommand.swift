@@ -23,7 +23,8 @@ package enum FlushCommand {
   static let roundSize = 10_000
 
   package struct Options: Sendable, Equatable {
-    var format = "items"
+    var format = "\(FlushPending.formats.items)"
+    var usersTrack: Bool { format == "\(FlushPending.formats.usersTrack)" }
     var max: Int?
     var defaultUser: String?
     var leaseMs: Int?
@@ -57,7 +58,7 @@ package enum FlushCommand {
   private static func apply(_ name: String, _ value: String, to options: inout Options) throws(UsageError) {
     switch name {
     case "--format":
-      guard value == "items" || value == "usersTrack" else {
+      guard ["\(FlushPending.formats.items)", "\(FlushPending.formats.usersTrack)"].contains(value) else {
         throw UsageError("--format must be items or usersTrack, not \(value)")
       }
       options.format = value

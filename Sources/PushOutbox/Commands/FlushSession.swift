@@ -17,7 +17,7 @@ struct FlushSession {
 
   /// One line for stderr: what was written and what is left.
   var summary: String {
-    var text = "\(lines) lines, \(objects) \(options.format == "usersTrack" ? "objects" : "items")"
+    var text = "\(lines) lines, \(objects) \(options.usersTrack ? "objects" : "items")"
     if skipped > 0 { text += ", \(skipped) without an identifier moved to the dead letters (no_identifier)" }
     text += ", \(remaining) still pending"
     if let kept { text += "; leased as flushId \(kept.flushId) until \(kept.expires): ack it with ackFlush" }
@@ -42,7 +42,7 @@ struct FlushSession {
       problem = issues.errors.map { "\($0.path): \($0.message)" }.joined(separator: "; ")
       return 2
     }
-    let shape = Shape(usersTrack: options.format == "usersTrack", defaultUser: user)
+    let shape = Shape(usersTrack: options.usersTrack, defaultUser: user)
     while left > 0 {
       let outcome = plainRound(max: min(left, FlushCommand.roundSize), shape)
       guard case .wrote(let items) = outcome else {

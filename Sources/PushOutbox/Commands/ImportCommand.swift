@@ -6,7 +6,8 @@ import Musl
 import Darwin
 #endif
 
-/// `push-outbox import [FLAGS] FILE`: imports the guide's App Group storage from the command line.
+/// `push-outbox import [--user JSON] [FLAGS] FILE`: imports the guide's App Group storage from the
+/// command line.
 ///
 /// FILE (or `-` for stdin) is the JSON object `plutil -convert json` makes of the App Group's
 /// `UserDefaults` plist. Only `pending_custom_events`, `pending_custom_attributes` and
@@ -21,8 +22,11 @@ package enum ImportCommand {
   package static func main(_ arguments: [String], env: (String) -> String?) -> Int32 {
     let config: Configuration
     let file: String
+    let user: [UInt8]?
     do throws(UsageError) {
-      let (path, flags) = try split(arguments)
+      let (userText, others) = try takeUser(arguments)
+      user = try userText.map(parseUser)
+      let (path, flags) = try split(others)
       switch try Configuration.parse(flags, env: env) {
       case .run(let parsed): config = parsed
       case .version:
@@ -39,11 +43,46 @@ package enum ImportCommand {
       return 2
     }
     Log.format = config.logFormat
-    return run(config, file: file)
+    return run(config, file: file, user: user)
   }
 
-  /// Imports `file` into the store `config` names.
-  package static func run(_ config: Configuration, file: String) -> Int32 {
+  /// `--user JSON` (or `--user=JSON`): the user every imported item is saved for (one App Group's
+  /// storage belongs to one install); the other arguments.
+  static func takeUser(_ arguments: [String]) throws(UsageError) -> (String?, [String]) {
+    var user: String?
+    var rest: [String] = []
+    var index = 0
+    while index < arguments.count {
+      let argument = arguments[index]
+      index += 1
+      if argument.hasPrefix("--user=") {
+        user = String(argument.dropFirst("--user=".count))
+      } else if argument == "--user" {
+        guard index < arguments.count else { throw UsageError("--user needs a value (a user object as JSON)") }
+        user = arguments[index]
+        index += 1
+      } else {
+        rest.append(argument)
+      }
+    }
+    return (user, rest)
+  }
+
+  /// The `--user` value, checked by the same rules as a save's `user` and written back as JSON:
+  /// `{"externalId": …}`, `{"alias": {…}}`, `{"brazeId": …}` and so on.
+  static func parseUser(_ text: String) throws(UsageError) -> [UInt8] {
+    guard let value = try? JSONReader.parse(text, maxDepth: 16) else { throw UsageError("--user is not JSON: \(text)") }
+    var issues = Issues()
+    guard let user = UserIdentifier.parse(value, path: "--user", issues: &issues), issues.isEmpty else {
+      throw UsageError(issues.errors.map { "\($0.path): \($0.message)" }.joined(separator: "; "))
+    }
+    var bytes: [UInt8] = []
+    user.appendJSON(to: &bytes)
+    return bytes
+  }
+
+  /// Imports `file` into the store `config` names, every item for `user` when given.
+  package static func run(_ config: Configuration, file: String, user: [UInt8]? = nil) -> Int32 {
     let bytes: [UInt8]
     do { bytes = try readFile(file, limit: config.maxLineBytes) } catch {
       Log.stderr("push-outbox import: \(error.message)")
@@ -64,7 +103,7 @@ package enum ImportCommand {
             "push-outbox import: \(file) holds no element under pending_custom_events, pending_custom_attributes or pending_user_attributes"
           )
         }
-        return importAll(tape, elements, service)
+        return importAll(tape, elements, user, service)
       } catch let error as UsageError {
         Log.stderr("push-outbox import: \(file): \(error.message)")
       } catch let error as JSONParseError {
@@ -77,14 +116,16 @@ package enum ImportCommand {
   }
 
   /// Imports in chunks of `--max-batch`, committing each; prints rejections and the summary.
-  private static func importAll(_ tape: JSONTape, _ elements: [LegacyElement], _ service: Service) -> Int32 {
+  private static func importAll(
+    _ tape: JSONTape, _ elements: [LegacyElement], _ user: [UInt8]?, _ service: Service
+  ) -> Int32 {
     var saved = 0
     var failed = 0
     var start = 0
     while start < elements.count {
       let chunk = Array(elements[start..<min(start + service.config.maxBatch, elements.count)])
       start += chunk.count
-      var result = LegacyImport.run(tape, chunk, user: nil, service)
+      var result = LegacyImport.run(tape, chunk, user: user, service)
       if let failure = service.store.commit() {
         let refusal = StoreError.storageUnavailable(failure.description).rpcError
         for n in result.outcomes.indices where result.outcomes[n].saved {

@@ -1,3 +1,5 @@
+import CurlShim
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -9,27 +11,19 @@ import Darwin
 /// The system's libcurl, loaded with `dlopen` the first time delivery needs it (never at start-up),
 /// its functions called through `@convention(c)` pointers, so no headers or link flags are needed.
 ///
-/// `curl_easy_setopt` and `curl_easy_getinfo` are variadic. On x86-64 and Linux arm64 a variadic
-/// argument travels exactly like a named one, so a fixed signature calls them correctly. On Apple
-/// arm64 variadic arguments go on the stack: there the value is passed after six padding registers,
-/// which puts it where the callee's `va_arg` reads it.
+/// `curl_easy_setopt` and `curl_easy_getinfo` are variadic: they are called through `CurlShim`, whose
+/// C code passes the variadic argument by the platform's rules (on Apple arm64 such arguments travel
+/// on the stack, unlike named ones, so a fixed Swift signature would pass them wrongly).
 final class Curl: @unchecked Sendable {
   typealias Handle = UnsafeMutableRawPointer
   typealias Callback = @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int
-  #if os(macOS) && arch(arm64)
-  typealias SetOpt = @convention(c) (Handle, Int32, Int, Int, Int, Int, Int, Int, UnsafeRawPointer?) -> Int32
-  typealias GetInfo = @convention(c) (Handle, Int32, Int, Int, Int, Int, Int, Int, UnsafeMutableRawPointer?) -> Int32
-  #else
-  typealias SetOpt = @convention(c) (Handle, Int32, UnsafeRawPointer?) -> Int32
-  typealias GetInfo = @convention(c) (Handle, Int32, UnsafeMutableRawPointer?) -> Int32
-  #endif
 
   let easyInit: @convention(c) () -> Handle?
   let easyCleanup: @convention(c) (Handle) -> Void
   let easyPerform: @convention(c) (Handle) -> Int32
   let easyStrerror: @convention(c) (Int32) -> UnsafePointer<CChar>?
-  let setopt: SetOpt
-  let getinfo: GetInfo
+  private let setopt: UnsafeMutableRawPointer
+  private let getinfo: UnsafeMutableRawPointer
   let slistAppend: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>) -> UnsafeMutableRawPointer?
   let slistFree: @convention(c) (UnsafeMutableRawPointer?) -> Void
 
@@ -46,8 +40,8 @@ final class Curl: @unchecked Sendable {
     easyCleanup = try symbol("curl_easy_cleanup", (@convention(c) (Handle) -> Void).self)
     easyPerform = try symbol("curl_easy_perform", (@convention(c) (Handle) -> Int32).self)
     easyStrerror = try symbol("curl_easy_strerror", (@convention(c) (Int32) -> UnsafePointer<CChar>?).self)
-    setopt = try symbol("curl_easy_setopt", SetOpt.self)
-    getinfo = try symbol("curl_easy_getinfo", GetInfo.self)
+    setopt = try symbol("curl_easy_setopt", UnsafeMutableRawPointer.self)
+    getinfo = try symbol("curl_easy_getinfo", UnsafeMutableRawPointer.self)
     slistAppend = try symbol(
       "curl_slist_append",
       (@convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>) -> UnsafeMutableRawPointer?).self)
@@ -69,23 +63,15 @@ final class Curl: @unchecked Sendable {
   }
 
   func set(_ handle: Handle, _ option: Int32, _ value: UnsafeRawPointer?) -> Int32 {
-    #if os(macOS) && arch(arm64)
-    setopt(handle, option, 0, 0, 0, 0, 0, 0, value)
-    #else
-    setopt(handle, option, value)
-    #endif
+    po_curl_setopt_pointer(setopt, handle, option, value)
   }
 
   func set(_ handle: Handle, _ option: Int32, long value: Int) -> Int32 {
-    set(handle, option, UnsafeRawPointer(bitPattern: value))
+    po_curl_setopt_long(setopt, handle, option, value)
   }
 
   func info(_ handle: Handle, _ item: Int32, _ out: UnsafeMutableRawPointer) -> Int32 {
-    #if os(macOS) && arch(arm64)
-    getinfo(handle, item, 0, 0, 0, 0, 0, 0, out)
-    #else
-    getinfo(handle, item, out)
-    #endif
+    po_curl_getinfo(getinfo, handle, item, out)
   }
 
   func message(_ code: Int32) -> String {

@@ -3,6 +3,7 @@ extension Deliverer {
   func apply(_ completion: Completion) {
     guard let flight = flights.removeValue(forKey: completion.flushId) else { return }
     busyUsers.subtract(flight.users)
+    pacing.answered(flight.pacingToken, at: completion.answeredAt)
     var batch = completion.batch
     batch.seqs = flight.seqs  // the lease's items, whatever the body carried
     let verdict = Verdict.of(completion.result, batch, nowMs: clock.now())

@@ -11,6 +11,8 @@ package final class Deliverer {
   struct Flight {
     var seqs: [UInt64]
     var users: Set<UserNumber>
+    /// Its slot in the limiter.
+    var pacingToken = 0
   }
 
   struct Completion: Sendable {
@@ -18,6 +20,8 @@ package final class Deliverer {
     /// The body that was sent, built on the background queue from the flight's cut.
     var batch: TrackBatch
     var result: Result<HTTPResponse, DeliveryFailure>
+    /// Monotonic seconds when the answer (or the failure) came back.
+    var answeredAt: Double
   }
 
   let settings: DeliverySettings
@@ -69,6 +73,7 @@ package final class Deliverer {
     self.mode = mode
     self.poster = poster
     self.pacing = Pacing(settings.rate)
+    nextBusyStart = Clock.monotonicSeconds() + busyStartSeconds  // requests waiting at start go first
     releaseLeftovers()
   }
 
@@ -110,9 +115,9 @@ package final class Deliverer {
       _ = store.commit()
       return .started(objects: 0)
     }
-    flights[flushId] = Flight(seqs: cut.seqs, users: cut.users)
+    let token = pacing.record(Clock.monotonicSeconds())
+    flights[flushId] = Flight(seqs: cut.seqs, users: cut.users, pacingToken: token)
     busyUsers.formUnion(cut.users)
-    pacing.record(Clock.monotonicSeconds())
     send(flushId, cut)
     return .started(objects: cut.objects)
   }
@@ -129,7 +134,8 @@ package final class Deliverer {
       var body: [UInt8] = []
       batch.body.encodeJSON(into: &body)
       let request = HTTPRequest(url: url, bearer: key, body: body, timeoutMs: timeout, connectTimeoutMs: connect)
-      inbox.put(Completion(flushId: flushId, batch: batch, result: poster.post(request)))
+      let result = poster.post(request)
+      inbox.put(Completion(flushId: flushId, batch: batch, result: result, answeredAt: Clock.monotonicSeconds()))
       wakeup.signal()
     }
   }

@@ -1,33 +1,59 @@
 import Synchronization
 
-/// The client-side limiter: at most `limit.count` request starts in any window of `limit.seconds`
-/// (plus a small margin, so network jitter cannot make Braze see more than the limit).
+/// The client-side limiter: at most `limit.count` requests in any window of `limit.seconds`, as
+/// Braze would count them on arrival (plus a small margin).
+///
+/// A request holds its slot from its start until `limit.seconds` after its answer came back: it
+/// reached Braze before it was answered, so the next request that takes the slot arrives at least a
+/// window later, however long the first one travelled. A request still in flight always holds its slot.
 struct Pacing {
   var limit: RateLimit
-  private var starts: [Double] = []  // monotonic seconds, oldest first
+  private var slots: [Slot] = []
+  private var lastToken = 0
+
+  private struct Slot {
+    var token: Int
+    /// Monotonic seconds: the start while in flight, then the time the answer came back.
+    var time: Double
+    var done: Bool
+  }
 
   init(_ limit: RateLimit) { self.limit = limit }
 
   private var window: Double { limit.seconds + min(0.05, limit.seconds * 0.05) }
 
   private mutating func prune(_ now: Double) {
-    let cut = starts.firstIndex { now - $0 < window } ?? starts.count
-    if cut > 0 { starts.removeFirst(cut) }
+    let window = self.window
+    slots.removeAll { $0.done && now - $0.time >= window }
   }
 
-  /// Nil when a request may start now, else the monotonic time a slot frees up.
+  /// Nil when a request may start now, else the monotonic time a slot may free up.
   mutating func blockedUntil(_ now: Double) -> Double? {
     prune(now)
-    guard starts.count >= limit.count, let oldest = starts.first else { return nil }
-    return oldest + window
+    guard slots.count >= limit.count else { return nil }
+    let window = self.window
+    let freeing = slots.filter(\.done).map { $0.time + window }.min()
+    return freeing ?? now + 0.005  // every slot is in flight: look again soon
   }
 
-  mutating func record(_ now: Double) { starts.append(now) }
+  /// A request starts now; returns its slot's token for `answered`.
+  mutating func record(_ now: Double) -> Int {
+    lastToken += 1
+    slots.append(Slot(token: lastToken, time: now, done: false))
+    return lastToken
+  }
 
-  /// Requests started in the last window.
+  /// The request's answer (or failure) came back at `time`: its slot frees a window later.
+  mutating func answered(_ token: Int, at time: Double) {
+    guard let index = slots.firstIndex(where: { $0.token == token }) else { return }
+    slots[index].time = max(slots[index].time, time)
+    slots[index].done = true
+  }
+
+  /// Requests started or answered in the last window, and those in flight.
   mutating func recent(_ now: Double) -> Int {
     prune(now)
-    return starts.count
+    return slots.count
   }
 }
 

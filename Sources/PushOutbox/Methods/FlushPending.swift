@@ -10,10 +10,12 @@
 package enum FlushPending: RPCMethod {
   package static let name = "flushPending"
   package static let commitsFirst = true
+  /// The `format` values: items as stored, or `/users/track` request bodies.
+  package static let formats: (items: StaticString, usersTrack: StaticString) = ("items", "usersTrack")
 
   package static func handle(_ params: inout Params, _ service: Service) throws -> FlushResult {
     let max = params.int("max", in: 1...Int64(Int32.max)).map { Int($0) } ?? Int.max
-    let usersTrack = params.choice("format", ["items", "usersTrack"]) == "usersTrack"
+    let usersTrack = params.choice("format", [formats.items, formats.usersTrack]) == "\(formats.usersTrack)"
     let leaseMs = params.int("leaseMs", in: 1...3_155_760_000_000)  // 100 years: now + leaseMs cannot overflow
     let defaultUser = params.user("defaultUser")
     _ = try params.finish()

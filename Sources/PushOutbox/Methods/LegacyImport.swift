@@ -156,15 +156,7 @@ package enum LegacyImport {
         ))
     }
     return .success(
-      tape.members(node).map { k, v in
-        var out: [UInt8] = []
-        out.appendRaw("{\"key\":")
-        out.append(contentsOf: tape.text(k))
-        out.appendRaw(",\"value\":")
-        out.append(contentsOf: tape.text(v))
-        out.append(UInt8(ascii: "}"))
-        return (tape.string(k), out)
-      })
+      tape.members(node).map { k, v in (tape.string(k), pair("key", k, v, tape)) })
   }
 
   /// `{"email": value}` (the Swift `UserAttribute` Codable shape) → `{"field":"email","value":…}`.
@@ -200,13 +192,19 @@ package enum LegacyImport {
           "a pending user attribute must hold exactly one field, like {\"email\": …}; this one has \(tape.childCount(node))"
         ))
     }
-    var out: [UInt8] = []
-    out.appendRaw("{\"field\":")
+    return .success(pair("field", k, v, tape))
+  }
+
+  /// `{"<name>":<k's text>,"value":<v's text>}`: the params a key/value element becomes.
+  private static func pair(_ name: StaticString, _ k: Int, _ v: Int, _ tape: JSONTape) -> [UInt8] {
+    var out: [UInt8] = [UInt8(ascii: "{"), UInt8(ascii: "\"")]
+    out.appendRaw(name)
+    out.appendRaw("\":")
     out.append(contentsOf: tape.text(k))
     out.appendRaw(",\"value\":")
     out.append(contentsOf: tape.text(v))
     out.append(UInt8(ascii: "}"))
-    return .success(out)
+    return out
   }
 
   private static func appendMember(_ tape: JSONTape, _ k: Int, _ v: Int, to out: inout [UInt8]) {

@@ -16,7 +16,7 @@ package enum HelpText {
   package static let subcommands: [(name: String, arguments: String, help: String)] = [
     ("deliver", "[options]", "deliver to Braze once, then exit (0: nothing left retrying)"),
     (
-      "import", "[options] FILE",
+      "import", "[--user JSON] [options] FILE",
       "import the guide's App Group storage from FILE (plutil -convert json; - for stdin), then exit (1: some rejected)"
     ),
     (

@@ -22,7 +22,7 @@ package struct RunLoop {
   }
 
   private mutating func serve() -> StopReason {
-    var busy = false  // requests are waiting: background delivery starts requests less often
+    var busy = transport.inputIsWaiting()  // requests wait: background delivery starts sends less often
     while true {
       let service = server.service
       service.disk?.tick(service.store, now: service.clock.now())

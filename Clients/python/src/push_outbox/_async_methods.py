@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Dict, Literal, Mapping, Optional, Sequence, Union, cast, overload
 
+from . import _params
 from . import _protocol as P
 from .types import (
     AckResult,
@@ -45,7 +46,7 @@ class AsyncMethods:
         categories: Optional[Sequence[str]] = None,
         timeout: Optional[float] = P.MISSING,
     ) -> ParsePayloadResult:
-        params = P.params_parse_payload(payload, require, categories)
+        params = _params.params_parse_payload(payload, require, categories)
         return cast(ParsePayloadResult, await self.call("parsePayload", params, timeout=timeout))
 
     async def save_custom_event(
@@ -58,7 +59,7 @@ class AsyncMethods:
         id: Optional[str] = None,
         timeout: Optional[float] = P.MISSING,
     ) -> SaveResult:
-        params = P.params_save_custom_event(name, properties, time, user, id)
+        params = _params.params_save_custom_event(name, properties, time, user, id)
         return cast(SaveResult, await self.call("saveCustomEvent", params, timeout=timeout))
 
     async def save_custom_attribute(
@@ -71,7 +72,7 @@ class AsyncMethods:
         id: Optional[str] = None,
         timeout: Optional[float] = P.MISSING,
     ) -> SaveResult:
-        params = P.params_save_custom_attribute(key, value, op, user, id)
+        params = _params.params_save_custom_attribute(key, value, op, user, id)
         return cast(SaveResult, await self.call("saveCustomAttribute", params, timeout=timeout))
 
     async def save_user_attribute(
@@ -83,7 +84,7 @@ class AsyncMethods:
         id: Optional[str] = None,
         timeout: Optional[float] = P.MISSING,
     ) -> SaveResult:
-        params = P.params_save_user_attribute(field, value, user, id)
+        params = _params.params_save_user_attribute(field, value, user, id)
         return cast(SaveResult, await self.call("saveUserAttribute", params, timeout=timeout))
 
     @overload
@@ -128,7 +129,7 @@ class AsyncMethods:
         default_user: Optional[User] = None,
         timeout: Optional[float] = P.MISSING,
     ) -> Union[FlushResult, UsersTrackFlushResult]:
-        params = P.params_flush_pending(max, format, lease_ms, default_user)
+        params = _params.params_flush_pending(max, format, lease_ms, default_user)
         return cast(
             Union[FlushResult, UsersTrackFlushResult],
             await self.call("flushPending", params, timeout=timeout),
@@ -196,7 +197,7 @@ class AsyncMethods:
             "pending_custom_attributes": pending_custom_attributes,
             "pending_user_attributes": pending_user_attributes,
         }
-        params = P.params_import_legacy(defaults, lists, user)
+        params = _params.params_import_legacy(defaults, lists, user)
         return cast(ImportResult, await self.call("importLegacy", params, timeout=timeout))
 
     async def status(self, *, timeout: Optional[float] = P.MISSING) -> StatusResult:

@@ -1,19 +1,14 @@
 """Sans-I/O core shared by the sync and asyncio clients.
 
-Encoding, id allocation, line decoding, response matching rules, param
-building for the typed methods, and the bounded stderr tail.
+Encoding, id allocation, line decoding and splitting, and response matching rules.
+Param building for the typed methods is in :mod:`._params`; process helpers in :mod:`._process`.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
-import os
-import signal
-import subprocess
 import threading
-from collections import deque
-from typing import Any, Deque, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .errors import TransportError
 
@@ -201,168 +196,6 @@ def is_server_notice(response: Mapping[str, Any]) -> bool:
         and "error" in response
         and _null_id_code(response) not in REQUEST_LEVEL_CODES
     )
-
-
-# --- param builders for the typed methods ----------------------------------------------------
-
-
-def format_time(value: Union[str, _dt.datetime]) -> str:
-    """ISO 8601 string for the ``time`` param. Aware datetimes become UTC ``...sssZ``."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, _dt.datetime):
-        if value.tzinfo is None or value.utcoffset() is None:
-            raise ValueError("time must be timezone-aware (or an ISO 8601 string)")
-        utc = value.astimezone(_dt.timezone.utc)
-        return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
-    raise TypeError(f"time must be a str or datetime, not {type(value).__name__}")
-
-
-def _put(params: Dict[str, Any], key: str, value: Any) -> None:
-    if value is not None and value is not MISSING:
-        params[key] = value
-
-
-def params_parse_payload(payload: Any, require: Any, categories: Any) -> Dict[str, Any]:
-    params: Dict[str, Any] = {"payload": payload}
-    _put(params, "require", require)
-    _put(params, "categories", list(categories) if categories is not None else None)
-    return params
-
-
-def params_save_custom_event(
-    name: str, properties: Any, time: Any, user: Any, id: Any
-) -> Dict[str, Any]:
-    params: Dict[str, Any] = {"name": name}
-    _put(params, "properties", properties)
-    _put(params, "time", format_time(time) if time is not None else None)
-    _put(params, "user", user)
-    _put(params, "id", id)
-    return params
-
-
-def params_save_custom_attribute(
-    key: str, value: Any, op: Any, user: Any, id: Any
-) -> Dict[str, Any]:
-    params: Dict[str, Any] = {"key": key}
-    if value is not MISSING:
-        params["value"] = value  # None is sent as JSON null
-    _put(params, "op", op)
-    _put(params, "user", user)
-    _put(params, "id", id)
-    return params
-
-
-def params_save_user_attribute(field: str, value: Any, user: Any, id: Any) -> Dict[str, Any]:
-    params: Dict[str, Any] = {"field": field, "value": value}
-    _put(params, "user", user)
-    _put(params, "id", id)
-    return params
-
-
-def params_flush_pending(max: Any, format: Any, lease_ms: Any, default_user: Any) -> Dict[str, Any]:
-    params: Dict[str, Any] = {}
-    _put(params, "max", max)
-    _put(params, "format", format)
-    _put(params, "leaseMs", lease_ms)
-    _put(params, "defaultUser", default_user)
-    return params
-
-
-#: The App Group keys ``importLegacy`` reads; every other key of a ``defaults`` mapping is ignored.
-LEGACY_LISTS = ("pending_custom_events", "pending_custom_attributes", "pending_user_attributes")
-
-
-def params_import_legacy(
-    defaults: Optional[Mapping[str, Any]],
-    lists: Mapping[str, Optional[Sequence[Any]]],
-    user: Any,
-) -> Dict[str, Any]:
-    """The three lists from ``defaults`` (a ``plutil -convert json`` object), overridden by ``lists``."""
-    params: Dict[str, Any] = {}
-    for key in LEGACY_LISTS:
-        value = lists.get(key)
-        if value is None and defaults is not None:
-            value = defaults.get(key)
-        _put(params, key, value if value is None or isinstance(value, (dict, str)) else list(value))
-    _put(params, "user", user)
-    return params
-
-
-# --- process helpers -------------------------------------------------------------------------
-
-
-def build_argv(
-    binary: str,
-    *,
-    store: Optional[Union[str, os.PathLike[str]]],
-    memory: bool,
-    args: Sequence[Union[str, os.PathLike[str]]],
-) -> List[str]:
-    argv = [binary]
-    if store is not None and memory:
-        raise ValueError("store= and memory=True are mutually exclusive")
-    if store is not None:
-        argv += ["--store", os.fspath(store)]
-    if memory:
-        argv.append("--memory")
-    argv += [os.fspath(a) for a in args]
-    return argv
-
-
-def send_signal(proc: subprocess.Popen[bytes], sig: int, new_session: bool) -> None:
-    """Signal the server (its whole process group when it leads its own session)."""
-    if proc.poll() is not None:
-        return
-    try:
-        if new_session and hasattr(os, "killpg"):
-            os.killpg(proc.pid, sig)
-        else:
-            proc.send_signal(sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-SIGTERM = signal.SIGTERM
-SIGKILL = getattr(signal, "SIGKILL", signal.SIGTERM)
-
-
-class StderrTail:
-    """Keeps the last *limit* bytes written to the server's stderr (thread-safe)."""
-
-    def __init__(self, limit: int = STDERR_TAIL_BYTES) -> None:
-        self._limit = limit
-        self._chunks: Deque[bytes] = deque()
-        self._size = 0
-        self._lock = threading.Lock()
-
-    def feed(self, data: bytes) -> None:
-        if not data:
-            return
-        with self._lock:
-            if len(data) >= self._limit:
-                self._chunks.clear()
-                self._chunks.append(data[-self._limit :])
-                self._size = self._limit
-                return
-            self._chunks.append(data)
-            self._size += len(data)
-            while self._size > self._limit:
-                head = self._chunks[0]
-                excess = self._size - self._limit
-                if len(head) <= excess:
-                    self._chunks.popleft()
-                    self._size -= len(head)
-                else:
-                    self._chunks[0] = head[excess:]
-                    self._size -= excess
-
-    def bytes(self) -> bytes:
-        with self._lock:
-            return b"".join(self._chunks)
-
-    def text(self) -> str:
-        return self.bytes().decode("utf-8", "replace")
 
 
 def split_lines(buffer: bytearray) -> List[bytes]:

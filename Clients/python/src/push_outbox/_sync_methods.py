@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Dict, Literal, Mapping, Optional, Sequence, Union, cast, overload
 
+from . import _params
 from . import _protocol as P
 from .types import (
     AckResult,
@@ -46,7 +47,7 @@ class SyncMethods:
         timeout: Optional[float] = P.MISSING,
     ) -> ParsePayloadResult:
         """``parsePayload``: classify a push payload (an object, or a string holding a JSON object)."""
-        params = P.params_parse_payload(payload, require, categories)
+        params = _params.params_parse_payload(payload, require, categories)
         return cast(ParsePayloadResult, self.call("parsePayload", params, timeout=timeout))
 
     def save_custom_event(
@@ -60,7 +61,7 @@ class SyncMethods:
         timeout: Optional[float] = P.MISSING,
     ) -> SaveResult:
         """``saveCustomEvent``: queue a custom event."""
-        params = P.params_save_custom_event(name, properties, time, user, id)
+        params = _params.params_save_custom_event(name, properties, time, user, id)
         return cast(SaveResult, self.call("saveCustomEvent", params, timeout=timeout))
 
     def save_custom_attribute(
@@ -74,7 +75,7 @@ class SyncMethods:
         timeout: Optional[float] = P.MISSING,
     ) -> SaveResult:
         """``saveCustomAttribute``: queue a custom attribute change (``value=None`` sends JSON null)."""
-        params = P.params_save_custom_attribute(key, value, op, user, id)
+        params = _params.params_save_custom_attribute(key, value, op, user, id)
         return cast(SaveResult, self.call("saveCustomAttribute", params, timeout=timeout))
 
     def save_user_attribute(
@@ -87,7 +88,7 @@ class SyncMethods:
         timeout: Optional[float] = P.MISSING,
     ) -> SaveResult:
         """``saveUserAttribute``: queue a standard user attribute (``value=None`` unsets it)."""
-        params = P.params_save_user_attribute(field, value, user, id)
+        params = _params.params_save_user_attribute(field, value, user, id)
         return cast(SaveResult, self.call("saveUserAttribute", params, timeout=timeout))
 
     @overload
@@ -133,7 +134,7 @@ class SyncMethods:
         timeout: Optional[float] = P.MISSING,
     ) -> Union[FlushResult, UsersTrackFlushResult]:
         """``flushPending``: drain pending items, or lease them with ``lease_ms``."""
-        params = P.params_flush_pending(max, format, lease_ms, default_user)
+        params = _params.params_flush_pending(max, format, lease_ms, default_user)
         return cast(
             Union[FlushResult, UsersTrackFlushResult],
             self.call("flushPending", params, timeout=timeout),
@@ -201,7 +202,7 @@ class SyncMethods:
             "pending_custom_attributes": pending_custom_attributes,
             "pending_user_attributes": pending_user_attributes,
         }
-        params = P.params_import_legacy(defaults, lists, user)
+        params = _params.params_import_legacy(defaults, lists, user)
         return cast(ImportResult, self.call("importLegacy", params, timeout=timeout))
 
     def status(self, *, timeout: Optional[float] = P.MISSING) -> StatusResult:

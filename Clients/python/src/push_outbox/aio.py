@@ -15,15 +15,17 @@ from typing import (
     Mapping,
     Optional,
     Sequence,
-    Tuple,
     Type,
     Union,
     cast,
 )
 
+from . import _process
 from . import _protocol as P
+from ._aio_process import create_process, terminate
+from ._async_io import AsyncPipes
 from ._async_methods import AsyncMethods
-from ._core import Outcome, Session, result_of
+from ._core import Session, result_of
 from ._discovery import find_binary
 from .errors import CallTimeout, ServerExited, TransportError
 
@@ -34,13 +36,8 @@ log = logging.getLogger("push_outbox")
 PathLike = Union[str, "os.PathLike[str]"]
 StderrHandler = Callable[[str], None]
 
-#: StreamReader limit. The client reads stdout in chunks and splits lines
-#: itself, so this only bounds asyncio's internal buffering; it is set far
-#: above asyncio's 64 KiB default anyway so no readline-based path can trip it.
-STREAM_LIMIT = 64 * 1024 * 1024
 
-
-class AsyncOutbox(AsyncMethods):
+class AsyncOutbox(AsyncPipes, AsyncMethods):
     """A running push-outbox server driven from asyncio.
 
     ::
@@ -69,7 +66,6 @@ class AsyncOutbox(AsyncMethods):
         self.close_timeout = close_timeout
         self._env = dict(env) if env is not None else None
         self._cwd = os.fspath(cwd) if cwd is not None else None
-        self._stderr_handler = stderr_handler
         self._new_session = os.name == "posix"
         self._proc: Optional[asyncio.subprocess.Process] = None
         self._session: Session[asyncio.Future[Dict[str, Any]]] = Session()
@@ -77,7 +73,7 @@ class AsyncOutbox(AsyncMethods):
         self._closed = False
         self._close_task: Optional[asyncio.Task[Optional[int]]] = None
         self._exit: Optional[ServerExited] = None
-        self._stderr = P.StderrTail()
+        self._stderr = _process.StderrSink(stderr_handler)
         self._reader_task: Optional[asyncio.Task[None]] = None
         self._stderr_task: Optional[asyncio.Task[None]] = None
 
@@ -101,7 +97,7 @@ class AsyncOutbox(AsyncMethods):
 
         The process starts on ``async with`` or ``await``.
         """
-        argv = P.build_argv(find_binary(binary), store=store, memory=memory, args=args)
+        argv = _process.build_argv(find_binary(binary), store=store, memory=memory, args=args)
         return cls(
             argv,
             timeout=timeout,
@@ -118,16 +114,7 @@ class AsyncOutbox(AsyncMethods):
         if self._closed:
             raise TransportError("AsyncOutbox is closed")
         self._write_lock = asyncio.Lock()
-        self._proc = await asyncio.create_subprocess_exec(
-            *self.argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=self._env,
-            cwd=self._cwd,
-            start_new_session=self._new_session,
-            limit=STREAM_LIMIT,
-        )
+        self._proc = await create_process(self.argv, self._env, self._cwd, self._new_session)
         loop = asyncio.get_running_loop()
         self._stderr_task = loop.create_task(self._drain_stderr())
         self._reader_task = loop.create_task(self._read_stdout())
@@ -154,126 +141,7 @@ class AsyncOutbox(AsyncMethods):
     def closed(self) -> bool:
         return self._closed
 
-    def _process(self) -> asyncio.subprocess.Process:
-        if self._proc is None:
-            raise TransportError("AsyncOutbox not started: use `async with` or `await` it")
-        return self._proc
-
-    # --- background tasks --------------------------------------------------------------------
-
-    async def _drain_stderr(self) -> None:
-        stream = self._process().stderr
-        assert stream is not None
-        pending = bytearray()
-        try:
-            while True:
-                chunk = await stream.read(P.READ_CHUNK)
-                if not chunk:
-                    break
-                self._stderr.feed(chunk)
-                if self._stderr_handler is not None:
-                    pending += chunk
-                    for line in P.split_lines(pending):
-                        self._emit_stderr(line)
-                    if len(pending) > P.STDERR_TAIL_BYTES:
-                        self._emit_stderr(bytes(pending))
-                        pending.clear()
-        except (OSError, ValueError):
-            pass
-        if pending and self._stderr_handler is not None:
-            self._emit_stderr(bytes(pending))
-
-    def _emit_stderr(self, line: bytes) -> None:
-        try:
-            self._stderr_handler(line.decode("utf-8", "replace"))  # type: ignore[misc]
-        except Exception:
-            log.exception("push-outbox stderr_handler raised")
-
-    async def _read_stdout(self) -> None:
-        proc = self._process()
-        stream = proc.stdout
-        assert stream is not None
-        try:
-            while True:
-                chunk = await stream.read(P.READ_CHUNK)
-                if not chunk:
-                    break
-                self._settle(self._session.receive(chunk))
-        except (OSError, ValueError):
-            pass
-        self._settle(self._session.end_of_stream())
-        await self._on_eof()
-
-    @staticmethod
-    def _settle(settled: List[Tuple[asyncio.Future[Dict[str, Any]], Outcome]]) -> None:
-        for fut, outcome in settled:
-            if fut.done():
-                continue
-            if isinstance(outcome, BaseException):
-                fut.set_exception(outcome)
-            else:
-                fut.set_result(outcome)
-
-    async def _on_eof(self) -> None:
-        proc = self._process()
-        returncode: Optional[int]
-        try:
-            returncode = await asyncio.wait_for(proc.wait(), timeout=max(self.close_timeout, 1.0))
-        except asyncio.TimeoutError:
-            returncode = None
-        if self._stderr_task is not None:
-            try:
-                await asyncio.wait_for(asyncio.shield(self._stderr_task), timeout=2.0)
-            except (asyncio.TimeoutError, Exception):
-                pass
-        reason = "server closed its stdout" if returncode is None else "server exited"
-        self._exit = ServerExited(
-            returncode, self._stderr.text(), reason=reason, server_error=self._session.server_error
-        )
-        self._settle([(fut, self._fresh_exit()) for fut in self._session.take_all()])
-
-    def _fresh_exit(self) -> ServerExited:
-        exited = self._exit
-        assert exited is not None
-        return exited.copy()
-
-    async def _exited_error(self) -> ServerExited:
-        if self._reader_task is not None:
-            try:
-                await asyncio.wait_for(
-                    asyncio.shield(self._reader_task), timeout=self.close_timeout + 3.0
-                )
-            except (asyncio.TimeoutError, Exception):
-                pass
-        if self._exit is None:
-            return ServerExited(
-                self.returncode,
-                self._stderr.text(),
-                reason="server pipe broken",
-                server_error=self._session.server_error,
-            )
-        return self._fresh_exit()
-
     # --- generic calls -----------------------------------------------------------------------
-
-    def _check_open(self) -> asyncio.subprocess.Process:
-        proc = self._process()
-        if self._exit is not None:
-            raise self._fresh_exit()
-        if self._closed:
-            raise TransportError("AsyncOutbox is closed")
-        return proc
-
-    async def _write(self, data: bytes) -> None:
-        proc = self._check_open()
-        stdin = proc.stdin
-        assert stdin is not None and self._write_lock is not None
-        try:
-            async with self._write_lock:
-                stdin.write(data)
-                await stdin.drain()
-        except (BrokenPipeError, ConnectionResetError, RuntimeError, OSError) as exc:
-            raise (await self._exited_error()) from exc
 
     async def _roundtrip(
         self, request_id: int, data: bytes, fut: asyncio.Future[Dict[str, Any]]
@@ -332,21 +200,7 @@ class AsyncOutbox(AsyncMethods):
             pass  # a writer is stuck on a full pipe: the signals below unblock it
         except (OSError, RuntimeError):
             pass
-        try:
-            await asyncio.wait_for(proc.wait(), timeout=grace)
-        except asyncio.TimeoutError:
-            log.warning(
-                "push-outbox pid %d did not exit %.1fs after stdin closed; sending SIGTERM",
-                proc.pid,
-                grace,
-            )
-            self._signal(P.SIGTERM)
-            try:
-                await asyncio.wait_for(proc.wait(), timeout=P.TERM_TIMEOUT)
-            except asyncio.TimeoutError:
-                log.warning("push-outbox pid %d ignored SIGTERM; sending SIGKILL", proc.pid)
-                self._signal(P.SIGKILL)
-                await proc.wait()
+        await terminate(proc, grace, self._new_session)
         if not stdin.is_closing():
             stdin.close()
         for task in (self._reader_task, self._stderr_task):
@@ -356,18 +210,6 @@ class AsyncOutbox(AsyncMethods):
                 except (asyncio.TimeoutError, Exception):
                     task.cancel()
         return proc.returncode
-
-    def _signal(self, sig: int) -> None:
-        proc = self._process()
-        if proc.returncode is not None:
-            return
-        try:
-            if self._new_session and hasattr(os, "killpg"):
-                os.killpg(proc.pid, sig)
-            else:
-                proc.send_signal(sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
     async def __aenter__(self) -> AsyncOutbox:
         return await self.start()

@@ -10,20 +10,20 @@ from types import TracebackType
 from typing import (
     Any,
     Callable,
-    Dict,
     List,
     Mapping,
     Optional,
     Sequence,
-    Tuple,
     Type,
     Union,
     cast,
 )
 
+from . import _process
 from . import _protocol as P
-from ._core import Outcome, Session, result_of
+from ._core import Session, result_of
 from ._discovery import find_binary
+from ._sync_io import SyncPipes, _Slot
 from ._sync_methods import SyncMethods
 from .errors import (
     CallTimeout,
@@ -39,16 +39,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 StderrHandler = Callable[[str], None]
 
 
-class _Slot:
-    __slots__ = ("event", "response", "error")
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
-        self.response: Optional[Dict[str, Any]] = None
-        self.error: Optional[BaseException] = None
-
-
-class Outbox(SyncMethods):
+class Outbox(SyncPipes, SyncMethods):
     """A running push-outbox server and a client talking to it over stdio.
 
     Create with :meth:`spawn`; use as a context manager (or call :meth:`close`)::
@@ -78,14 +69,13 @@ class Outbox(SyncMethods):
         self.timeout = timeout
         self.close_timeout = close_timeout
         self._new_session = new_session
-        self._stderr_handler = stderr_handler
         self._lock = threading.RLock()  # guards the session's pending table and _exit
         self._session: Session[_Slot] = Session(self._lock)
         self._write_lock = threading.Lock()
         self._close_lock = threading.Lock()
         self._closed = False
         self._exit: Optional[ServerExited] = None  # set once stdout reached EOF
-        self._stderr = P.StderrTail()
+        self._stderr = _process.StderrSink(stderr_handler)
         self._stderr_thread = threading.Thread(
             target=self._drain_stderr, name=f"push-outbox-stderr-{process.pid}", daemon=True
         )
@@ -124,17 +114,8 @@ class Outbox(SyncMethods):
         :param stderr_handler: called with each line the server writes to stderr
             (stderr is always drained; its last 64 KiB are kept for :class:`ServerExited`).
         """
-        argv = P.build_argv(find_binary(binary), store=store, memory=memory, args=args)
-        new_session = os.name == "posix"
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(env) if env is not None else None,
-            cwd=os.fspath(cwd) if cwd is not None else None,
-            start_new_session=new_session,
-        )
+        argv = _process.build_argv(find_binary(binary), store=store, memory=memory, args=args)
+        proc, new_session = _process.popen(argv, env, cwd)
         return cls(
             proc,
             argv=argv,
@@ -164,101 +145,7 @@ class Outbox(SyncMethods):
     def closed(self) -> bool:
         return self._closed
 
-    # --- background threads ------------------------------------------------------------------
-
-    def _drain_stderr(self) -> None:
-        stream = self._proc.stderr
-        assert stream is not None
-        pending = bytearray()
-        try:
-            while True:
-                chunk = stream.read1(P.READ_CHUNK)  # type: ignore[attr-defined]
-                if not chunk:
-                    break
-                self._stderr.feed(chunk)
-                if self._stderr_handler is not None:
-                    pending += chunk
-                    for line in P.split_lines(pending):
-                        self._emit_stderr(line)
-                    if len(pending) > P.STDERR_TAIL_BYTES:  # no newline for a long while
-                        self._emit_stderr(bytes(pending))
-                        pending.clear()
-        except (OSError, ValueError):
-            pass
-        if pending and self._stderr_handler is not None:
-            self._emit_stderr(bytes(pending))
-
-    def _emit_stderr(self, line: bytes) -> None:
-        try:
-            self._stderr_handler(line.decode("utf-8", "replace"))  # type: ignore[misc]
-        except Exception:  # a broken handler must not stop the drain
-            log.exception("push-outbox stderr_handler raised")
-
-    def _read_stdout(self) -> None:
-        stream = self._proc.stdout
-        assert stream is not None
-        try:
-            while True:
-                chunk = stream.read1(P.READ_CHUNK)  # type: ignore[attr-defined]
-                if not chunk:
-                    break
-                self._settle(self._session.receive(chunk))
-        except (OSError, ValueError):
-            pass
-        self._settle(self._session.end_of_stream())
-        self._on_eof()
-
-    @staticmethod
-    def _settle(settled: List[Tuple[_Slot, Outcome]]) -> None:
-        for slot, outcome in settled:
-            if isinstance(outcome, BaseException):
-                slot.error = outcome
-            else:
-                slot.response = outcome
-            slot.event.set()
-
-    def _on_eof(self) -> None:
-        try:
-            returncode: Optional[int] = self._proc.wait(timeout=max(self.close_timeout, 1.0))
-        except subprocess.TimeoutExpired:
-            returncode = None
-        self._stderr_thread.join(timeout=2.0)
-        reason = "server closed its stdout" if returncode is None else "server exited"
-        exited = ServerExited(
-            returncode, self._stderr.text(), reason=reason, server_error=self._session.server_error
-        )
-        with self._lock:
-            self._exit = exited
-            slots = self._session.take_all()
-        self._settle([(slot, exited) for slot in slots])
-
-    def _exited_error(self) -> ServerExited:
-        """A fresh ServerExited once the reader saw EOF (waits for it briefly)."""
-        self._reader_thread.join(timeout=max(self.close_timeout, 1.0) + 3.0)
-        with self._lock:
-            exited = self._exit
-        if exited is None:
-            return ServerExited(
-                self._proc.poll(),
-                self._stderr.text(),
-                reason="server pipe broken",
-                server_error=self._session.server_error,
-            )
-        return exited.copy()
-
     # --- generic calls -----------------------------------------------------------------------
-
-    def _write(self, data: bytes) -> None:
-        stdin = self._proc.stdin
-        assert stdin is not None
-        try:
-            with self._write_lock:
-                stdin.write(data)
-                stdin.flush()
-        except (BrokenPipeError, ConnectionResetError, ValueError, OSError) as exc:
-            if self._closed and self._exit is None and self._proc.poll() is None:
-                raise TransportError("Outbox is closed") from exc
-            raise self._exited_error() from exc
 
     def call(
         self, method: str, params: P.Params = None, *, timeout: Optional[float] = P.MISSING
@@ -320,7 +207,7 @@ class Outbox(SyncMethods):
             if not self._closed:
                 self._closed = True
                 self._close_stdin(grace)
-                self._terminate(grace)
+                _process.terminate(self._proc, grace, self._new_session)
         self._reader_thread.join(timeout=grace + 5.0)
         self._stderr_thread.join(timeout=5.0)
         for stream in (self._proc.stdout, self._proc.stderr):
@@ -342,32 +229,6 @@ class Outbox(SyncMethods):
             finally:
                 self._write_lock.release()
         # else: a writer is stuck on a full pipe; the signals below unblock it.
-
-    def _terminate(self, grace: float) -> None:
-        proc = self._proc
-        try:
-            proc.wait(timeout=grace)
-            return
-        except subprocess.TimeoutExpired:
-            pass
-        log.warning(
-            "push-outbox pid %d did not exit %.1fs after stdin closed; sending SIGTERM",
-            proc.pid,
-            grace,
-        )
-        P.send_signal(proc, P.SIGTERM, self._new_session)
-        try:
-            proc.wait(timeout=P.TERM_TIMEOUT)
-            return
-        except subprocess.TimeoutExpired:
-            pass
-        log.warning("push-outbox pid %d ignored SIGTERM; sending SIGKILL", proc.pid)
-        P.send_signal(proc, P.SIGKILL, self._new_session)
-        proc.wait()
-        try:
-            self._proc.stdin.close()  # type: ignore[union-attr]
-        except OSError:
-            pass
 
     def __enter__(self) -> Outbox:
         return self

@@ -10,6 +10,7 @@
 // object or a non-empty array of them; each request gets exactly one reply, counted per id against
 // an independent model (`Expected`); the general path and the fast save path write the same bytes
 // (in memory); with a store, a restart holds the same items.
+import FuzzSupport
 import PushOutbox
 
 #if canImport(Glibc)

@@ -5,6 +5,7 @@
 // holds has the body of some CRC-valid item record present in the files (scanned independently:
 // nothing is invented from bytes that fail their CRC); and a store that opened, once closed (final
 // snapshot), opens again without `--accept-loss` and holds the same item bodies.
+import FuzzSupport
 import PushOutbox
 
 #if canImport(Glibc)

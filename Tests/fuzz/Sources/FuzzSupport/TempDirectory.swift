@@ -6,10 +6,10 @@ import Musl
 
 /// A fresh 0700 directory under $TMPDIR (or /tmp), removed with everything in it, unless
 /// `PUSH_OUTBOX_FUZZ_KEEP=1` keeps it (its path is printed), to look at when reproducing a crash.
-struct TempDirectory {
-  let path: String
+package struct TempDirectory {
+  package let path: String
 
-  init() {
+  package init() {
     let base = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
     var template = Array((base + "/push-outbox-fuzz-XXXXXX").utf8CString)
     guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
@@ -18,7 +18,7 @@ struct TempDirectory {
     path = String(cString: made)
   }
 
-  func remove() {
+  package func remove() {
     if getenv("PUSH_OUTBOX_FUZZ_KEEP") != nil {
       let note = Array("kept \(path)\n".utf8)
       _ = note.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }

@@ -1,0 +1,98 @@
+// Results of status, deliverPending, the dead-letter methods, importLegacy and rpc.discover.
+// Part of the push-outbox Node client's types; import them from the package (index.d.ts re-exports them).
+
+import type { Item, JsonObject, JsonValue, User, Warning } from './wire.js';
+
+// MARK: - status / rpc.discover
+
+export interface StatusResult {
+  version: string;
+  store: string | null;
+  pending: { total: number; customEvent: number; customAttribute: number; userAttribute: number };
+  bytes: number;
+  lastSnapshotAt: string | null;
+  snapshotSeq: number;
+  journalBytes: number;
+  fsync: string;
+  lease: { flushId: string; count: number; expiresAt: string } | null;
+  recovery: Array<{ code: string; message: string; [key: string]: JsonValue }>;
+  /** Dead letters held (not counted in `pending`). */
+  deadLetters: number;
+  /** Null when delivery to Braze is not configured. */
+  delivery: DeliveryStatus | null;
+}
+
+export interface DeliveryStatus {
+  background: boolean;
+  delivered: number;
+  inFlight: number;
+  retrying: number;
+  nextAttemptAt: string | null;
+  deadLettered: number;
+  lastError: string | null;
+  configError: string | null;
+  rate: string;
+  recentRequests: number;
+}
+
+// MARK: - delivery and dead letters
+
+export interface DeliverPendingResult {
+  delivered: number;
+  deadLettered: number;
+  retrying: number;
+  remaining: number;
+}
+
+export interface DeadLetter {
+  reason: string;
+  item: Item;
+}
+
+export interface ListDeadLettersResult {
+  deadLetters: DeadLetter[];
+  total: number;
+}
+
+// MARK: - importLegacy
+
+export type LegacyList = 'pending_custom_events' | 'pending_custom_attributes' | 'pending_user_attributes';
+
+/** The guide's App Group arrays, as `plutil -convert json` gives them (elements are checked by the server). */
+export interface ImportLegacyParams {
+  /** `{"event_name" | "Event Name": name, ...flat properties}` dictionaries. */
+  pending_custom_events?: JsonValue[];
+  /** `{key: value}` dictionaries: one `saveCustomAttribute` per key. */
+  pending_custom_attributes?: JsonValue[];
+  /** `{"email": value}`: the Swift `UserAttribute` Codable shape. */
+  pending_user_attributes?: JsonValue[];
+  /** The user every imported item belongs to. */
+  user?: User;
+}
+
+export interface ImportOutcome {
+  list: LegacyList;
+  index: number;
+  method: 'saveCustomEvent' | 'saveCustomAttribute' | 'saveUserAttribute';
+  /** The saved items' ids (one per key for a custom attribute dictionary); absent when refused. */
+  ids?: string[];
+  /** The custom attribute key that failed, in a dictionary of several. */
+  key?: string;
+  /** What the save method answered: -32602 with `data.errors`, or a store refusal. */
+  error?: { code: number; message: string; data?: JsonObject };
+  warnings?: Warning[];
+}
+
+export interface ImportLegacyResult {
+  results: ImportOutcome[];
+  saved: number;
+  failed: number;
+  pending: number;
+}
+
+export interface OpenRpcDocument {
+  openrpc: string;
+  info: { title: string; version: string; [key: string]: JsonValue };
+  methods: Array<{ name: string; [key: string]: JsonValue }>;
+  [key: string]: JsonValue;
+}

@@ -1,0 +1,116 @@
+"""The sync client's pipe I/O: the stderr and stdout reader threads, and request writes."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from typing import Any, Dict, List, Optional, Tuple
+
+from . import _protocol as P
+from ._core import Outcome, Session
+from ._process import StderrSink
+from .errors import ServerExited, TransportError
+
+
+class _Slot:
+    __slots__ = ("event", "response", "error")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.response: Optional[Dict[str, Any]] = None
+        self.error: Optional[BaseException] = None
+
+
+class SyncPipes:
+    """Reads the server's stdout and stderr on two threads and writes requests to its stdin.
+
+    Mixed into :class:`Outbox`, which sets these attributes.
+    """
+
+    close_timeout: float
+    _proc: subprocess.Popen[bytes]
+    _lock: threading.RLock
+    _session: Session[_Slot]
+    _write_lock: threading.Lock
+    _closed: bool
+    _exit: Optional[ServerExited]
+    _stderr: StderrSink
+    _stderr_thread: threading.Thread
+    _reader_thread: threading.Thread
+
+    def _drain_stderr(self) -> None:
+        stream = self._proc.stderr
+        assert stream is not None
+        try:
+            while True:
+                chunk = stream.read1(P.READ_CHUNK)  # type: ignore[attr-defined]
+                if not chunk:
+                    break
+                self._stderr.feed(chunk)
+        except (OSError, ValueError):
+            pass
+        self._stderr.finish()
+
+    def _read_stdout(self) -> None:
+        stream = self._proc.stdout
+        assert stream is not None
+        try:
+            while True:
+                chunk = stream.read1(P.READ_CHUNK)  # type: ignore[attr-defined]
+                if not chunk:
+                    break
+                self._settle(self._session.receive(chunk))
+        except (OSError, ValueError):
+            pass
+        self._settle(self._session.end_of_stream())
+        self._on_eof()
+
+    @staticmethod
+    def _settle(settled: List[Tuple[_Slot, Outcome]]) -> None:
+        for slot, outcome in settled:
+            if isinstance(outcome, BaseException):
+                slot.error = outcome
+            else:
+                slot.response = outcome
+            slot.event.set()
+
+    def _on_eof(self) -> None:
+        try:
+            returncode: Optional[int] = self._proc.wait(timeout=max(self.close_timeout, 1.0))
+        except subprocess.TimeoutExpired:
+            returncode = None
+        self._stderr_thread.join(timeout=2.0)
+        reason = "server closed its stdout" if returncode is None else "server exited"
+        exited = ServerExited(
+            returncode, self._stderr.text(), reason=reason, server_error=self._session.server_error
+        )
+        with self._lock:
+            self._exit = exited
+            slots = self._session.take_all()
+        self._settle([(slot, exited) for slot in slots])
+
+    def _exited_error(self) -> ServerExited:
+        """A fresh ServerExited once the reader saw EOF (waits for it briefly)."""
+        self._reader_thread.join(timeout=max(self.close_timeout, 1.0) + 3.0)
+        with self._lock:
+            exited = self._exit
+        if exited is None:
+            return ServerExited(
+                self._proc.poll(),
+                self._stderr.text(),
+                reason="server pipe broken",
+                server_error=self._session.server_error,
+            )
+        return exited.copy()
+
+    def _write(self, data: bytes) -> None:
+        stdin = self._proc.stdin
+        assert stdin is not None
+        try:
+            with self._write_lock:
+                stdin.write(data)
+                stdin.flush()
+        except (BrokenPipeError, ConnectionResetError, ValueError, OSError) as exc:
+            if self._closed and self._exit is None and self._proc.poll() is None:
+                raise TransportError("Outbox is closed") from exc
+            raise self._exited_error() from exc

@@ -1,0 +1,16 @@
+// Calls into libcurl's variadic functions through pointers found with dlsym, so the C compiler
+// passes the variadic argument by each platform's own rules (on Apple arm64 such arguments go on
+// the stack, unlike named ones). push-outbox needs no curl headers: only these three shapes.
+#ifndef PUSH_OUTBOX_CURL_SHIM_H
+#define PUSH_OUTBOX_CURL_SHIM_H
+
+/// curl_easy_setopt(handle, option, pointer) through `function`.
+int po_curl_setopt_pointer(void *function, void *handle, int option, const void *value);
+
+/// curl_easy_setopt(handle, option, long) through `function`.
+int po_curl_setopt_long(void *function, void *handle, int option, long value);
+
+/// curl_easy_getinfo(handle, info, pointer) through `function`.
+int po_curl_getinfo(void *function, void *handle, int info, void *out);
+
+#endif
