@@ -2,6 +2,7 @@
 // parser (StrictParser.swift). Both must accept and reject the same texts, and agree on the values:
 // the same structure, member order and duplicates, string contents as code points (UTF-8 bytes),
 // and numbers as their exact source text (an `.int` must be the integer that text denotes).
+import FuzzSupport
 import PushOutbox
 
 #if canImport(Glibc)
@@ -70,22 +71,10 @@ private func integer(_ text: [UInt8]) -> Int64? {
 }
 
 private func fail(_ message: String, _ input: [UInt8]) -> Never {
-  let text = Array("FuzzDiff: \(message)\ninput: \(String(decoding: input.prefix(400), as: UTF8.self))\n".utf8)
-  _ = text.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-  abort()
+  fuzzFailure("FuzzDiff", message, input)
 }
-
-// SwiftPM links an executable target with `main` aliased to `<Module>_main`; this is that entry
-// point, and it hands over to libFuzzer's driver (the same thing libFuzzer's own `main` does).
-@_silgen_name("LLVMFuzzerRunDriver")
-private func runDriver(
-  _ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-  _ body: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
-) -> Int32
 
 @_cdecl("FuzzDiff_main")
 public func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> Int32 {
-  var argc = argc
-  var argv = argv
-  return runDriver(&argc, &argv, fuzzDiff)
+  runFuzzer(argc, argv, fuzzDiff)
 }

@@ -3,6 +3,7 @@
 // Every text the reader accepts must round-trip: its written form reads back to an equal value,
 // writing that value again gives the same bytes, the tape's own encoder agrees with the writer,
 // the output is one line, and the reader's duplicate-key flag matches a check on the tree.
+import FuzzSupport
 import PushOutbox
 
 #if canImport(Glibc)
@@ -56,22 +57,10 @@ private func check(_ condition: Bool, _ message: @autoclosure () -> String, _ in
 }
 
 private func fail(_ message: String, _ input: [UInt8]) -> Never {
-  let text = Array("FuzzJSON: \(message)\ninput: \(String(decoding: input.prefix(400), as: UTF8.self))\n".utf8)
-  _ = text.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-  abort()
+  fuzzFailure("FuzzJSON", message, input)
 }
-
-// SwiftPM links an executable target with `main` aliased to `<Module>_main`; this is that entry
-// point, and it hands over to libFuzzer's driver (the same thing libFuzzer's own `main` does).
-@_silgen_name("LLVMFuzzerRunDriver")
-private func runDriver(
-  _ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-  _ body: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
-) -> Int32
 
 @_cdecl("FuzzJSON_main")
 public func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> Int32 {
-  var argc = argc
-  var argv = argv
-  return runDriver(&argc, &argv, fuzzJSON)
+  runFuzzer(argc, argv, fuzzJSON)
 }

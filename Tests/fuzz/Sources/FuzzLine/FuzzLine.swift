@@ -116,22 +116,10 @@ private func serveOnce(_ setup: Setup, directory: String, expected: Expected, in
 }
 
 func fail(_ message: String, _ input: [UInt8]) -> Never {
-  let text = Array("FuzzLine: \(message)\ninput: \(String(decoding: input.prefix(600), as: UTF8.self))\n".utf8)
-  _ = text.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-  abort()
+  fuzzFailure("FuzzLine", message, input)
 }
-
-// SwiftPM links an executable target with `main` aliased to `<Module>_main`; this is that entry
-// point, and it hands over to libFuzzer's driver (the same thing libFuzzer's own `main` does).
-@_silgen_name("LLVMFuzzerRunDriver")
-private func runDriver(
-  _ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-  _ body: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
-) -> Int32
 
 @_cdecl("FuzzLine_main")
 public func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> Int32 {
-  var argc = argc
-  var argv = argv
-  return runDriver(&argc, &argv, fuzzLine)
+  runFuzzer(argc, argv, fuzzLine)
 }

@@ -7,6 +7,7 @@
 // params), -32600 or -32700 (a line that is not a request), never an internal error; a save that
 // succeeds stores bodies that each make a JSON object without duplicate keys; and the fast save
 // path writes exactly the general path's reply and stored items.
+import FuzzSupport
 import PushOutbox
 
 #if canImport(Glibc)
@@ -73,22 +74,10 @@ private func hasDuplicateKey(_ value: JSONValue) -> Bool {
 }
 
 private func fail(_ message: String, _ input: [UInt8]) -> Never {
-  let text = Array("FuzzPayload: \(message)\ninput: \(String(decoding: input.prefix(400), as: UTF8.self))\n".utf8)
-  _ = text.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-  abort()
+  fuzzFailure("FuzzPayload", message, input)
 }
-
-// SwiftPM links an executable target with `main` aliased to `<Module>_main`; this is that entry
-// point, and it hands over to libFuzzer's driver (the same thing libFuzzer's own `main` does).
-@_silgen_name("LLVMFuzzerRunDriver")
-private func runDriver(
-  _ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-  _ body: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
-) -> Int32
 
 @_cdecl("FuzzPayload_main")
 public func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> Int32 {
-  var argc = argc
-  var argv = argv
-  return runDriver(&argc, &argv, fuzzPayload)
+  runFuzzer(argc, argv, fuzzPayload)
 }

@@ -65,22 +65,10 @@ private func write(_ bytes: [UInt8], to path: String) {
 }
 
 private func fail(_ message: String, _ input: [UInt8]) -> Never {
-  let text = Array("FuzzRecovery: \(message)\ninput: \(input.prefix(200).map { String($0) })\n".utf8)
-  _ = text.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
-  abort()
+  fuzzFailure("FuzzRecovery", message, input, asBytes: true)
 }
-
-// SwiftPM links an executable target with `main` aliased to `<Module>_main`; this is that entry
-// point, and it hands over to libFuzzer's driver (the same thing libFuzzer's own `main` does).
-@_silgen_name("LLVMFuzzerRunDriver")
-private func runDriver(
-  _ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-  _ body: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
-) -> Int32
 
 @_cdecl("FuzzRecovery_main")
 public func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> Int32 {
-  var argc = argc
-  var argv = argv
-  return runDriver(&argc, &argv, fuzzRecovery)
+  runFuzzer(argc, argv, fuzzRecovery)
 }
