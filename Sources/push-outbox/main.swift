@@ -13,6 +13,18 @@ import Darwin
 let environment: (String) -> String? = { name in getenv(name).map { String(cString: $0) } }
 if environment("PUSH_OUTBOX_LOG_FORMAT") == "json" { Log.format = .json }
 
+/// `--help`, `--version`, `--generate-man`, `--generate-completion`: printed, then exit 0.
+@MainActor func printInfo(_ command: Command) -> Never {
+  switch command {
+  case .help: print(HelpText.usage(defaultStore: Configuration.defaultStorePath(env: environment)))
+  case .version: print("push-outbox \(HelpText.version)")
+  case .manPage: print(CommandLineDocs.manPage(), terminator: "")
+  case .completion(let shell): print(CommandLineDocs.completion(shell), terminator: "")
+  case .run: break
+  }
+  exit(0)
+}
+
 func fail(_ message: String, _ rpcError: RPCError, exitCode: Int32) -> Never {
   Log.stderr("push-outbox: \(message)")
   print(Server.startupFailureLine(rpcError))
@@ -22,8 +34,8 @@ func fail(_ message: String, _ rpcError: RPCError, exitCode: Int32) -> Never {
 // `push-outbox deliver [FLAGS]`: deliver to Braze once and exit (see DeliverCommand).
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "deliver" {
   do {
-    guard case .run(let config) = try Configuration.parse(Array(CommandLine.arguments.dropFirst(2)), env: environment)
-    else { exit(0) }
+    let command = try Configuration.parse(Array(CommandLine.arguments.dropFirst(2)), env: environment)
+    guard case .run(let config) = command else { printInfo(command) }
     exit(DeliverCommand.run(config))
   } catch {
     Log.stderr("push-outbox deliver: \(error.message) (see --help)")
@@ -36,7 +48,8 @@ if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "deliver" {
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "flush" {
   do {
     let (options, rest) = try FlushCommand.options(Array(CommandLine.arguments.dropFirst(2)))
-    guard case .run(let config) = try Configuration.parse(rest, env: environment) else { exit(0) }
+    let command = try Configuration.parse(rest, env: environment)
+    guard case .run(let config) = command else { printInfo(command) }
     exit(FlushCommand.run(options, config))
   } catch {
     Log.stderr("push-outbox flush: \(error.message) (see --help)")
@@ -46,7 +59,17 @@ if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "flush" {
 
 // `push-outbox import [FLAGS] FILE`: import the guide's App Group storage and exit (see ImportCommand).
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "import" {
-  exit(ImportCommand.main(Array(CommandLine.arguments.dropFirst(2)), env: environment))
+  do {
+    switch try ImportCommand.parse(Array(CommandLine.arguments.dropFirst(2)), env: environment) {
+    case .run(let config, let file, let user):
+      Log.format = config.logFormat
+      exit(ImportCommand.run(config, file: file, user: user))
+    case .info(let command): printInfo(command)
+    }
+  } catch {
+    Log.stderr("push-outbox import: \(error.message) (see --help)")
+    exit(2)
+  }
 }
 
 let command: Command
@@ -57,18 +80,8 @@ do {
 }
 
 switch command {
-case .help:
-  print(HelpText.usage(defaultStore: Configuration.defaultStorePath(env: environment)))
-  exit(0)
-case .version:
-  print("push-outbox \(HelpText.version)")
-  exit(0)
-case .manPage:
-  print(CommandLineDocs.manPage(), terminator: "")
-  exit(0)
-case .completion(let shell):
-  print(CommandLineDocs.completion(shell), terminator: "")
-  exit(0)
+case .help, .version, .manPage, .completion:
+  printInfo(command)
 case .run(let config):
   Log.format = config.logFormat
   let service = Service(config: config)

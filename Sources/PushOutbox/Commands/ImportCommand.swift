@@ -18,32 +18,21 @@ import Darwin
 /// then a summary line. Exit 0: everything imported; 1: some elements rejected (the valid ones are
 /// saved); 2: usage error, or FILE unreadable or not the expected JSON; else the store's start-up code.
 package enum ImportCommand {
-  /// Runs the subcommand with the arguments after `import`; returns the exit code.
-  package static func main(_ arguments: [String], env: (String) -> String?) -> Int32 {
-    let config: Configuration
-    let file: String
-    let user: [UInt8]?
-    do throws(UsageError) {
-      let (userText, others) = try takeUser(arguments)
-      user = try userText.map(parseUser)
-      let (path, flags) = try split(others)
-      switch try Configuration.parse(flags, env: env) {
-      case .run(let parsed): config = parsed
-      case .version:
-        print("push-outbox \(HelpText.version)")
-        return 0
-      default:
-        print(HelpText.usage(defaultStore: Configuration.defaultStorePath(env: env)))
-        return 0
-      }
-      guard let path else { throw UsageError("needs FILE (a path, or - for stdin)") }
-      file = path
-    } catch {
-      Log.stderr("push-outbox import: \(error.message) (see --help)")
-      return 2
-    }
-    Log.format = config.logFormat
-    return run(config, file: file, user: user)
+  /// What the arguments after `import` ask for: an import, or an information command (`--help`,
+  /// `--version`, …) for the executable to print.
+  package enum Invocation {
+    case run(Configuration, file: String, user: [UInt8]?)
+    case info(Command)
+  }
+
+  package static func parse(_ arguments: [String], env: (String) -> String?) throws(UsageError) -> Invocation {
+    let (userText, others) = try takeUser(arguments)
+    let user = try userText.map(parseUser)
+    let (path, flags) = try split(others)
+    let command = try Configuration.parse(flags, env: env)
+    guard case .run(let config) = command else { return .info(command) }
+    guard let path else { throw UsageError("needs FILE (a path, or - for stdin)") }
+    return .run(config, file: path, user: user)
   }
 
   /// `--user JSON` (or `--user=JSON`): the user every imported item is saved for (one App Group's
