@@ -45,7 +45,10 @@ let package = Package(
 // Fuzz targets (libFuzzer + AddressSanitizer), only when asked: `PUSH_OUTBOX_FUZZ=1`, as
 // `bash Tests/fuzz/run` sets it. Normal builds never see them. See Tests/fuzz/README.md.
 if ProcessInfo.processInfo.environment["PUSH_OUTBOX_FUZZ"] == "1" {
-  package.targets.append(.target(name: "FuzzSupport", path: "Tests/fuzz/Sources/FuzzSupport", swiftSettings: settings))
+  package.targets.append(
+    .target(
+      name: "FuzzSupport", dependencies: ["PushOutbox"], path: "Tests/fuzz/Sources/FuzzSupport", swiftSettings: settings
+    ))
   for name in ["FuzzJSON", "FuzzDiff", "FuzzLine", "FuzzRecovery", "FuzzPayload"] {
     package.targets.append(
       .executableTarget(

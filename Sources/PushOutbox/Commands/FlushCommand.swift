@@ -33,26 +33,9 @@ package enum FlushCommand {
   /// Splits the flush's own flags from the service's.
   package static func options(_ arguments: [String]) throws(UsageError) -> (Options, [String]) {
     var options = Options()
-    var rest: [String] = []
-    var index = 0
-    while index < arguments.count {
-      let argument = arguments[index]
-      let (name, inline) = split(argument)
-      guard ["--format", "--max", "--default-user", "--lease"].contains(name) else {
-        rest.append(argument)
-        index += 1
-        continue
-      }
-      guard let value = inline ?? arguments[safe: index + 1] else { throw UsageError("\(name) needs a value") }
-      index += inline == nil ? 2 : 1
-      try apply(name, value, to: &options)
-    }
+    let (values, rest) = try OwnFlags.take(["--format", "--max", "--default-user", "--lease"], from: arguments)
+    for (name, value) in values { try apply(name, value, to: &options) }
     return (options, rest)
-  }
-
-  private static func split(_ argument: String) -> (String, String?) {
-    guard argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") else { return (argument, nil) }
-    return (String(argument[..<equals]), String(argument[argument.index(after: equals)...]))
   }
 
   private static func apply(_ name: String, _ value: String, to options: inout Options) throws(UsageError) {
@@ -89,8 +72,4 @@ package enum FlushCommand {
     Log.stderr("push-outbox flush: " + session.summary)
     return code
   }
-}
-
-extension Array {
-  fileprivate subscript(safe index: Int) -> Element? { indices.contains(index) ? self[index] : nil }
 }

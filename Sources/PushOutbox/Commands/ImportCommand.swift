@@ -38,23 +38,8 @@ package enum ImportCommand {
   /// `--user JSON` (or `--user=JSON`): the user every imported item is saved for (one App Group's
   /// storage belongs to one install); the other arguments.
   static func takeUser(_ arguments: [String]) throws(UsageError) -> (String?, [String]) {
-    var user: String?
-    var rest: [String] = []
-    var index = 0
-    while index < arguments.count {
-      let argument = arguments[index]
-      index += 1
-      if argument.hasPrefix("--user=") {
-        user = String(argument.dropFirst("--user=".count))
-      } else if argument == "--user" {
-        guard index < arguments.count else { throw UsageError("--user needs a value (a user object as JSON)") }
-        user = arguments[index]
-        index += 1
-      } else {
-        rest.append(argument)
-      }
-    }
-    return (user, rest)
+    let (values, rest) = try OwnFlags.take(["--user"], from: arguments, hint: "a user object as JSON")
+    return (values.last?.value, rest)
   }
 
   /// The `--user` value, checked by the same rules as a save's `user` and written back as JSON:

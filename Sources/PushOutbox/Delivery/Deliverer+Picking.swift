@@ -18,10 +18,10 @@ extension Deliverer {
   func nextCut(maxObjects: Int) -> Cut? {
     if let split = nextSplit() { return split }
     let now = Clock.monotonicSeconds()
-    let seen = changes &+ store.count &* 31
-    if quietChanges == seen && now < quietUntil { return nil }
+    let seen = (changes: changes, count: store.count)
+    if let quiet = quietSeen, quiet == seen, now < quietUntil { return nil }
     let found = scan(maxObjects: maxObjects)
-    if found == nil { (quietChanges, quietUntil) = (seen, now + Self.quietSeconds) }
+    if found == nil { (quietSeen, quietUntil) = (seen, now + Self.quietSeconds) }
     return found
   }
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from typing import Dict, Optional, Sequence
 
-from ._process import SIGKILL, SIGTERM
+from ._process import SIGKILL, SIGTERM, signal_running
 from ._protocol import TERM_TIMEOUT
 
 log = logging.getLogger("push_outbox")
@@ -55,12 +54,5 @@ async def terminate(proc: asyncio.subprocess.Process, grace: float, new_session:
 
 def send_signal(proc: asyncio.subprocess.Process, sig: int, new_session: bool) -> None:
     """Signal the server (its whole process group when it leads its own session)."""
-    if proc.returncode is not None:
-        return
-    try:
-        if new_session and hasattr(os, "killpg"):
-            os.killpg(proc.pid, sig)
-        else:
-            proc.send_signal(sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+    if proc.returncode is None:
+        signal_running(proc, sig, new_session)

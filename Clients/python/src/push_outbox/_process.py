@@ -8,7 +8,7 @@ import signal
 import subprocess
 import threading
 from collections import deque
-from typing import Callable, Deque, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Deque, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ._protocol import STDERR_TAIL_BYTES, TERM_TIMEOUT, split_lines
 
@@ -35,8 +35,12 @@ def build_argv(
 
 def send_signal(proc: subprocess.Popen[bytes], sig: int, new_session: bool) -> None:
     """Signal the server (its whole process group when it leads its own session)."""
-    if proc.poll() is not None:
-        return
+    if proc.poll() is None:
+        signal_running(proc, sig, new_session)
+
+
+def signal_running(proc: Any, sig: int, new_session: bool) -> None:
+    """Signal a server process not known to have exited (sync `Popen` or asyncio `Process`)."""
     try:
         if new_session and hasattr(os, "killpg"):
             os.killpg(proc.pid, sig)

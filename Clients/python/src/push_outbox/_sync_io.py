@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import threading
-from typing import Any, Dict, List, Optional, Tuple
+from typing import IO, Any, Callable, Dict, List, Optional, Tuple
 
 from . import _protocol as P
 from ._core import Outcome, Session
@@ -39,29 +39,11 @@ class SyncPipes:
     _reader_thread: threading.Thread
 
     def _drain_stderr(self) -> None:
-        stream = self._proc.stderr
-        assert stream is not None
-        try:
-            while True:
-                chunk = stream.read1(P.READ_CHUNK)  # type: ignore[attr-defined]
-                if not chunk:
-                    break
-                self._stderr.feed(chunk)
-        except (OSError, ValueError):
-            pass
+        _pump(self._proc.stderr, self._stderr.feed)
         self._stderr.finish()
 
     def _read_stdout(self) -> None:
-        stream = self._proc.stdout
-        assert stream is not None
-        try:
-            while True:
-                chunk = stream.read1(P.READ_CHUNK)  # type: ignore[attr-defined]
-                if not chunk:
-                    break
-                self._settle(self._session.receive(chunk))
-        except (OSError, ValueError):
-            pass
+        _pump(self._proc.stdout, lambda chunk: self._settle(self._session.receive(chunk)))
         self._settle(self._session.end_of_stream())
         self._on_eof()
 
@@ -114,3 +96,16 @@ class SyncPipes:
             if self._closed and self._exit is None and self._proc.poll() is None:
                 raise TransportError("Outbox is closed") from exc
             raise self._exited_error() from exc
+
+
+def _pump(stream: Optional[IO[bytes]], feed: Callable[[bytes], None]) -> None:
+    """Hands each chunk read from `stream` to `feed` until end of file or a closed pipe."""
+    assert stream is not None
+    try:
+        while True:
+            chunk = stream.read1(P.READ_CHUNK)  # type: ignore[attr-defined]
+            if not chunk:
+                break
+            feed(chunk)
+    except (OSError, ValueError):
+        pass

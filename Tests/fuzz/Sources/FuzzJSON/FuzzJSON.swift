@@ -40,18 +40,6 @@ private func checkTape(_ bytes: [UInt8], written: [UInt8], value: JSONValue) {
   }
 }
 
-/// Whether any object in the tree has two members whose keys have the same UTF-8 bytes.
-private func hasDuplicateKey(_ value: JSONValue) -> Bool {
-  switch value {
-  case .array(let items): return items.contains(where: hasDuplicateKey)
-  case .object(let members):
-    var seen = Set<[UInt8]>()
-    for member in members where !seen.insert(Array(member.key.utf8)).inserted { return true }
-    return members.contains { hasDuplicateKey($0.value) }
-  default: return false
-  }
-}
-
 private func check(_ condition: Bool, _ message: @autoclosure () -> String, _ input: [UInt8]) {
   if !condition { fail(message(), input) }
 }

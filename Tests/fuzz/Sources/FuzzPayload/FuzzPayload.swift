@@ -62,17 +62,6 @@ private func call(_ line: [UInt8], fastSaves: Bool, input: [UInt8]) -> (reply: [
   return (reply, bodies)
 }
 
-private func hasDuplicateKey(_ value: JSONValue) -> Bool {
-  switch value {
-  case .array(let items): return items.contains(where: hasDuplicateKey)
-  case .object(let members):
-    var seen = Set<[UInt8]>()
-    for member in members where !seen.insert(Array(member.key.utf8)).inserted { return true }
-    return members.contains { hasDuplicateKey($0.value) }
-  default: return false
-  }
-}
-
 private func fail(_ message: String, _ input: [UInt8]) -> Never {
   fuzzFailure("FuzzPayload", message, input)
 }
