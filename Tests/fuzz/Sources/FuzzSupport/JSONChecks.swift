@@ -1,4 +1,4 @@
-import PushOutbox
+package import PushOutbox
 
 /// Whether any object in the tree has two members whose keys have the same UTF-8 bytes.
 package func hasDuplicateKey(_ value: JSONValue) -> Bool {
