@@ -9,6 +9,19 @@ import Testing
   static let precomposed = #""\u00c5""#
   static let decomposed = #""A\u030a""#
 
+  /// Found by FuzzPayload: 255 characters of which some take two UTF-8 bytes trapped the store,
+  /// which keeps an id's length in one byte.
+  @Test func anIdOver255UTF8BytesIsInvalidNotATrap() throws {
+    let server = InProcessServer()
+    let id = String(repeating: "i", count: 250) + String(repeating: "\u{E9}", count: 5)
+    let refused = try server.request("saveCustomEvent", #"{"name":"c","id":"\#(id)"}"#)
+    #expect(refused.at("error.code") == .int(-32602))
+    #expect(refused.at("error.data.errors.0.code") == .string("invalid_id"))
+    let fits = String(repeating: "\u{E9}", count: 127) + "i"
+    let saved = try server.request("saveCustomEvent", #"{"name":"c","id":"\#(fits)"}"#)
+    #expect(saved.at("result.seq") != nil)
+  }
+
   @Test func readerKeepsCanonicallyEquivalentKeysApart() throws {
     for text in [#"{"K":1,"\u212a":2}"#, "{\(Self.precomposed):1,\(Self.decomposed):2}"] {
       let bytes = Array(text.utf8)
