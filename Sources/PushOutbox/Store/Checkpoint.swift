@@ -20,15 +20,19 @@ package struct Checkpoint: Sendable, Equatable {
   package var firstSeq: UInt64
   package var items: Int
   package var segments: [UInt64]
+  /// Rows held (pending, leased or dead letter) in each listed segment when the checkpoint was taken;
+  /// nil in checkpoints of earlier builds. Recovery checks the files against it.
+  package var held: [Int]?
   package var leases: [Lease]
   /// Flush ids acked recently, so a repeated ack in a later process is still answered `acked: 0`.
   package var finished: [String] = []
 
   package init(
     createdAt: Int64, coversSeq: UInt64, nextSeq: UInt64, firstSeq: UInt64, items: Int, segments: [UInt64],
-    leases: [Lease], finished: [String] = []
+    leases: [Lease], finished: [String] = [], held: [Int]? = nil
   ) {
     self.finished = finished
+    self.held = held
     self.createdAt = createdAt
     self.coversSeq = coversSeq
     self.nextSeq = nextSeq
@@ -58,6 +62,10 @@ package struct Checkpoint: Sendable, Equatable {
     out.appendUInt(UInt64(items))
     out.appendASCII(",\"segments\":")
     JSONValue.array(segments.map { .int(Int64($0)) }).encodeJSON(into: &out)
+    if let held {
+      out.appendASCII(",\"held\":")
+      JSONValue.array(held.map { .int(Int64($0)) }).encodeJSON(into: &out)
+    }
     out.appendASCII(",\"leases\":")
     JSONValue.array(leases.map(Self.json)).encodeJSON(into: &out)
     out.appendASCII(",\"finished\":")
@@ -113,9 +121,17 @@ package struct Checkpoint: Sendable, Equatable {
     else { throw .corrupt("a segment or lease entry is malformed") }
     var finished: [String] = []
     if case .array(let values)? = members["finished"] { finished = values.compactMap(\.stringValue) }
+    var held: [Int]? = nil
+    if let value = members["held"] {
+      guard case .array(let values) = value, values.count == segments.count else {
+        throw .corrupt("the held counts do not match the segments")
+      }
+      held = values.compactMap { if case .int(let n) = $0, n >= 0 { Int(n) } else { nil } }
+      guard held?.count == segments.count else { throw .corrupt("a held count is malformed") }
+    }
     return Checkpoint(
       createdAt: createdAt, coversSeq: covers, nextSeq: next, firstSeq: firstSeq, items: Int(items),
-      segments: segments, leases: leases, finished: finished)
+      segments: segments, leases: leases, finished: finished, held: held)
   }
 
   private static func seq(_ value: JSONValue?) -> UInt64? {

@@ -10,6 +10,12 @@ import Darwin
 /// make the checkpoint durable, then rewrite each segment that holds removed items, stale counts or
 /// mostly bookkeeping (or delete it when nothing in it is held), oldest first.
 ///
+/// What a segment holds is counted from the item table, the store's truth, never from the journal's
+/// per-segment counters: those only say which segments are worth rewriting. A segment is deleted
+/// only when the table holds no row in its seq range. (Trusting the counters lost data: Swift 6.3.1
+/// at -O dropped the store of `items` into a rewritten segment's counters, and the next snapshot
+/// deleted a segment whose items were still held; see CHANGELOG.)
+///
 /// The work is bounded by what changed: only segments touched since the last snapshot are rewritten,
 /// and a segment is at most `Journal.segmentLimit` bytes of held items (a larger one only after an upgrade).
 struct Compaction: Sendable {
@@ -23,50 +29,94 @@ struct Compaction: Sendable {
     var changed: Int
   }
 
+  /// A plan that would break the snapshot invariant: it is abandoned and logged, never written.
+  struct Refusal: Error, CustomStringConvertible {
+    var description: String
+  }
+
   var checkpoint: Checkpoint
   var rewrites: [Rewrite]
+  /// Listed segments that are kept as they are: each must still exist when the checkpoint is written.
+  var kept: [UInt64]
 
   /// Captures the work for the store as it is now. Closes the open segment first if it needs a rewrite.
-  static func plan(store: Store, journal: Journal, now: Int64) -> Compaction {
+  /// Call only when the journal has no records waiting for a commit.
+  static func plan(store: Store, journal: Journal, now: Int64) throws(Refusal) -> Compaction {
+    guard !journal.hasPendingRecords else { throw Refusal(description: "journal records await a commit") }
     if journal.currentNeedsRewrite { journal.closeSegment() }
     let segments = journal.segments
     let closed = journal.isOpen ? segments.count - 1 : segments.count
-    var rewrites: [Rewrite] = []
-    var listed: [UInt64] = []
+    let table = store.items.table
+    var work = Compaction(checkpoint: checkpoint(store: store, now: now), rewrites: [], kept: [])
+    var (listed, counts): ([UInt64], [Int]) = ([], [])
     for n in segments.indices {
       let info = segments[n]
-      let held = info.items - info.dead
-      guard n < closed, held <= 0 || info.needsRewrite else {
-        if held > 0 { listed.append(info.first) }
-        continue
-      }
       let next = n + 1 < segments.count ? segments[n + 1].first : nil
-      let content = held > 0 ? SegmentWriter.content(of: store.items, from: info.first, to: next) : nil
-      let items = content?.items ?? 0
-      if items > 0 { listed.append(info.first) }
-      rewrites.append(
-        Rewrite(
-          first: info.first, bytes: items > 0 ? content?.bytes : nil, items: items, dead: info.dead,
-          changed: info.changed))
+      let held = table.heldCount(in: table.lowerBound(info.first)..<(next.map(table.lowerBound) ?? table.seqs.count))
+      if n < closed && (held == 0 || info.needsRewrite || held != info.items - info.dead) {
+        work.rewrites.append(try rewrite(info, held: held, next: next, store: store))
+      } else if held > 0 {
+        work.kept.append(info.first)
+      }
+      if held > 0 {
+        listed.append(info.first)
+        counts.append(held)
+      }
     }
-    let checkpoint = Checkpoint(
+    work.checkpoint.segments = listed
+    work.checkpoint.held = counts
+    try work.check(store: store, firstSegment: segments.first?.first)
+    return work
+  }
+
+  private static func checkpoint(store: Store, now: Int64) -> Checkpoint {
+    Checkpoint(
       createdAt: now, coversSeq: store.items.nextSeq - 1, nextSeq: store.items.nextSeq,
-      firstSeq: store.items.firstSeq ?? store.items.nextSeq, items: store.count, segments: listed, leases: store.leases,
+      firstSeq: store.items.firstSeq ?? store.items.nextSeq, items: store.count, segments: [], leases: store.leases,
       finished: store.finished)
-    return Compaction(checkpoint: checkpoint, rewrites: rewrites)
+  }
+
+  private static func rewrite(_ info: SegmentInfo, held: Int, next: UInt64?, store: Store) throws(Refusal) -> Rewrite {
+    guard held > 0 else { return Rewrite(first: info.first, bytes: nil, items: 0, dead: info.dead, changed: info.changed) }
+    let content = SegmentWriter.content(of: store.items, from: info.first, to: next)
+    guard content.items == held else {
+      throw Refusal(description: "segment \(info.first): \(held) rows held but \(content.items) records written")
+    }
+    return Rewrite(first: info.first, bytes: content.bytes, items: held, dead: info.dead, changed: info.changed)
+  }
+
+  /// The snapshot invariant, checked before anything is written: every held row (pending, leased or
+  /// dead letter) lies in a segment the checkpoint lists, and the listed counts add up to the rows held.
+  private func check(store: Store, firstSegment: UInt64?) throws(Refusal) {
+    let table = store.items.table
+    let before = table.heldCount(in: table.rows.lowerBound..<(firstSegment.map(table.lowerBound) ?? table.seqs.count))
+    guard before == 0 else {
+      throw Refusal(description: "\(before) held rows lie before the oldest segment (\(firstSegment ?? 0))")
+    }
+    let listed = checkpoint.held?.reduce(0, +) ?? 0
+    guard listed == table.liveCount, checkpoint.items == table.liveCount - store.items.deadCount else {
+      throw Refusal(description: "segments list \(listed) rows but \(table.liveCount) are held")
+    }
   }
 
   /// Does the work; the first failure stops it (what is done stays consistent: see `Recovery`).
   func run(directory: String, policy: FsyncPolicy) -> FileError? {
     do throws(FileError) {
+      for first in kept where access(directory + "/" + SegmentFormat.name(first: first), F_OK) != 0 {
+        throw FileError(operation: "snapshot check (a listed segment is gone)", path: SegmentFormat.name(first: first), code: errno)
+      }
       try FileIO.writeAtomically(checkpoint.encode(), to: directory + "/" + Checkpoint.fileName, directory: directory)
+      KillPoint.reach(.checkpoint)
       for rewrite in rewrites {
         let path = directory + "/" + SegmentFormat.name(first: rewrite.first)
         if let bytes = rewrite.bytes {
           // Always flushed, whatever the policy: a rewrite replaces bytes that may already be durable.
           try FileIO.writeAtomically(bytes, to: path, directory: directory)
+          KillPoint.reach(.rewrite)
         } else if unlink(path) != 0 && errno != ENOENT {
           throw FileError(operation: "unlink", path: path, code: errno)
+        } else {
+          KillPoint.reach(.deletion)
         }
       }
       if !rewrites.isEmpty { try FileIO.syncDirectory(directory) }
@@ -79,11 +129,8 @@ struct Compaction: Sendable {
   /// Tells the journal what the files look like now.
   func record(in journal: Journal) {
     for rewrite in rewrites {
-      var info = SegmentInfo(first: rewrite.first)
-      info.bytes = rewrite.bytes?.count ?? 0
-      info.items = rewrite.items
-      journal.replace(
-        first: rewrite.first, with: rewrite.bytes == nil ? nil : info, dead: rewrite.dead, changed: rewrite.changed)
+      let info = rewrite.bytes.map { SegmentInfo(first: rewrite.first, bytes: $0.count, items: rewrite.items) }
+      journal.replace(first: rewrite.first, with: info, dead: rewrite.dead, changed: rewrite.changed)
     }
   }
 }

@@ -43,6 +43,9 @@ package final class Disk {
   private var inFlightVersion: UInt64 = 0
   package private(set) var status = DiskStatus()
   private let log: Log
+  #if DEBUG
+  private weak var auditedStore: Store?
+  #endif
 
   /// Locks the directory, recovers it into `store`, and attaches the journal.
   package init(_ options: DiskOptions, store: Store, log: Log) throws(StartupError) {
@@ -50,6 +53,9 @@ package final class Disk {
     interval = options.snapshotInterval
     nextDue = Clock.monotonicSeconds() + interval
     self.log = log
+    #if DEBUG
+    auditedStore = store
+    #endif
     try StoreDirectory.prepare(directory)
     lock = try StoreLock(directory: directory)
     let outcome = try Recovery.run(directory: directory, store: store, acceptLoss: options.acceptLoss, log: log)
@@ -81,13 +87,25 @@ package final class Disk {
       nextDue = 0
     }
     collect()
-    guard inFlight == nil, store.version != savedVersion, Clock.monotonicSeconds() >= nextDue else { return }
+    guard inFlight == nil, store.version != savedVersion, Clock.monotonicSeconds() >= nextDue,
+      !journal.hasPendingRecords
+    else { return }
     nextDue = Clock.monotonicSeconds() + interval
-    let work = Compaction.plan(store: store, journal: journal, now: now)
+    guard let work = plan(store, now: now) else { return }
     let (directory, policy, slot) = (directory, journal.policy, finished)
     inFlight = work
     inFlightVersion = store.version
     queue.async { slot.put(work.run(directory: directory, policy: policy)) }
+  }
+
+  /// The snapshot's work, or nil when it would break the invariant (logged; nothing is written).
+  private func plan(_ store: Store, now: Int64) -> Compaction? {
+    do {
+      return try Compaction.plan(store: store, journal: journal, now: now)
+    } catch {
+      log.error("snapshot abandoned, nothing written: \(error)")
+      return nil
+    }
   }
 
   /// Waits for a background snapshot, closes the journal, and takes a final snapshot if anything changed.
@@ -95,8 +113,9 @@ package final class Disk {
     if inFlight != nil { queue.sync {} }
     collect()
     journal.close()
-    if store.version != savedVersion || journal.segments.contains(where: \.needsRewrite) {
-      let work = Compaction.plan(store: store, journal: journal, now: now)
+    if store.version != savedVersion || journal.segments.contains(where: \.needsRewrite),
+      let work = plan(store, now: now)
+    {
       inFlight = work
       inFlightVersion = store.version
       finished.put(work.run(directory: directory, policy: journal.policy))
@@ -118,10 +137,21 @@ package final class Disk {
       return
     }
     work.record(in: journal)
+    audit(work)
     savedVersion = inFlightVersion
     status.lastSnapshotAt = work.checkpoint.createdAt
     status.snapshotSeq = work.checkpoint.coversSeq
     refresh()
+  }
+
+  /// Debug builds read the files back after each snapshot of a store up to 64 MiB and stop on a
+  /// broken invariant (tests and fuzz targets call `SnapshotAudit` directly, at any size).
+  private func audit(_ work: Compaction) {
+    #if DEBUG
+    guard let store = auditedStore, journal.totalBytes <= 64 << 20 else { return }
+    let problems = SnapshotAudit.check(directory: directory, store: store.items)
+    precondition(problems.isEmpty, "snapshot invariant broken: \(problems)")
+    #endif
   }
 
   /// Brings the journal figures in `status` up to date.

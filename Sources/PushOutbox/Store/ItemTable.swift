@@ -98,6 +98,17 @@ package struct ItemTable {
     return low
   }
 
+  /// Rows in `rows` that are held (not removed): the truth a snapshot lists segments by.
+  package func heldCount(in rows: Range<Int>) -> Int {
+    guard tombstones > 0 else { return rows.count }
+    let mask = Flags.removed.rawValue
+    return flags.withUnsafeBufferPointer { flags in
+      var removed = 0
+      for row in rows where flags[row] & mask != 0 { removed &+= 1 }
+      return rows.count - removed
+    }
+  }
+
   /// Marks a row removed; the head moves past removed rows at once.
   package mutating func remove(_ row: Int) {
     set(.removed, true, row)

@@ -155,8 +155,12 @@ package final class Journal {
   }
 
   private func openSegment(first: UInt64) throws(FileError) {
-    if let last = segments.last, last.first >= first, last.bytes <= SegmentFormat.headerSize {
-      unlink(path(last.first))  // an abandoned segment that never got a record takes no name
+    // An abandoned segment that never got a record takes no name (its size on disk is checked too:
+    // a segment is deleted on what the file holds, never on a counter alone).
+    if let last = segments.last, last.first >= first, last.bytes <= SegmentFormat.headerSize,
+      FileIO.size(path(last.first)) <= SegmentFormat.headerSize
+    {
+      unlink(path(last.first))
       segments.removeLast()
     }
     let path = path(first)
@@ -174,9 +178,8 @@ package final class Journal {
     }
     fd = newFD
     goodSize = SegmentFormat.headerSize
-    var info = SegmentInfo(first: first)
-    info.bytes = goodSize
-    segments.append(info)
+    segments.append(SegmentInfo(first: first, bytes: goodSize))
+    KillPoint.reach(.rotation)
     if policy == .everysec { unsynced = true }
   }
 
@@ -281,7 +284,7 @@ package final class Journal {
 
   /// Flushes and closes (at shutdown); an open segment with no records is deleted.
   package func close() {
-    if fd >= 0, goodSize == SegmentFormat.headerSize {
+    if fd >= 0, goodSize == SegmentFormat.headerSize, FileIO.size(path(segments[segments.count - 1].first)) <= goodSize {
       let first = segments.removeLast().first
       closeFD(fd)
       fd = -1

@@ -46,6 +46,12 @@ enum LeaseRecords {
 
 /// Replays dead-letter records: dead and requeued states are set as recorded, in log order.
 enum DeadLetterRecords {
+  /// How many entries a `deadLetter` record carries (0 if unreadable).
+  static func count(_ record: SegmentReader.Record) -> Int {
+    var cursor = PayloadCursor(record.payload)
+    return cursor.u32().map(Int.init) ?? 0
+  }
+
   static func apply(_ record: SegmentReader.Record, to store: PendingStore) -> Bool {
     var cursor = PayloadCursor(record.payload)
     if record.type == .requeue {

@@ -33,11 +33,10 @@ enum LegacyUpgrade {
     for name in names where SegmentFormat.first(ofName: name) != nil { unlink(directory + "/" + name) }
     let v1 = try RecoveryV1.run(directory: directory, store: store.items, log: log)
     outcome.warnings = v1.warnings
-    var segment = SegmentInfo(first: store.items.firstSeq ?? store.items.nextSeq)
+    let first = store.items.firstSeq ?? store.items.nextSeq
     if store.items.count > 0 {
       let bytes = SegmentWriter.content(of: store.items, from: 0, to: nil).bytes
-      segment.bytes = bytes.count
-      segment.items = store.items.count
+      let segment = SegmentInfo(first: first, bytes: bytes.count, items: store.items.count)
       do {
         try FileIO.writeAtomically(
           bytes, to: directory + "/" + SegmentFormat.name(first: segment.first), directory: directory)
@@ -49,7 +48,7 @@ enum LegacyUpgrade {
     let checkpoint = Checkpoint(
       createdAt: Clock.system.now(), coversSeq: store.items.nextSeq - 1, nextSeq: store.items.nextSeq,
       firstSeq: store.items.firstSeq ?? store.items.nextSeq, items: store.items.count,
-      segments: outcome.segments.map(\.first), leases: [])
+      segments: outcome.segments.map(\.first), leases: [], held: outcome.segments.map(\.items))
     do {
       try FileIO.writeAtomically(checkpoint.encode(), to: directory + "/" + Checkpoint.fileName, directory: directory)
     } catch {

@@ -37,6 +37,11 @@ package struct Recovery {
   private var raised: [UInt64] = []
   /// One buffer for every segment read.
   private let buffer = ReadBuffer()
+  /// Seqs the checkpoint covers that left the pending set by a record written after it (removals,
+  /// dead letters): what may lawfully be missing from the checkpoint's count.
+  var exitsAfterCover = 0
+  /// Segments recovery found damaged or cut: their loss is reported already.
+  var damagedOrCut: Set<UInt64> = []
 
   package static func run(
     directory: String, store: Store, acceptLoss: Bool, log: Log
@@ -54,7 +59,9 @@ package struct Recovery {
     StoreFiles.removeTemporaries(directory: directory, names: names)
     outcome.checkpoint = loadCheckpoint(names)
     if LegacyUpgrade.hasLegacyFiles(names) {
-      if outcome.checkpoint == nil {
+      // Only a store that never had a checkpoint is upgraded (again): beside an unreadable one, the
+      // segments are the upgraded data and the format-1 files are leftovers.
+      if outcome.checkpoint == nil && !names.contains(Checkpoint.fileName) {
         try LegacyUpgrade.run(directory: directory, names: names, store: store, log: log, outcome: &outcome)
         return
       }
@@ -75,6 +82,7 @@ package struct Recovery {
     // The log has records the checkpoint does not cover (a crash, or none yet): settle at the next snapshot.
     if !firsts.isEmpty && store.items.nextSeq - 1 > (outcome.checkpoint?.coversSeq ?? 0) { outcome.dirty = true }
     countDead()
+    try checkAgainstCheckpoint(firsts)
     outcome.leases = leaseTable
     // Empty segments go, except those the checkpoint lists: the next start would miss them (fuzzing found it).
     let directory = self.directory
@@ -202,9 +210,12 @@ package struct Recovery {
       var cursor = PayloadCursor(record.payload)
       guard let seqs = cursor.seqs() else { return false }
       info.otherBytes += record.payload.count + SegmentFormat.recordHeaderSize
+      let covers = outcome.checkpoint?.coversSeq ?? 0
+      noteExits(record, seqs.reduce(0) { $0 + ($1 <= covers ? 1 : 0) })
       store.items.remove(seqs: seqs)
     case .deadLetter, .requeue:
       guard DeadLetterRecords.apply(record, to: store.items) else { return false }
+      if record.type == .deadLetter { noteExits(record, DeadLetterRecords.count(record)) }
       if record.type == .requeue || record.seq >= store.items.nextSeq {  // journaled, not a rewrite's copy
         info.otherBytes += record.payload.count + SegmentFormat.recordHeaderSize
       }
@@ -229,6 +240,7 @@ package struct Recovery {
   ) -> Int? {
     if !info.damaged { StoreFiles.quarantine(directory: directory, name: name) }
     info.damaged = true
+    damagedOrCut.insert(info.first)
     outcome.dirty = true
     let next = reader.nextValidRecord(after: offset)
     var nextSeq: UInt64? = nil
@@ -251,10 +263,11 @@ package struct Recovery {
     StoreFiles.quarantine(directory: directory, name: name)
     _ = truncate(directory + "/" + name, off_t(offset))
     info.bytes = offset
+    damagedOrCut.insert(info.first)
     warn("tornTail", "\(reason): \(name) was cut at byte \(offset) (a copy is in quarantine/)")
   }
 
-  private mutating func warn(_ code: String, _ message: String) {
+  mutating func warn(_ code: String, _ message: String) {
     log.warn(message)
     outcome.warnings.append(.object([JSONMember("code", .string(code)), JSONMember("message", .string(message))]))
   }

@@ -18,7 +18,11 @@ package struct SegmentInfo: Sendable, Equatable {
   /// Recovery found damage here (a copy is in quarantine/); the next compaction rewrites it.
   package var damaged = false
 
-  package init(first: UInt64) { self.first = first }
+  package init(first: UInt64, bytes: Int = 0, items: Int = 0) {
+    self.first = first
+    self.bytes = bytes
+    self.items = items
+  }
 
   /// True when a rewrite would drop removed items, stale counts or mostly-dead bookkeeping.
   package var needsRewrite: Bool { dead > 0 || changed > 0 || damaged || otherBytes * 2 > bytes }

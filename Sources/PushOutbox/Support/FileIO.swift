@@ -111,6 +111,7 @@ package enum FileIO {
       throw error
     }
     close(fd)
+    KillPoint.reach(.temp)
     if let previous, rename(path, previous) != 0 && errno != ENOENT {
       let code = errno
       unlink(temp)
