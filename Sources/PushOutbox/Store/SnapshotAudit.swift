@@ -12,8 +12,6 @@ package enum SnapshotAudit {
     } catch {
       return ["checkpoint unreadable: \(error)"]
     }
-    let names = (try? FileIO.list(directory)) ?? []
-    let firsts = names.compactMap(SegmentFormat.first(ofName:)).sorted()
     var problems: [String] = []
     var found: [UInt64: Set<UInt64>] = [:]
     for (n, first) in checkpoint.segments.enumerated() {
@@ -29,7 +27,7 @@ package enum SnapshotAudit {
     let table = store.table
     for row in table.rows where !table.has(.removed, row) && table.seqs[row] <= checkpoint.coversSeq {
       let seq = table.seqs[row]
-      guard let first = firsts.last(where: { $0 <= seq }), found[first]?.contains(seq) == true else {
+      guard let first = checkpoint.segments.last(where: { $0 <= seq }), found[first]?.contains(seq) == true else {
         problems.append("held seq \(seq) has no record in a listed segment")
         continue
       }
