@@ -1,3 +1,5 @@
+import Dispatch
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -38,6 +40,10 @@ struct Compaction: Sendable {
   var rewrites: [Rewrite]
   /// Listed segments that are kept as they are: each must still exist when the checkpoint is written.
   var kept: [UInt64]
+  /// The checkpoint counts only durable records: the journal's background flushes are waited for and
+  /// the open segment (a duplicate descriptor, closed by `run`) is flushed before it is written.
+  var syncs: DispatchQueue? = nil
+  var openFD: Int32 = -1
 
   /// Captures the work for the store as it is now. Closes the open segment first if it needs a rewrite.
   /// Call only when the journal has no records waiting for a commit.
@@ -66,6 +72,7 @@ struct Compaction: Sendable {
     work.checkpoint.segments = listed
     work.checkpoint.held = counts
     try work.check(store: store, firstSegment: segments.first?.first)
+    (work.syncs, work.openFD) = journal.durabilityBarrier()
     return work
   }
 
@@ -101,7 +108,10 @@ struct Compaction: Sendable {
 
   /// Does the work; the first failure stops it (what is done stays consistent: see `Recovery`).
   func run(directory: String, policy: FsyncPolicy) -> FileError? {
+    defer { closeFD(openFD) }
     do throws(FileError) {
+      syncs?.sync {}
+      if openFD >= 0 { try FileIO.sync(openFD, path: "the open segment") }
       for first in kept where access(directory + "/" + SegmentFormat.name(first: first), F_OK) != 0 {
         throw FileError(operation: "snapshot check (a listed segment is gone)", path: SegmentFormat.name(first: first), code: errno)
       }

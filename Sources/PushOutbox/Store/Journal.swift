@@ -238,6 +238,12 @@ package final class Journal {
     return nil
   }
 
+  /// What a checkpoint needs to count only durable records: the queue that flushes closed segments
+  /// (wait on it) and a duplicate of the open segment's descriptor to flush (-1 when none is open).
+  func durabilityBarrier() -> (queue: DispatchQueue, openFD: Int32) {
+    (syncQueue, fd >= 0 ? dup(fd) : -1)
+  }
+
   /// Milliseconds until `tick` has work, or -1.
   package var msUntilSync: Int32 {
     guard policy == .everysec, unsynced, fd >= 0 else { return -1 }

@@ -5,8 +5,9 @@
 /// `acceptLoss`, which reports `recoveredWithLoss` with the counts and seq ranges. (Release builds from
 /// store engine v2 (8f0e18a) to fabe680 wrote checkpoints that count items no file holds: such a store
 /// now says what it lost.)
-/// Damaged and torn segments are reported where they are found and not counted twice; a shortfall in
-/// the newest segment alone is the `--fsync` window after a power loss: reported, never refused.
+/// Damaged and torn segments are reported where they are found and not counted twice. A checkpoint
+/// counts only records that were flushed before it was written (see `Compaction.run`), so any
+/// shortfall is a loss, whatever the `--fsync` policy.
 extension Recovery {
   struct Loss {
     var from: UInt64
@@ -40,7 +41,7 @@ extension Recovery {
           from: checkpoint.firstSeq, to: checkpoint.coversSeq, missing: missing,
           detail: "the checkpoint counts \(checkpoint.items) pending items; \(loaded) were loaded"))
     }
-    try report(losses, refuse: losses.contains { $0.missing == nil || !isNewest($0.from, firsts) })
+    try report(losses)
   }
 
   private func perSegmentLosses(_ checkpoint: Checkpoint) -> [Loss] {
@@ -57,9 +58,7 @@ extension Recovery {
     return losses
   }
 
-  private func isNewest(_ seq: UInt64, _ firsts: [UInt64]) -> Bool { firsts.last.map { seq >= $0 } ?? false }
-
-  private mutating func report(_ losses: [Loss], refuse: Bool) throws(StartupError) {
+  private mutating func report(_ losses: [Loss]) throws(StartupError) {
     guard !losses.isEmpty else { return }
     let message = "held items are missing: " + losses.map(\.detail).joined(separator: "; ")
     let ranges = losses.map { loss in
@@ -70,12 +69,12 @@ extension Recovery {
     }
     let first = [JSONMember("fromSeq", .int(Int64(losses[0].from))), JSONMember("toSeq", losses[0].to.map { .int(Int64($0)) } ?? .null)]
     let missing = JSONMember("missing", .int(Int64(losses.reduce(0) { $0 + ($1.missing ?? 0) })))
-    guard acceptLoss || !refuse else {
+    guard acceptLoss else {
       throw .refused(
         "missing_data", message + "; start with --accept-loss to serve what is left",
         first + [missing, JSONMember("ranges", .array(ranges))])
     }
-    log.error(message + (refuse ? "; --accept-loss: serving what is left" : ""))
+    log.error(message + "; --accept-loss: serving what is left")
     outcome.warnings.append(
       .object(
         [JSONMember("code", .string("recoveredWithLoss")), JSONMember("message", .string(message))] + first
