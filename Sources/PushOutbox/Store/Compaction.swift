@@ -84,7 +84,9 @@ struct Compaction: Sendable {
   }
 
   private static func rewrite(_ info: SegmentInfo, held: Int, next: UInt64?, store: Store) throws(Refusal) -> Rewrite {
-    guard held > 0 else { return Rewrite(first: info.first, bytes: nil, items: 0, dead: info.dead, changed: info.changed) }
+    guard held > 0 else {
+      return Rewrite(first: info.first, bytes: nil, items: 0, dead: info.dead, changed: info.changed)
+    }
     let content = SegmentWriter.content(of: store.items, from: info.first, to: next)
     guard content.items == held else {
       throw Refusal(description: "segment \(info.first): \(held) rows held but \(content.items) records written")
@@ -113,7 +115,8 @@ struct Compaction: Sendable {
       syncs?.sync {}
       if openFD >= 0 { try FileIO.sync(openFD, path: "the open segment") }
       for first in kept where access(directory + "/" + SegmentFormat.name(first: first), F_OK) != 0 {
-        throw FileError(operation: "snapshot check (a listed segment is gone)", path: SegmentFormat.name(first: first), code: errno)
+        throw FileError(
+          operation: "snapshot check (a listed segment is gone)", path: SegmentFormat.name(first: first), code: errno)
       }
       try FileIO.writeAtomically(checkpoint.encode(), to: directory + "/" + Checkpoint.fileName, directory: directory)
       KillPoint.reach(.checkpoint)

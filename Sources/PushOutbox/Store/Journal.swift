@@ -290,7 +290,8 @@ package final class Journal {
 
   /// Flushes and closes (at shutdown); an open segment with no records is deleted.
   package func close() {
-    if fd >= 0, goodSize == SegmentFormat.headerSize, FileIO.size(path(segments[segments.count - 1].first)) <= goodSize {
+    if fd >= 0, goodSize == SegmentFormat.headerSize, FileIO.size(path(segments[segments.count - 1].first)) <= goodSize
+    {
       let first = segments.removeLast().first
       closeFD(fd)
       fd = -1

@@ -27,7 +27,10 @@ extension Recovery {
     var losses = perSegmentLosses(checkpoint)
     if checkpoint.firstSeq < checkpoint.nextSeq, firsts.first.map({ $0 > checkpoint.firstSeq }) ?? true {
       let to = (firsts.first ?? checkpoint.nextSeq) - 1
-      losses.append(Loss(from: checkpoint.firstSeq, to: to, missing: nil, detail: "no segment holds seqs \(checkpoint.firstSeq)–\(to), where the oldest held item was"))
+      losses.append(
+        Loss(
+          from: checkpoint.firstSeq, to: to, missing: nil,
+          detail: "no segment holds seqs \(checkpoint.firstSeq)–\(to), where the oldest held item was"))
     }
     let table = store.items.table
     var loaded = 0
@@ -67,7 +70,10 @@ extension Recovery {
         JSONMember("missing", loss.missing.map { .int(Int64($0)) } ?? .null),
       ])
     }
-    let first = [JSONMember("fromSeq", .int(Int64(losses[0].from))), JSONMember("toSeq", losses[0].to.map { .int(Int64($0)) } ?? .null)]
+    let first = [
+      JSONMember("fromSeq", .int(Int64(losses[0].from))),
+      JSONMember("toSeq", losses[0].to.map { .int(Int64($0)) } ?? .null),
+    ]
     let missing = JSONMember("missing", .int(Int64(losses.reduce(0) { $0 + ($1.missing ?? 0) })))
     guard acceptLoss else {
       throw .refused(
