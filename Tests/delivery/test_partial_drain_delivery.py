@@ -27,5 +27,7 @@ def test_failed_deliveries_then_snapshots_keep_every_item(stub, outbox):
     for _ in range(50):
         if box.result("deliverPending")["remaining"] == 0:
             break
-    assert {o["name"] for o in stub.accepted_objects()} >= {f"e{n:03d}" for n in range(200)} | {"later"}
+    assert {o["name"] for o in stub.accepted_objects()} >= {f"e{n:03d}" for n in range(200)} | {
+        "later"
+    }
     assert box.close() == 0

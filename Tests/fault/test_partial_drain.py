@@ -30,7 +30,9 @@ def take_one_out(ob: Outbox, how: str) -> str:
     if how == "drain":
         [item] = ob.result("flushPending", {"max": 1})["items"]
         return item["id"]
-    lease = ob.result("flushPending", {"max": 1, "leaseMs": 50 if how == "lease-expiry" else 60_000})
+    lease = ob.result(
+        "flushPending", {"max": 1, "leaseMs": 50 if how == "lease-expiry" else 60_000}
+    )
     if how == "lease-release":
         assert ob.result("releaseFlush", {"flushId": lease["flushId"]})["released"] == 1
     else:
@@ -58,7 +60,9 @@ def test_an_item_held_through_a_segment_rewrite_survives_later_snapshots(
         ob.ensure_dead()
     files = sorted(p.name for p in segments(store))
     held = {item["id"] for item in flush_all(outbox_bin, store).items}
-    assert held == set(saved) - {gone}, f"lost {sorted(set(saved) - {gone} - held)}; files before the restart: {files}"
+    assert held == set(saved) - {gone}, (
+        f"lost {sorted(set(saved) - {gone} - held)}; files before the restart: {files}"
+    )
 
 
 def test_a_store_whose_checkpoint_counts_items_no_file_holds_is_refused_then_reported(
@@ -80,7 +84,9 @@ def test_a_store_whose_checkpoint_counts_items_no_file_holds_is_refused_then_rep
     # Pretend an older item (seq 1) was still held: counted, and oldest, but in no file.
     header.update(items=2, firstSeq=1, segments=header["segments"][-1:])
     header.pop("held", None)  # as the affected builds wrote it
-    (store / CHECKPOINT).write_bytes(checkpoint_bytes(json.dumps(header, separators=(",", ":")).encode()))
+    (store / CHECKPOINT).write_bytes(
+        checkpoint_bytes(json.dumps(header, separators=(",", ":")).encode())
+    )
     refused = run_once(outbox_bin, store, input=b'{"jsonrpc":"2.0","id":1,"method":"status"}\n')
     assert refused.returncode == 1, refused
     [line] = [json.loads(x) for x in refused.stdout.splitlines()]

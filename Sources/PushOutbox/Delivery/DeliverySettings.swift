@@ -21,37 +21,10 @@ package struct DeliverySettings: Sendable {
 
   package var url: String? { endpoint.map { $0 + "/users/track" } }
 
-  /// Checks an endpoint: `https://HOST…`, or `http://` only to a loopback host. Returns it without a trailing slash.
+  /// Checks an endpoint (see `EndpointURL`) and returns it as libcurl will receive it, without a
+  /// trailing slash.
   package static func endpoint(_ text: String) throws(SettingError) -> String {
-    guard text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-      throw SettingError("must be a URL without spaces or control characters")
-    }
-    var url = text
-    while url.hasSuffix("/") { url.removeLast() }
-    let lower = url.lowercased()
-    if lower.hasPrefix("https://"), url.utf8.count > 8 { return url }
-    guard lower.hasPrefix("http://") else { throw SettingError("must start with https://") }
-    let rest = lower.dropFirst(7)
-    let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-    let host: Substring
-    if authority.hasPrefix("[") {
-      host = authority.prefix { $0 != "]" }.dropFirst()
-    } else {
-      host = authority.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-    }
-    guard ["localhost", "::1"].contains(String(host)) || isLoopbackIPv4(host) else {
-      throw SettingError("plain http:// is refused except to a loopback host; use https://")
-    }
-    return url
-  }
-}
-
-/// `127.a.b.c` written as four decimal octets.
-private func isLoopbackIPv4(_ host: Substring) -> Bool {
-  let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-  guard parts.count == 4, parts[0] == "127" else { return false }
-  return parts.allSatisfy { part in
-    part.count <= 3 && !part.isEmpty && part.allSatisfy(\.isASCII) && Int(part).map { $0 <= 255 } == true
+    try EndpointURL(text).text
   }
 }
 

@@ -122,6 +122,20 @@ final class ScriptedPoster: HTTPPoster {
     for bad in ["http://example.com", "http://127.0.0.1.evil.com", "ftp://x", "https://a b", ""] {
       #expect(throws: SettingError.self) { try DeliverySettings.endpoint(bad) }
     }
+    // Hostile forms (issue 17): userinfo, other numeric spellings, query/fragment tricks, a trailing
+    // dot, percent-encoding and non-ASCII (IDNA) names; none may pass as loopback or at all.
+    let hostile = [
+      "http://127.0.0.1:80@evil.example", "http://127.0.0.1:1@localhost:9", "https://user:pw@rest.braze.com",
+      "http://0x7f000001", "http://127.1", "http://[::ffff:127.0.0.1]", "http://127.0.0.1#@evil.example",
+      "http://127.0.0.1?@evil.example", "http://localhost.", "https://rest.braze.com.", "http://%6c%6fcalhost",
+      "https://rest.bräze.com", "http://127.000.0.1", "http://127.0.0.1:0", "http://127.0.0.1:65536",
+      "https://a..b", "https://-a.com", "http://[::1", "http://127.0.0.1\\@evil.example",
+    ]
+    for bad in hostile {
+      #expect(throws: SettingError.self, "\(bad)") { try DeliverySettings.endpoint(bad) }
+    }
+    #expect(try DeliverySettings.endpoint("HTTP://LocalHost:9/") == "http://localhost:9")
+    #expect(try DeliverySettings.endpoint("https://xn--brze-loa.com/v1/") == "https://xn--brze-loa.com/v1")
     #expect(try RateLimit("1000/3") == RateLimit(count: 1000, seconds: 3))
     for bad in ["0/1", "5", "5/0", "x/1", "5/-1", "5/inf"] {
       #expect(throws: SettingError.self) { try RateLimit(bad) }
