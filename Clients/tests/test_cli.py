@@ -66,3 +66,58 @@ def test_a_usage_error_is_an_id_null_line_and_exit_2() -> None:
     assert (
         done.stderr.decode().count("\n") == 1 and "cannot be used together" in done.stderr.decode()
     )
+
+
+# Issue 17, defects 4 and 5: numeric flags at and past their limits are usage errors, never a trap.
+HUGE_VALUES = [
+    ("--max-line-bytes", "9223372036854775804"),
+    ("--max-line-bytes", "9223372036854775807"),
+    ("--max-line-bytes", "99999999999999999999"),
+    ("--max-pending-bytes", "9223372036854775807"),
+    ("--snapshot-interval", "1e300"),
+    ("--snapshot-interval", "0x10"),
+    ("--snapshot-interval", "9000000"),
+    ("--snapshot-interval", "inf"),
+    ("--max-batch", "+5"),
+]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("flag", "value"), HUGE_VALUES)
+def test_numeric_flags_past_their_bounds_are_usage_errors(
+    flag: str, value: str, tmp_path: Path
+) -> None:
+    line = b'{"jsonrpc":"2.0","id":1,"method":"saveCustomEvent","params":{"name":"e"}}\n'
+    env_name = "PUSH_OUTBOX_" + flag.removeprefix("--").replace("-", "_").upper()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PUSH_OUTBOX_")}
+    for argv, extra in (([flag, value], {}), ([], {env_name: value})):
+        done = subprocess.run(
+            [BINARY, "--store", str(tmp_path / "s"), *argv],
+            input=line,
+            capture_output=True,
+            timeout=30,
+            env={**env, **extra},
+        )
+        assert done.returncode == 2, (argv, extra, done)
+        assert json.loads(done.stdout)["error"]["data"]["reason"] == "usage"
+        assert "needs a" in done.stderr.decode()
+
+
+@pytest.mark.timeout(60)
+def test_the_largest_allowed_line_limit_serves(tmp_path: Path) -> None:
+    line = b'{"jsonrpc":"2.0","id":1,"method":"saveCustomEvent","params":{"name":"e"}}\n'
+    done = subprocess.run(
+        [
+            BINARY,
+            "--store",
+            str(tmp_path / "s"),
+            "--max-line-bytes",
+            str(1 << 30),
+            "--snapshot-interval",
+            "86400",
+        ],
+        input=line,
+        capture_output=True,
+        timeout=30,
+    )
+    assert done.returncode == 0 and json.loads(done.stdout)["result"]["seq"] == 1, done

@@ -50,16 +50,16 @@ extension Configuration {
       c.acceptLoss = try bool(v)
     },
     .init(name: "--snapshot-interval", valueName: "SECONDS", help: "snapshot period when dirty (default 1)") {
-      c, v throws(UsageError) in c.snapshotInterval = try number(v, min: 0.01)
+      c, v throws(UsageError) in c.snapshotInterval = try number(v, min: 0.01, max: 86_400)
     },
     .init(name: "--max-line-bytes", valueName: "N", help: "longest accepted line (default 16777216)") {
-      c, v throws(UsageError) in c.maxLineBytes = try int(v, min: 64)
+      c, v throws(UsageError) in c.maxLineBytes = try int(v, min: 64, max: Limits.bytes)
     },
     .init(name: "--max-depth", valueName: "N", help: "deepest JSON nesting (default 128, at most 1000)") {
       c, v throws(UsageError) in c.maxDepth = try int(v, min: 2, max: 1000)
     },
     .init(name: "--max-batch", valueName: "N", help: "most requests in one batch (default 10000)") {
-      c, v throws(UsageError) in c.maxBatch = try int(v, min: 1)
+      c, v throws(UsageError) in c.maxBatch = try int(v, min: 1, max: 1_000_000)
     },
     .init(
       name: "--log-level", valueName: "LEVEL", help: "error, warn, info or debug (default warn)",
@@ -74,31 +74,31 @@ extension Configuration {
       choices: stringPolicies.map(\.rawValue)
     ) { c, v throws(UsageError) in c.domain.strings = try choice(v, stringPolicies, \.rawValue) },
     .init(name: "--array-limit", valueName: "N", help: "longest custom attribute array (default 25)") {
-      c, v throws(UsageError) in c.domain.arrayLimit = try int(v, min: 1)
+      c, v throws(UsageError) in c.domain.arrayLimit = try int(v, min: 1, max: 1_000_000)
     },
     .init(name: "--max-properties-bytes", valueName: "N", help: "largest event properties (default 51200)") {
-      c, v throws(UsageError) in c.domain.maxPropertiesBytes = try int(v, min: 2)
+      c, v throws(UsageError) in c.domain.maxPropertiesBytes = try int(v, min: 2, max: Limits.bytes)
     },
     .init(
       name: "--max-nested-attribute-bytes", valueName: "N", help: "largest nested custom attribute (default 102400)"
     ) {
-      c, v throws(UsageError) in c.domain.maxNestedAttributeBytes = try int(v, min: 2)
+      c, v throws(UsageError) in c.domain.maxNestedAttributeBytes = try int(v, min: 2, max: Limits.bytes)
     },
     .init(name: "--track-batch-limit", valueName: "N", help: "objects per /users/track array (default 75)") {
-      c, v throws(UsageError) in c.trackBatchLimit = try int(v, min: 1)
+      c, v throws(UsageError) in c.trackBatchLimit = try int(v, min: 1, max: 10_000)
     },
     .init(
       name: "--fsync", valueName: "POLICY", help: "always, everysec or never (default everysec)",
       choices: FsyncPolicy.allCases.map(\.rawValue)
     ) { c, v throws(UsageError) in c.fsync = try choice(v, FsyncPolicy.allCases, \.rawValue) },
     .init(name: "--max-pending", valueName: "N", help: "most items held (default unlimited)") {
-      c, v throws(UsageError) in c.store.maxPending = try int(v, min: 1)
+      c, v throws(UsageError) in c.store.maxPending = try int(v, min: 1, max: Limits.items)
     },
     .init(name: "--max-pending-bytes", valueName: "N", help: "most bytes held (default unlimited)") {
-      c, v throws(UsageError) in c.store.maxPendingBytes = try int(v, min: 1)
+      c, v throws(UsageError) in c.store.maxPendingBytes = try int(v, min: 1, max: Limits.storeBytes)
     },
     .init(name: "--max-item-bytes", valueName: "N", help: "largest single item (default unlimited)") {
-      c, v throws(UsageError) in c.store.maxItemBytes = try int(v, min: 1)
+      c, v throws(UsageError) in c.store.maxItemBytes = try int(v, min: 1, max: Limits.bytes)
     },
     .init(name: "--fixed-clock", valueName: "ISO8601", help: "testing: every timestamp is this instant") {
       c, v throws(UsageError) in
@@ -149,15 +149,27 @@ extension Configuration {
 
   private static let stringPolicies: [StringPolicy] = [.reject, .truncate]
 
-  private static func int(_ v: String, min: Int, max: Int = .max) throws(UsageError) -> Int {
-    guard let n = Int(v), n >= min, n <= max else {
-      throw UsageError("needs a whole number from \(min)" + (max == .max ? " up" : " to \(max)"))
-    }
+  /// Upper bounds for numeric flags: every value is bounded where it is parsed, so arithmetic on
+  /// limits (a line's buffer, a poll timeout) cannot overflow.
+  enum Limits {
+    /// One line, item or JSON value: 1 GiB.
+    static let bytes = 1 << 30
+    static let items = 1 << 40
+    static let storeBytes = 1 << 50
+  }
+
+  private static func int(_ v: String, min: Int, max: Int) throws(UsageError) -> Int {
+    guard v.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }), let n = Int(v), n >= min, n <= max
+    else { throw UsageError("needs a whole number from \(min) to \(max)") }
     return n
   }
 
-  private static func number(_ v: String, min: Double) throws(UsageError) -> Double {
-    guard let n = Double(v), n.isFinite, n >= min else { throw UsageError("needs a number of at least \(min)") }
+  /// A plain decimal number (digits, at most one `.`): no sign, exponent, hex or inf.
+  private static func number(_ v: String, min: Double, max: Double) throws(UsageError) -> Double {
+    let plain = v.utf8.allSatisfy { ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: ".") }
+    guard plain, v.utf8.count <= 20, let n = Double(v), n >= min, n <= max else {
+      throw UsageError("needs a decimal number from \(min) to \(max)")
+    }
     return n
   }
 
