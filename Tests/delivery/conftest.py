@@ -36,6 +36,7 @@ class Outbox:
     def __init__(self, store: str, args: List[str], env: Optional[Dict[str, str]] = None) -> None:
         full_env = {k: v for k, v in os.environ.items() if not k.startswith(("PUSH_OUTBOX_", "BRAZE_"))}
         full_env.update(env if env is not None else {"BRAZE_API_KEY": API_KEY})
+        self.store = store
         self.stderr_path = Path(store).parent / (Path(store).name + ".stderr")
         self.stderr = open(self.stderr_path, "ab")
         self.proc = subprocess.Popen(

@@ -6,7 +6,7 @@ extension Deliverer {
     pacing.answered(flight.pacingToken, at: completion.answeredAt)
     var batch = completion.batch
     batch.seqs = flight.seqs  // the lease's items, whatever the body carried
-    let verdict = Verdict.of(completion.result, batch, nowMs: clock.now())
+    let verdict = Verdict.of(completion.result, batch, nowMs: clock.now(), key: settings.apiKey)
     switch verdict {
     case .delivered(let dead):
       let delivered = batch.seqs.filter { dead[$0] == nil }

@@ -179,6 +179,12 @@ package struct Secret: Sendable, CustomStringConvertible, CustomDebugStringConve
   package var debugDescription: String { "<redacted>" }
   package var isEmpty: Bool { value.isEmpty }
 
+  /// `text` with every occurrence of the key replaced by `<redacted>`.
+  package func redact(_ text: String) -> String {
+    guard value.utf8.count >= 4, text.contains(value) else { return text }
+    return text.replacing(value, with: "<redacted>")
+  }
+
   func withHeader<T>(_ body: (UnsafePointer<CChar>) -> T) -> T {
     ("Authorization: Bearer " + value).withCString(body)
   }

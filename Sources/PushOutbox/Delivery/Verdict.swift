@@ -2,42 +2,59 @@
 enum Verdict: Equatable {
   /// 2xx: every item is delivered except these, which Braze named in `errors`.
   case delivered(dead: [UInt64: String])
-  /// 429, 5xx, timeouts and connection errors: retry after at least `afterMs`, if Braze said.
+  /// 408, 409, 425, 429, 5xx, protocol faults, timeouts and connection errors: retry after at least
+  /// `afterMs`, if Braze said.
   case retry(afterMs: Int?, reason: String)
-  /// 400 (or another 4xx about the body): split the batch until the bad object is alone.
+  /// 400, 413, 422 (the body is bad): split the batch until the bad object is alone.
   case split(reason: String)
-  /// 401, 403, 404 (and redirects): the configuration is wrong; keep everything and pause.
+  /// 401, 403, 404 and other 4xx: the configuration is wrong; keep everything and pause.
   case stop(reason: String)
 
-  static func of(_ result: Result<HTTPResponse, DeliveryFailure>, _ batch: TrackBatch, nowMs: Int64) -> Verdict {
+  /// How a status code is handled, written once: 2xx delivered; 400, 413 and 422 (the body is bad)
+  /// split; 408, 409, 425, 429 and 5xx retry; 401, 403, 404 and every other 4xx stop (a configuration
+  /// fault); 1xx, 3xx and anything past 599 are a protocol fault, retried and reported.
+  enum Handling: Equatable { case delivered, split, retry, stop, protocolFault }
+
+  static func handling(of status: Int) -> Handling {
+    switch status {
+    case 200..<300: .delivered
+    case 400, 413, 422: .split
+    case 408, 409, 425, 429, 500..<600: .retry
+    case 400..<500: .stop
+    default: .protocolFault
+    }
+  }
+
+  /// What an answer means; every text from the server is cleaned (`ServerText`) with `key`.
+  static func of(
+    _ result: Result<HTTPResponse, DeliveryFailure>, _ batch: TrackBatch, nowMs: Int64, key: Secret? = nil
+  ) -> Verdict {
     let response: HTTPResponse
     switch result {
-    case .failure(let failure): return .retry(afterMs: nil, reason: failure.message)
+    case .failure(let failure): return .retry(afterMs: nil, reason: ServerText.clean(failure.message, key: key))
     case .success(let answer): response = answer
     }
     let body = try? JSONReader.parse(response.body, maxDepth: 64)
-    let message = body?["message"]?.stringValue.map { ": " + $0 } ?? ""
-    switch response.status {
-    case 200..<300:
-      return .delivered(dead: deadObjects(body, batch))
-    case 429, 500..<600:
-      return .retry(afterMs: waitMs(response.headers, nowMs: nowMs), reason: "HTTP \(response.status)\(message)")
-    case 401, 403, 404, 300..<400:
-      return .stop(reason: "HTTP \(response.status)\(message)")
-    default:
-      return .split(reason: body?["message"]?.stringValue ?? "http_\(response.status)")
+    let said = body?["message"]?.stringValue.map { ServerText.clean($0, key: key) }
+    let reason = "HTTP \(response.status)" + (said.map { ": " + $0 } ?? "")
+    switch handling(of: response.status) {
+    case .delivered: return .delivered(dead: deadObjects(body, batch, key: key))
+    case .retry: return .retry(afterMs: waitMs(response.headers, nowMs: nowMs), reason: reason)
+    case .stop: return .stop(reason: reason)
+    case .split: return .split(reason: said ?? "http_\(response.status)")
+    case .protocolFault: return .retry(afterMs: nil, reason: "protocol fault: " + reason)
     }
   }
 
   /// The objects a 2xx's `errors` names by `input_array` and `index`, with Braze's message.
-  private static func deadObjects(_ body: JSONValue?, _ batch: TrackBatch) -> [UInt64: String] {
+  private static func deadObjects(_ body: JSONValue?, _ batch: TrackBatch, key: Secret?) -> [UInt64: String] {
     guard case .array(let errors)? = body?["errors"] else { return [:] }
     var dead: [UInt64: String] = [:]
     for error in errors {
       guard let array = error["input_array"]?.stringValue, let index = error["index"]?.intValue,
         let seq = batch.seq(array: array, index: Int(clamping: index))
       else { continue }
-      dead[seq] = error["type"]?.stringValue ?? error["message"]?.stringValue ?? "refused"
+      dead[seq] = ServerText.clean(error["type"]?.stringValue ?? error["message"]?.stringValue ?? "refused", key: key)
     }
     return dead
   }

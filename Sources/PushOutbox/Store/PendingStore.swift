@@ -221,7 +221,7 @@ package final class PendingStore {
       guard let row = table.row(of: seq), !table.has(.leased, row) else { continue }
       let wasDead = table.has(.dead, row)
       if let reason {
-        deadReasons[seq] = reason
+        deadReasons[seq] = reason.prefix(utf8Bytes: SegmentFormat.maxReasonBytes)
         if wasDead { continue }
         table.set(.dead, true, row)
         deadCount += 1

@@ -147,11 +147,14 @@ package enum SegmentFormat {
 }
 
 extension SegmentFormat {
+  /// The longest dead-letter reason kept, in memory and on disk (`Store` cuts it the same way).
+  package static let maxReasonBytes = 4096
+
   package static func appendDeadLetter(_ entries: [(UInt64, String)], recordSeq: UInt64, to out: inout [UInt8]) {
     appendRecord(.deadLetter, seq: recordSeq, to: &out) { out in
       out.appendLE(UInt32(entries.count))
       for (seq, reason) in entries {
-        let bytes = Array(reason.utf8.prefix(4096))
+        let bytes = Array(reason.prefix(utf8Bytes: maxReasonBytes).utf8)
         out.appendLE(seq)
         out.appendLE(UInt16(bytes.count))
         out.append(contentsOf: bytes)

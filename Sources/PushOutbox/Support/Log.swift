@@ -55,14 +55,14 @@ package struct Log: Sendable {
   /// Writes one message at `level` in the chosen format, whatever the configured level.
   package static func line(_ level: LogLevel, _ message: String) {
     switch format {
-    case .text: writeStderr("push-outbox: \(level.name): \(message)")
+    case .text: writeStderr("push-outbox: \(level.name): \(message.escapingControlCharacters)")
     case .json: writeStderr(jsonLine(level, message))
     }
   }
 
   /// A start-up or usage message: `push-outbox: message` as text, an error-level object as JSON.
   package static func stderr(_ line: String) {
-    guard format == .json else { return writeStderr(line) }
+    guard format == .json else { return writeStderr(line.escapingControlCharacters) }
     let prefix = "push-outbox: "
     Log.line(.error, line.hasPrefix(prefix) ? String(line.dropFirst(prefix.count)) : line)
   }
