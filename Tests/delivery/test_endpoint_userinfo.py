@@ -38,3 +38,26 @@ def test_userinfo_and_delimiter_tricks_are_refused_and_send_nothing(stub, store_
     assert proc.returncode == 2, proc
     assert b"--braze-endpoint" in proc.stderr and API_KEY.encode() not in proc.stderr + proc.stdout
     assert stub.requests == []
+
+
+def test_a_key_file_larger_than_a_key_is_refused_naming_the_file(tmp_path, store_dir):
+    """Issue 17, defect 13: a 5 MiB key file was accepted, then every request failed in curl."""
+    big = tmp_path / "key"
+    big.write_bytes(b"k" * (5 << 20))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PUSH_OUTBOX_", "BRAZE_"))}
+    proc = subprocess.run(
+        [
+            binary(),
+            "--store",
+            store_dir,
+            "--braze-endpoint",
+            "https://rest.iad-01.braze.com",
+            "--braze-api-key-file",
+            str(big),
+        ],
+        input=b"",
+        capture_output=True,
+        timeout=20,
+        env=env,
+    )
+    assert proc.returncode == 2 and str(big).encode() in proc.stderr, proc

@@ -100,20 +100,26 @@ extension Configuration {
     return (String(arg[..<eq]), String(arg[arg.index(after: eq)...]))
   }
 
+  /// Braze keys are UUID-like (36 bytes); a few hundred bytes leaves room without taking a whole file.
+  static let maxKeyBytes = 512
+
   /// The key comes from `--braze-api-key-file` or `$BRAZE_API_KEY`, never from a flag value. Its
   /// text never appears in an error.
   private static func loadAPIKey(_ config: inout Configuration, env: (String) -> String?) throws(UsageError) {
     if let path = config.apiKeyFile {
+      guard FileIO.size(path) <= maxKeyBytes + 2 else {
+        throw UsageError("--braze-api-key-file: \(path) is larger than a key (at most \(maxKeyBytes) bytes)")
+      }
       let bytes: [UInt8]?
       do { bytes = try FileIO.read(path) } catch { throw UsageError("--braze-api-key-file: cannot read \(path)") }
       let text = String(decoding: bytes ?? [], as: UTF8.self).trimmedSpace()
-      guard !text.isEmpty, text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-        throw UsageError("--braze-api-key-file: \(path) must hold one key on one line")
+      guard !text.isEmpty, text.utf8.count <= maxKeyBytes, text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+        throw UsageError("--braze-api-key-file: \(path) must hold one key on one line (at most \(maxKeyBytes) bytes)")
       }
       config.delivery.apiKey = Secret(text)
     } else if let key = env("BRAZE_API_KEY"), !key.isEmpty {
-      guard key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-        throw UsageError("BRAZE_API_KEY holds a space or control character")
+      guard key.utf8.count <= maxKeyBytes, key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+        throw UsageError("BRAZE_API_KEY must be one key of at most \(maxKeyBytes) printable bytes, no spaces")
       }
       config.delivery.apiKey = Secret(key)
     }
