@@ -11,8 +11,21 @@ from conftest import API_KEY, binary
 def one_shot(stub, store_dir, *args):
     env = {"BRAZE_API_KEY": API_KEY}
     return subprocess.run(
-        [binary(), "deliver", "--store", store_dir, "--braze-endpoint", stub.url, "--braze-backoff-ms", "20", *args],
-        input=b"", capture_output=True, env=env, timeout=120,
+        [
+            binary(),
+            "deliver",
+            "--store",
+            store_dir,
+            "--braze-endpoint",
+            stub.url,
+            "--braze-backoff-ms",
+            "20",
+            *args,
+        ],
+        input=b"",
+        capture_output=True,
+        env=env,
+        timeout=120,
     )
 
 
@@ -26,7 +39,8 @@ def test_deliver_sends_everything_and_exits_0(stub, outbox, store_dir):
     assert run.returncode == 0, run.stderr
     assert run.stdout == b""
     assert run.stderr.decode().strip().splitlines()[-1] == (
-        "push-outbox deliver: delivered 5, dead-lettered 0, retrying 0, remaining 0")
+        "push-outbox deliver: delivered 5, dead-lettered 0, still pending 0 (retrying 0)"
+    )
     assert sorted(o["name"] for o in stub.accepted_objects()) == [f"e{n}" for n in range(5)]
     again = one_shot(stub, store_dir)
     assert again.returncode == 0 and len(stub.requests) == 2
@@ -39,7 +53,24 @@ def test_deliver_exits_non_zero_while_items_are_left_retrying(stub, outbox, stor
     stub.responder = lambda body: Reply(status=401, body={"message": "Invalid API key"})
     run = one_shot(stub, store_dir)
     assert run.returncode == 1
-    assert "retrying 1" in run.stderr.decode() and "HTTP 401" in run.stderr.decode()
+    assert (
+        "still pending 1 (retrying 1)" in run.stderr.decode() and "HTTP 401" in run.stderr.decode()
+    )
     assert API_KEY not in run.stderr.decode()
     box = outbox(endpoint=False, env={})
     assert box.result("status")["pending"]["total"] == 1  # kept
+
+
+def test_the_summary_adds_up_after_every_round_failed(stub, outbox, store_dir):
+    """Issue 17, defect 14: after 8 failed rounds the summary said "retrying 0" with 5 remaining."""
+    box = outbox(endpoint=False, env={})
+    for n in range(5):
+        box.save_event(f"e{n}", f"u{n}")
+    box.close()
+    stub.responder = lambda body: Reply(status=503)
+    run = one_shot(stub, store_dir, "--braze-backoff-ms", "1")
+    assert run.returncode == 1
+    last = run.stderr.decode().strip().splitlines()[-1]
+    assert (
+        last == "push-outbox deliver: delivered 0, dead-lettered 0, still pending 5 (retrying 5)"
+    ), last

@@ -43,6 +43,8 @@ package enum DeliverCommand {
       if wait > 0 { usleep(UInt32(clamping: wait * 1000)) }
     }
     delivery.finish()
+    total.retrying = delivery.failedStillPending
+    total.remaining = service.store.count
     let line =
       "push-outbox deliver: " + summary(total)
       + (delivery.stats.configError.map { "; stopped: Braze answered \($0)" } ?? "")
@@ -50,7 +52,10 @@ package enum DeliverCommand {
     return total.retrying == 0 && total.remaining == 0 ? 0 : 1
   }
 
+  /// Delivered, dead-lettered and still pending add up to what was pending; `retrying` counts the
+  /// still-pending items whose request failed (they are retried by the next run).
   private static func summary(_ pass: Deliverer.PassResult) -> String {
-    "delivered \(pass.delivered), dead-lettered \(pass.deadLettered), retrying \(pass.retrying), remaining \(pass.remaining)"
+    "delivered \(pass.delivered), dead-lettered \(pass.deadLettered), still pending \(pass.remaining)"
+      + " (retrying \(pass.retrying))"
   }
 }

@@ -10,6 +10,11 @@ extension Deliverer {
   /// One delivery pass, run to its end on the calling (loop) thread: sends until nothing more can be
   /// sent now (everything delivered, or a failure paused delivery), at most `max` objects. After a
   /// failure it starts nothing more (requests already in flight are awaited): the next pass retries.
+  /// Items a request failed for at least once since start, still pending (to be retried).
+  package var failedStillPending: Int {
+    stats.retrying.lazy.filter { self.store.items.contains(seq: $0) && !self.store.items.isDead(seq: $0) }.count
+  }
+
   package func runPass(max: Int) -> PassResult {
     let before = stats
     let setbacksAtStart = setbacks
