@@ -10,11 +10,17 @@ import Darwin
 
 // The executable: parse the command line, open the store, serve stdin until it ends.
 // Every start-up failure is one line on stderr AND one JSON-RPC error line with `id: null` on stdout.
+
+// First of all, before anything opens a file or a pipe: a closed fd 0, 1 or 2 becomes /dev/null, so
+// the store's LOCK or the signal pipe can never land on a standard descriptor.
+let standard = StandardDescriptors.secure()
+
 let environment: (String) -> String? = { name in getenv(name).map { String(cString: $0) } }
 if environment("PUSH_OUTBOX_LOG_FORMAT") == "json" { Log.format = .json }
 
 /// `--help`, `--version`, `--generate-man`, `--generate-completion`: printed, then exit 0.
 @MainActor func printInfo(_ command: Command) -> Never {
+  refuseClosedStdout("push-outbox", "the \(infoName(command))")
   switch command {
   case .help: print(HelpText.usage(defaultStore: Configuration.defaultStorePath(env: environment)))
   case .version: print("push-outbox \(HelpText.version)")
@@ -23,6 +29,24 @@ if environment("PUSH_OUTBOX_LOG_FORMAT") == "json" { Log.format = .json }
   case .run: break
   }
   exit(0)
+}
+
+func infoName(_ command: Command) -> String {
+  switch command {
+  case .help: "help text"
+  case .version: "version"
+  case .manPage: "man page"
+  case .completion: "completion script"
+  case .run: "output"
+  }
+}
+
+/// A command whose `output` is its data exits 2 (usage) when stdout was closed at start: nothing is
+/// read, drained or acked.
+@MainActor func refuseClosedStdout(_ who: String, _ output: String) {
+  guard let refusal = standard.closedStdoutRefusal(output) else { return }
+  Log.stderr("\(who): \(refusal)")
+  exit(2)
 }
 
 func fail(_ message: String, _ rpcError: RPCError, exitCode: Int32) -> Never {
@@ -50,6 +74,7 @@ if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "flush" {
     let (options, rest) = try FlushCommand.options(Array(CommandLine.arguments.dropFirst(2)))
     let command = try Configuration.parse(rest, env: environment)
     guard case .run(let config) = command else { printInfo(command) }
+    refuseClosedStdout("push-outbox flush", "the flushed items")
     exit(FlushCommand.run(options, config))
   } catch {
     Log.stderr("push-outbox flush: \(error.message) (see --help)")
@@ -84,6 +109,10 @@ case .help, .version, .manPage, .completion:
   printInfo(command)
 case .run(let config):
   Log.format = config.logFormat
+  // The replies are the server's data: a closed stdout at start would ack saves nobody sees.
+  if let refusal = standard.closedStdoutRefusal("the replies") {
+    fail(refusal, .startupFailed("usage", refusal), exitCode: 2)
+  }
   let service = Service(config: config)
   let wakeup = Signals.install()
   do {
