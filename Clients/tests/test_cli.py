@@ -121,3 +121,18 @@ def test_the_largest_allowed_line_limit_serves(tmp_path: Path) -> None:
         timeout=30,
     )
     assert done.returncode == 0 and json.loads(done.stdout)["result"]["seq"] == 1, done
+
+
+@pytest.mark.timeout(60)
+def test_stdin_that_is_a_directory_is_a_start_up_error(tmp_path: Path) -> None:
+    """Issue 17, defect 12: it was a silent exit 0."""
+    directory = os.open(tmp_path, os.O_RDONLY)
+    try:
+        done = subprocess.run(
+            [BINARY, "--memory"], stdin=directory, capture_output=True, timeout=30
+        )
+    finally:
+        os.close(directory)
+    assert done.returncode == 1, done
+    assert json.loads(done.stdout)["error"]["data"]["reason"] == "unreadable_input"
+    assert "stdin is a directory" in done.stderr.decode()

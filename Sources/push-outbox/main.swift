@@ -113,6 +113,10 @@ case .run(let config):
   if let refusal = standard.closedStdoutRefusal("the replies") {
     fail(refusal, .startupFailed("usage", refusal), exitCode: 2)
   }
+  if StandardDescriptors.stdinIsDirectory {
+    let message = "stdin is a directory, not a stream of requests"
+    fail(message, .startupFailed("unreadable_input", message), exitCode: 1)
+  }
   let service = Service(config: config)
   let wakeup = Signals.install()
   do {

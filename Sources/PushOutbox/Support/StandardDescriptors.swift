@@ -58,6 +58,13 @@ package struct StandardDescriptors: Sendable, Equatable {
 
   /// The usage error for a command whose `output` (e.g. "the flushed items") is written to stdout,
   /// when stdout was closed at start; nil when stdout was open.
+  /// True when stdin is a directory (`< DIR`): reading it fails at once, which looked like an empty
+  /// input and a silent exit 0.
+  package static var stdinIsDirectory: Bool {
+    var info = stat()
+    return fstat(0, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+  }
+
   package func closedStdoutRefusal(_ output: String) -> String? {
     guard stdoutWasClosed else { return nil }
     return "stdout is closed, but \(output) would go there; nothing was done"
