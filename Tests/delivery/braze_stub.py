@@ -22,6 +22,10 @@ class Reply:
     headers: Dict[str, str] = field(default_factory=dict)
     stall: float = 0.0  # seconds to wait before answering
     close_halfway: bool = False  # send part of the status line, then drop the connection
+    cut_body: bool = (
+        False  # send the status line, the headers and half the body, then drop the connection
+    )
+    pad_bytes: int = 0  # add this many bytes of padding to the body (a field "pad")
 
 
 @dataclass
@@ -81,14 +85,28 @@ class BrazeStub:
                         self.close_connection = True
                         record.done = time.monotonic()
                         return
-                    data = json.dumps(reply.body).encode()
-                    record.status = reply.status  # before the answer leaves: the client may look at once
+                    payload = (
+                        dict(reply.body, pad="x" * reply.pad_bytes)
+                        if reply.pad_bytes
+                        else reply.body
+                    )
+                    data = json.dumps(payload).encode()
+                    record.status = (
+                        reply.status
+                    )  # before the answer leaves: the client may look at once
                     self.send_response(reply.status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     for name, value in reply.headers.items():
                         self.send_header(name, value)
                     self.end_headers()
+                    if reply.cut_body:
+                        self.wfile.write(data[: len(data) // 2])
+                        self.wfile.flush()
+                        self.close_connection = True
+                        self.connection.shutdown(2)
+                        record.done = time.monotonic()
+                        return
                     self.wfile.write(data)
                     self.wfile.flush()
                     record.done = time.monotonic()

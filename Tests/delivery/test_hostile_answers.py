@@ -71,3 +71,17 @@ def test_a_long_reason_is_cut_on_a_character_boundary_the_same_in_memory_and_on_
     assert box.close() == 0
     again = outbox()
     assert again.result("listDeadLetters")["deadLetters"][0]["reason"] == dead["reason"]
+
+
+@pytest.mark.parametrize("cut", ["reset mid-body", "body over 1 MiB"])
+def test_a_2xx_whose_body_is_cut_off_is_delivered_not_sent_again(stub, outbox, cut):
+    """Issue 17, defect 9: a complete status line and headers with a 2xx mean accepted."""
+    reply = Reply(cut_body=True) if cut == "reset mid-body" else Reply(pad_bytes=2 << 20)
+    stub.queue(reply)
+    box = outbox("--braze-backoff-ms", "1")
+    for n in range(3):
+        box.save_event(f"e{n}", "u1")
+    result = box.result("deliverPending")
+    assert result["delivered"] == 3 and result["remaining"] == 0, result
+    assert box.result("deliverPending")["delivered"] == 0
+    assert len(stub.requests) == 1  # never sent again

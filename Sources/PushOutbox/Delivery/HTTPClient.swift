@@ -59,12 +59,13 @@ package struct CurlPoster: HTTPPoster {
     case .failure(let error): return .failure(error)
     }
     guard let handle = pool.take(curl) else { return .failure(.transport("curl_easy_init failed")) }
-    let result = post(request, curl, handle)
-    if case .success = result { pool.give(handle, curl) } else { curl.easyCleanup(handle) }
+    let (result, reusable) = post(request, curl, handle)
+    if reusable { pool.give(handle, curl) } else { curl.easyCleanup(handle) }
     return result
   }
 
-  private func post(_ request: HTTPRequest, _ curl: Curl, _ handle: Curl.Handle) -> PostResult {
+  /// The answer, and whether the handle's connection is still good for the next request.
+  private func post(_ request: HTTPRequest, _ curl: Curl, _ handle: Curl.Handle) -> (PostResult, Bool) {
     let sink = ResponseSink()
     let box = Unmanaged.passRetained(sink)
     defer { box.release() }
@@ -94,13 +95,19 @@ package struct CurlPoster: HTTPPoster {
         }
       }
     }
-    guard code == 0 else {
-      let text = curl.message(code)
-      return .failure(code == CurlOption.timedOut ? .timeout(text) : .transport(text))
-    }
     var status = 0
     _ = curl.info(handle, CurlOption.responseCode, &status)
-    return .success(HTTPResponse(status: status, body: sink.body, headers: sink.headers))
+    guard code == 0 else {
+      // A complete status line and headers with a 2xx mean Braze accepted the batch, even when the
+      // body was cut off (reset mid-body, or over the 1 MiB we read): sending it again would
+      // duplicate it. What arrived is parsed for `errors`; an unreadable body counts as delivered.
+      if sink.headersDone && (200..<300).contains(status) {
+        return (.success(HTTPResponse(status: status, body: sink.body, headers: sink.headers)), false)
+      }
+      let text = curl.message(code)
+      return (.failure(code == CurlOption.timedOut ? .timeout(text) : .transport(text)), false)
+    }
+    return (.success(HTTPResponse(status: status, body: sink.body, headers: sink.headers)), true)
   }
 }
 
@@ -129,6 +136,8 @@ private final class CurlHandles: Sendable {
 private final class ResponseSink {
   var body: [UInt8] = []
   var headers: [String: String] = [:]
+  /// The blank line after the final response's headers arrived.
+  var headersDone = false
 }
 
 private let onBody: Curl.Callback = { data, size, count, user in
@@ -149,7 +158,11 @@ private let onHeader: Curl.Callback = { data, size, count, user in
   let line = data.withMemoryRebound(to: UInt8.self, capacity: n) {
     String(decoding: UnsafeBufferPointer(start: $0, count: n), as: UTF8.self)
   }
-  if line.hasPrefix("HTTP/") { sink.headers.removeAll() }  // a new response (after 100 Continue)
+  if line.hasPrefix("HTTP/") {  // a new response (after 100 Continue)
+    sink.headers.removeAll()
+    sink.headersDone = false
+  }
+  if line == "\r\n" || line == "\n" { sink.headersDone = true }
   if let colon = line.firstIndex(of: ":") {
     let name = line[..<colon].lowercased()
     let value = line[line.index(after: colon)...].trimmedSpace()
