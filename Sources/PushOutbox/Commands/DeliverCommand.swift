@@ -18,6 +18,7 @@ package enum DeliverCommand {
 
   /// Runs the one-shot and returns the exit code.
   package static func run(_ config: Configuration) -> Int32 {
+    _ = Signals.install()
     let service = Service(config: config)
     do { try service.openDisk() } catch {
       Log.stderr("push-outbox deliver: \(error.message)")
@@ -37,10 +38,12 @@ package enum DeliverCommand {
       total.retrying = pass.retrying
       total.remaining = pass.remaining
       if terminal { Log.stderr("pass \(round): " + summary(pass)) }
-      guard pass.retrying > 0 || pass.remaining > 0, delivery.stats.configError == nil else { break }
+      guard pass.retrying > 0 || pass.remaining > 0, delivery.stats.configError == nil, !StopRequest.isRequested
+      else { break }
       let wait = delivery.pausedUntil - service.clock.now()
       guard wait <= maxWaitMs else { break }
-      if wait > 0 { usleep(UInt32(clamping: wait * 1000)) }
+      let until = Clock.monotonicSeconds() + Double(max(0, wait)) / 1000
+      while Clock.monotonicSeconds() < until && !StopRequest.isRequested { usleep(50_000) }
     }
     delivery.finish()
     total.retrying = delivery.failedStillPending
@@ -48,6 +51,7 @@ package enum DeliverCommand {
     let line =
       "push-outbox deliver: " + summary(total)
       + (delivery.stats.configError.map { "; stopped: Braze answered \($0)" } ?? "")
+      + (StopRequest.isRequested ? "; stopped by a signal" : "")
     Log.stderr(line)
     return total.retrying == 0 && total.remaining == 0 ? 0 : 1
   }

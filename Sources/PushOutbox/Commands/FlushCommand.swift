@@ -60,14 +60,16 @@ package enum FlushCommand {
 
   /// Runs the one-shot and returns the exit code.
   package static func run(_ options: Options, _ config: Configuration) -> Int32 {
-    for number in Signals.ignored { signal(number, SIG_IGN) }  // a closed stdout releases the round
+    // A closed stdout releases the round (SIGPIPE is ignored); a stopping signal ends a blocked write.
+    let wakeup = Signals.install()
     let service = Service(config: config)
     do { try service.openDisk() } catch {
       Log.stderr("push-outbox flush: \(error.message)")
       return error.exitCode
     }
     defer { service.disk?.finish(service.store, now: service.clock.now()) }
-    var session = FlushSession(options: options, caller: InProcessCaller(server: Server(service: service)))
+    var session = FlushSession(
+      options: options, caller: InProcessCaller(server: Server(service: service)), wakeup: wakeup)
     let code = session.run()
     Log.stderr("push-outbox flush: " + session.summary)
     return code

@@ -2,7 +2,7 @@
 struct FlushSession {
   let options: FlushCommand.Options
   var caller: InProcessCaller
-  private let transport = StdioTransport(wakeup: -1)
+  private let transport: StdioTransport
   private(set) var lines = 0
   private(set) var objects = 0
   private(set) var skipped = 0
@@ -10,9 +10,10 @@ struct FlushSession {
   private(set) var kept: (flushId: String, expires: String)?
   private var problem: String?
 
-  init(options: FlushCommand.Options, caller: InProcessCaller) {
+  init(options: FlushCommand.Options, caller: InProcessCaller, wakeup: Int32 = -1) {
     self.options = options
     self.caller = caller
+    transport = StdioTransport(wakeup: wakeup)
   }
 
   /// One line for stderr: what was written and what is left.
@@ -44,6 +45,7 @@ struct FlushSession {
     }
     let shape = Shape(usersTrack: options.usersTrack, defaultUser: user)
     while left > 0 {
+      guard !StopRequest.isRequested else { return stopBySignal() }
       let outcome = plainRound(max: min(left, FlushCommand.roundSize), shape)
       guard case .wrote(let items) = outcome else {
         if case .stop(let code) = outcome { return code }
@@ -68,12 +70,17 @@ struct FlushSession {
     }
     var out: [UInt8] = []
     let count = result.lines(into: &out)
-    guard transport.write(out) else { return stop("stdout closed; the items of this round stay pending") }
+    guard transport.write(out) else { return stop(Self.why + "; the items of this round stay pending") }
     service.store.drain(result.items.map(\.seq), flushId: result.flushId)
     if let error = service.store.commit() { return stop("cannot record the removal: \(error)") }
     lines += count
     objects += shape.usersTrack ? (result.requests ?? []).reduce(0) { $0 + Self.objectCount($1) } : count
     return .wrote(result.items.count)
+  }
+
+  private mutating func stopBySignal() -> Int32 {
+    problem = "stopped by a signal; what is left stays pending"
+    return 1
   }
 
   private mutating func stop(_ reason: String) -> Outcome {
@@ -110,7 +117,7 @@ struct FlushSession {
     }
     guard transport.write(out) else {
       _ = caller.call(ReleaseFlush.name, [JSONMember("flushId", .string(flushId))])
-      problem = "stdout closed; the lease was released and its items stay pending"
+      problem = Self.why + "; the lease was released and its items stay pending"
       return 1
     }
     lines += values.count
@@ -118,6 +125,9 @@ struct FlushSession {
     kept = (flushId, result["leaseExpiresAt"]?.stringValue ?? "?")
     return 0
   }
+
+  /// Why a write stopped: a signal, or the reader went away.
+  private static var why: String { StopRequest.isRequested ? "stopped by a signal" : "stdout closed" }
 
   private static func objectCount(_ body: JSONValue) -> Int {
     (body["attributes"]?.arrayValue?.count ?? 0) + (body["events"]?.arrayValue?.count ?? 0)

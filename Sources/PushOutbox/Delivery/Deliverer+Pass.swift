@@ -21,7 +21,7 @@ extension Deliverer {
     quietUntil = 0
     var sent = 0
     var retried: Set<UInt64> = []
-    while true {
+    while !StopRequest.isRequested {  // a signal abandons the pass; leases of requests in flight expire
       collect()
       var progress = false
       while sent < max, setbacks == setbacksAtStart, case .started(let objects) = startOne(maxObjects: max - sent) {
@@ -30,7 +30,7 @@ extension Deliverer {
       }
       if flights.isEmpty {
         guard !progress, sent < max, setbacks == setbacksAtStart, let wait = paceWait() else { break }
-        waitForAnswer(seconds: wait)  // only the limiter holds us back: wait for its next slot
+        waitForAnswer(seconds: min(wait, 0.1))  // only the limiter holds us back: wait for its next slot
         continue
       }
       let retryingBefore = stats.retrying
@@ -80,7 +80,7 @@ extension Deliverer {
 
   /// Waits a little for requests in flight to finish (at exit), so fewer are sent twice.
   package func finish(seconds: Double = 2) {
-    let deadline = Clock.monotonicSeconds() + seconds
+    let deadline = Clock.monotonicSeconds() + (StopRequest.isRequested ? min(seconds, 0.2) : seconds)
     while !flights.isEmpty && Clock.monotonicSeconds() < deadline {
       waitForAnswer(seconds: 0.05)
       collect()

@@ -59,6 +59,7 @@ package enum Signals {
 }
 
 private func onSignal(_ signal: Int32) {
+  StopRequest.request()
   let fd = signalPipeWriteEnd.load(ordering: .relaxed)
   guard fd >= 0 else { return }
   let saved = errno
