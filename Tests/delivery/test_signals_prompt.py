@@ -110,3 +110,21 @@ def test_a_signal_ends_flush_blocked_on_a_reader_that_never_reads(outbox, store_
     assert proc.returncode == 1 and b"stopped by a signal" in err, (proc.returncode, err)
     written = int(err.split(b"push-outbox flush: ")[-1].split(b" lines")[0])
     assert pending_after(outbox) == 3000 - written
+
+
+def test_a_signal_ends_import_waiting_on_stdin_and_imports_nothing(outbox, store_dir):
+    proc = subprocess.Popen(
+        [binary(), "import", "--store", store_dir, "-"],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env(),
+    )
+    proc.stdin.write(b'{"pending_custom_events":[')  # half a file, then nothing
+    proc.stdin.flush()
+    time.sleep(0.5)
+    start = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert time.monotonic() - start < PROMPT
+    assert proc.returncode == 1 and b"stopped by a signal" in err, (proc.returncode, err)
+    assert pending_after(outbox) == 0

@@ -57,10 +57,11 @@ package enum ImportCommand {
 
   /// Imports `file` into the store `config` names, every item for `user` when given.
   package static func run(_ config: Configuration, file: String, user: [UInt8]? = nil) -> Int32 {
+    _ = Signals.install()  // a signal while the file is read ends the import before anything is saved
     let bytes: [UInt8]
     do { bytes = try readFile(file, limit: config.maxLineBytes) } catch {
       Log.stderr("push-outbox import: \(error.message)")
-      return 2
+      return StopRequest.isRequested ? 1 : 2
     }
     let service = Service(config: config)
     do { try service.openDisk() } catch {
@@ -146,6 +147,7 @@ package enum ImportCommand {
     var chunk = [UInt8](repeating: 0, count: 1 << 16)
     while true {
       let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+      if StopRequest.isRequested { throw UsageError("stopped by a signal while reading \(path); nothing was imported") }
       if n < 0 && errno == EINTR { continue }
       if n < 0 { throw UsageError("cannot read \(path): \(errnoText(errno))") }
       if n == 0 { return bytes }
