@@ -193,9 +193,28 @@ package struct Secret: Sendable, CustomStringConvertible, CustomDebugStringConve
   package var isEmpty: Bool { value.isEmpty }
 
   /// `text` with every occurrence of the key replaced by `<redacted>`.
+  /// Compared byte for byte (the key is printable ASCII), never as characters: a combining mark after
+  /// the key would hide it from a character-wise search while its bytes stay in the text.
   package func redact(_ text: String) -> String {
-    guard value.utf8.count >= 4, text.contains(value) else { return text }
-    return text.replacing(value, with: "<redacted>")
+    let key = Array(value.utf8)
+    var bytes = Array(text.utf8)
+    guard key.count >= 4, bytes.count >= key.count else { return text }
+    var out: [UInt8] = []
+    var start = 0
+    var found = false
+    while start < bytes.count {
+      if bytes.count - start >= key.count && bytes[start..<(start + key.count)].elementsEqual(key) {
+        out.append(contentsOf: "<redacted>".utf8)
+        start += key.count
+        found = true
+      } else {
+        out.append(bytes[start])
+        start += 1
+      }
+    }
+    guard found else { return text }
+    bytes = out
+    return String(decoding: bytes, as: UTF8.self)
   }
 
   func withHeader<T>(_ body: (UnsafePointer<CChar>) -> T) -> T {

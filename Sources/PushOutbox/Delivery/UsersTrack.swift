@@ -14,6 +14,8 @@ package struct TrackBatch: Sendable {
   /// Every item the body accounts for: its objects' items and the superseded ones it replaces.
   package var seqs: [UInt64] = []
 
+  package init() {}
+
   package var objectCount: Int { attributes.count + events.count }
 
   package var body: JSONValue {

@@ -1,5 +1,5 @@
 /// What one `/users/track` answer means for the items of its batch (README "Deliver to Braze").
-enum Verdict: Equatable {
+package enum Verdict: Equatable {
   /// 2xx: every item is delivered except these, which Braze named in `errors`.
   case delivered(dead: [UInt64: String])
   /// 408, 409, 425, 429, 5xx, protocol faults, timeouts and connection errors: retry after at least
@@ -13,9 +13,9 @@ enum Verdict: Equatable {
   /// How a status code is handled, written once: 2xx delivered; 400, 413 and 422 (the body is bad)
   /// split; 408, 409, 425, 429 and 5xx retry; 401, 403, 404 and every other 4xx stop (a configuration
   /// fault); 1xx, 3xx and anything past 599 are a protocol fault, retried and reported.
-  enum Handling: Equatable { case delivered, split, retry, stop, protocolFault }
+  package enum Handling: Equatable { case delivered, split, retry, stop, protocolFault }
 
-  static func handling(of status: Int) -> Handling {
+  package static func handling(of status: Int) -> Handling {
     switch status {
     case 200..<300: .delivered
     case 400, 413, 422: .split
@@ -26,7 +26,7 @@ enum Verdict: Equatable {
   }
 
   /// What an answer means; every text from the server is cleaned (`ServerText`) with `key`.
-  static func of(
+  package static func of(
     _ result: Result<HTTPResponse, DeliveryFailure>, _ batch: TrackBatch, nowMs: Int64, key: Secret? = nil
   ) -> Verdict {
     let response: HTTPResponse

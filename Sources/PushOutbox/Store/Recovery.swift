@@ -264,6 +264,7 @@ package struct Recovery {
     _ = truncate(directory + "/" + name, off_t(offset))
     info.bytes = offset
     damagedOrCut.insert(info.first)
+    outcome.dirty = true  // a new checkpoint must describe the cut file before the next start checks it
     warn("tornTail", "\(reason): \(name) was cut at byte \(offset) (a copy is in quarantine/)")
   }
 

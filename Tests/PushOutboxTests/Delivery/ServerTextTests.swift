@@ -23,15 +23,31 @@ import Testing
   @Test func theKeyNeverSurvivesCleaning() {
     let key = Secret("0123abcd-4567-89ef-0123-456789abcdef")
     var random = SystemRandomNumberGenerator()
-    let pieces = ["0123abcd-4567-89ef-0123-456789abcdef", "Bearer ", "\n", "\u{1b}[2J", "é", "👍🏽", "x", " ", "\u{85}"]
+    let pieces = [
+      "0123abcd-4567-89ef-0123-456789abcdef", "Bearer ", "\n", "\u{1b}[2J", "é", "👍🏽", "x", " ", "\u{85}", "\u{301}",
+      ">",
+    ]
     for _ in 0..<2000 {
       let text = (0..<Int.random(in: 0..<400, using: &random)).map { _ in pieces.randomElement(using: &random)! }
         .joined()
       let clean = ServerText.clean(text, key: key)
-      #expect(!clean.contains("0123abcd-4567-89ef-0123-456789abcdef"))
+      #expect(!containsBytes(clean, "0123abcd-4567-89ef-0123-456789abcdef"), "\(text.debugDescription)")
       #expect(!clean.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) })
       #expect(clean.utf8.count <= ServerText.maxBytes)
     }
+  }
+
+  /// Byte-wise containment: a character-wise `contains` misses the key before a combining mark.
+  private func containsBytes(_ text: String, _ key: String) -> Bool {
+    let (bytes, needle) = (Array(text.utf8), Array(key.utf8))
+    guard bytes.count >= needle.count else { return false }
+    return (0...(bytes.count - needle.count)).contains { bytes[$0..<($0 + needle.count)].elementsEqual(needle) }
+  }
+
+  @Test func aMarkerNextToKeyCharactersCannotFormTheKey() {
+    let key = Secret(">>>>")
+    #expect(!containsBytes(ServerText.clean(String(repeating: ">", count: 11), key: key), ">>>>"))
+    #expect(ServerText.clean("abcd\u{301}", key: Secret("abcd")) == "<redacted>\u{301}")
   }
 
   @Test func cutsFallOnCharacterBoundaries() {

@@ -50,7 +50,10 @@ private func open(_ path: String, acceptLoss: Bool, input: [UInt8]) -> [[UInt8]]
   config.fixedClock = 1_767_225_600_000
   config.idSeed = 1
   let service = Service(config: config, log: Log(level: .error))
-  do { try service.openDisk() } catch { return nil }
+  do { try service.openDisk() } catch {
+    if getenv("PUSH_OUTBOX_FUZZ_VERBOSE") != nil { Log.stderr("open refused: \(error.message)") }
+    return nil
+  }
   let items = service.store.items
   let bodies = items.table.rows.filter { !items.table.has(.removed, $0) }.map { Array(items.body(row: $0)) }
   service.disk?.finish(service.store, now: service.clock.now())
