@@ -43,34 +43,38 @@ def run(script: str, store: str, tmp: Path, url: str) -> subprocess.CompletedPro
     )
 
 
-def test_the_safe_recipe_loses_nothing_when_the_sender_fails(stub, outbox, store_dir, tmp_path):
+def save_events(outbox) -> set[str]:
+    """50 events, each with its own user, saved by a server that then exits; returns their names."""
     box = outbox(endpoint=False, env={})
     names = {f"e{n}" for n in range(50)}
     for name in sorted(names):
         box.save_event(name, f"u{name}")
     box.close()
+    return names
+
+
+def pending(outbox) -> int:
+    box = outbox(endpoint=False, env={})
+    total = box.result("status")["pending"]["total"]
+    box.close()
+    return total
+
+
+def test_the_safe_recipe_loses_nothing_when_the_sender_fails(stub, outbox, store_dir, tmp_path):
+    names = save_events(outbox)
     failed = run(recipe(), store_dir, tmp_path, "http://127.0.0.1:1/users/track")  # nothing listens
     assert failed.returncode != 0, failed
-    box = outbox(endpoint=False, env={})
-    assert box.result("status")["pending"]["total"] == 50  # leased, not lost
-    box.close()
+    assert pending(outbox) == 50  # leased, not lost
     # Run again once the sender works: the live lease hands out the same items, which are sent and acked.
     sent = run(recipe(), store_dir, tmp_path, stub.url + "/users/track")
     assert sent.returncode == 0, sent
     assert {o["name"] for o in stub.accepted_objects()} == names
-    box = outbox(endpoint=False, env={})
-    assert box.result("status")["pending"]["total"] == 0
-    box.close()
+    assert pending(outbox) == 0
 
 
 def test_the_safe_recipe_acks_what_it_sent(stub, outbox, store_dir, tmp_path):
-    box = outbox(endpoint=False, env={})
-    names = {f"e{n}" for n in range(50)}
-    for name in sorted(names):
-        box.save_event(name, f"u{name}")
-    box.close()
+    names = save_events(outbox)
     sent = run(recipe(), store_dir, tmp_path, stub.url + "/users/track")
     assert sent.returncode == 0, sent
     assert {o["name"] for o in stub.accepted_objects()} == names
-    box = outbox(endpoint=False, env={})
-    assert box.result("status")["pending"]["total"] == 0
+    assert pending(outbox) == 0

@@ -52,7 +52,6 @@ class Model:
     leases: dict[str, list[str]] = field(
         default_factory=dict
     )  # live long leases (durable across restarts)
-    maybe_hidden: set[str] = field(default_factory=set)  # an unanswered lease could hide these
     maybe_removed: set[str] = field(
         default_factory=set
     )  # an unanswered drain or ack could take these
@@ -251,8 +250,7 @@ class Session:
         k = self.rng.randint(1, 4)
         short = not self.model.leases and self.rng.random() < 0.4
         result = proc.call("flushPending", {"max": k, "leaseMs": 50 if short else 600_000})
-        if result is None:
-            self.model.maybe_hidden |= set(self.available())
+        if result is None:  # a lease it may have made is released by the check at the next restart
             self.log("lease unanswered")
             return False
         ids = [item["id"] for item in result["items"]]
@@ -338,7 +336,6 @@ class Session:
         m.leases = {}  # released by the check
         m.removed |= m.maybe_removed - set(found)
         m.maybe_removed = set()
-        m.maybe_hidden = set()
         m.unknown_saves = 0
 
 

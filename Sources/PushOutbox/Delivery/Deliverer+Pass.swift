@@ -90,7 +90,7 @@ extension Deliverer {
   /// `status.delivery`.
   package var statusJSON: JSONValue {
     let now = clock.now()
-    let retrying = stats.retrying.filter { store.items.contains(seq: $0) && !store.items.isDead(seq: $0) }.count
+    let retrying = failedStillPending
     return .object([
       JSONMember("background", .bool(settings.background)),
       JSONMember("delivered", .int(Int64(stats.delivered))),
