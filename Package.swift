@@ -19,23 +19,46 @@ let crcSettings: [SwiftSetting] = []
 // bookkeeping cost about 12% of loading a large store and of the request path (perf, see README).
 let releaseSettings: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
 
+// The layers, bottom to top. Each is a target, so the compiler keeps their dependencies one-way
+// (README, "Layers"): a file cannot use a layer that its target does not list.
+let layers: [(name: String, dependencies: [Target.Dependency])] = [
+  ("OutboxSupport", []),
+  ("OutboxJSON", ["OutboxSupport"]),
+  ("OutboxTransport", ["OutboxJSON", "OutboxSupport"]),
+  ("OutboxJSONRPC", ["OutboxJSON", "OutboxSupport"]),
+  ("OutboxDomain", ["OutboxJSON", "OutboxSupport"]),
+  ("OutboxStore", ["OutboxJSON", "OutboxSupport"]),
+  ("OutboxDelivery", ["OutboxStore", "OutboxDomain", "OutboxJSON", "OutboxSupport", "CurlShim"]),
+  (
+    "OutboxServer",
+    [
+      "OutboxDelivery", "OutboxStore", "OutboxDomain", "OutboxJSONRPC", "OutboxTransport", "OutboxJSON",
+      "OutboxSupport",
+    ]
+  ),
+  ("OutboxCommandLine", ["OutboxServer"]),
+]
+let allLayers: [Target.Dependency] = layers.map { .target(name: $0.name) }
+
 let package = Package(
   name: "PushOutbox",
   platforms: [.macOS(.v15)],
   products: [
     .executable(name: "push-outbox", targets: ["push-outbox"])
   ],
-  targets: [
+  targets: layers.map { layer in
     .target(
-      name: "PushOutbox", dependencies: ["CurlShim"], swiftSettings: settings + crcSettings + releaseSettings,
-      plugins: ["EmbedOpenRPC"]),
+      name: layer.name, dependencies: layer.dependencies,
+      swiftSettings: settings + releaseSettings + (layer.name == "OutboxSupport" ? crcSettings : []),
+      plugins: layer.name == "OutboxServer" ? ["EmbedOpenRPC"] : [])
+  } + [
     // Three C functions that call libcurl's variadic functions (found with dlsym) by the platform's C rules.
     .target(name: "CurlShim"),
     .plugin(name: "EmbedOpenRPC", capability: .buildTool(), path: "Sources/EmbedOpenRPC"),
-    .executableTarget(name: "push-outbox", dependencies: ["PushOutbox"], swiftSettings: settings),
+    .executableTarget(name: "push-outbox", dependencies: ["OutboxCommandLine"], swiftSettings: settings),
     .testTarget(
       name: "PushOutboxTests",
-      dependencies: ["PushOutbox", "push-outbox"],
+      dependencies: allLayers + ["push-outbox"],
       swiftSettings: settings
     ),
   ],
@@ -47,12 +70,12 @@ let package = Package(
 if ProcessInfo.processInfo.environment["PUSH_OUTBOX_FUZZ"] == "1" {
   package.targets.append(
     .target(
-      name: "FuzzSupport", dependencies: ["PushOutbox"], path: "Tests/fuzz/Sources/FuzzSupport", swiftSettings: settings
+      name: "FuzzSupport", dependencies: allLayers, path: "Tests/fuzz/Sources/FuzzSupport", swiftSettings: settings
     ))
   for name in ["FuzzJSON", "FuzzDiff", "FuzzLine", "FuzzRecovery", "FuzzPayload", "FuzzDelivery"] {
     package.targets.append(
       .executableTarget(
-        name: name, dependencies: ["PushOutbox", "FuzzSupport"], path: "Tests/fuzz/Sources/\(name)",
+        name: name, dependencies: allLayers + ["FuzzSupport"], path: "Tests/fuzz/Sources/\(name)",
         swiftSettings: settings + [.unsafeFlags(["-parse-as-library"])]))
     package.products.append(.executable(name: name, targets: [name]))
   }

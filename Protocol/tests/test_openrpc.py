@@ -268,12 +268,12 @@ def test_every_local_ref_resolves():
 
 def _swift_method_names() -> List[str]:
     """The wire names in `MethodTable.standard`, read from the Swift sources."""
-    table = (ROOT / "Sources/PushOutbox/Server/MethodTable.swift").read_text(encoding="utf-8")
+    table = (ROOT / "Sources/OutboxServer/MethodTable.swift").read_text(encoding="utf-8")
     listed = re.search(r"static let standard = MethodTable\(\[(.*?)\]\)", table, re.S)
     assert listed, "MethodTable.standard not found"
     types = re.findall(r"(\w+)\.self", listed.group(1))
     names = {}
-    for source in (ROOT / "Sources/PushOutbox/Methods").glob("*.swift"):
+    for source in (ROOT / "Sources/OutboxServer/Methods").glob("*.swift"):
         text = source.read_text(encoding="utf-8")
         for type_name, wire in re.findall(
             r"enum (\w+): RPCMethod \{.*?static let name = \"([^\"]+)\"", text, re.S

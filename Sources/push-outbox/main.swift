@@ -1,4 +1,8 @@
-import PushOutbox
+import OutboxCommandLine
+import OutboxJSONRPC
+import OutboxServer
+import OutboxSupport
+import OutboxTransport
 
 #if canImport(Glibc)
 import Glibc
@@ -122,7 +126,7 @@ case .run(let config):
   do {
     try service.openDisk()
   } catch {
-    fail(error.message, error.rpcError ?? .startupFailed("store_unavailable", error.message), exitCode: error.exitCode)
+    fail(error.message, error.rpcError, exitCode: error.exitCode)
   }
   if isatty(0) == 1 { Log.stderr(HelpText.terminalHint(store: config.effectiveStorePath)) }
   var loop = RunLoop(server: Server(service: service), transport: StdioTransport(wakeup: wakeup))

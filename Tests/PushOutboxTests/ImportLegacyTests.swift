@@ -1,7 +1,15 @@
 import Foundation
 import Testing
 
-@testable import PushOutbox
+@testable import OutboxCommandLine
+@testable import OutboxDelivery
+@testable import OutboxDomain
+@testable import OutboxJSON
+@testable import OutboxJSONRPC
+@testable import OutboxServer
+@testable import OutboxStore
+@testable import OutboxSupport
+@testable import OutboxTransport
 
 /// `importLegacy`: the guide's App Group lists, checked by the save methods' own rules.
 @Suite struct ImportLegacyTests {

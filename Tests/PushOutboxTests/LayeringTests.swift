@@ -1,74 +1,91 @@
 import Foundation
 import Testing
 
-/// Dependencies point one way: Methods → Store → Support. The store knows nothing of the server,
-/// the methods, the transport or Braze's domain rules; Support knows nothing of the store.
+/// The layers are SwiftPM targets (Package.swift, `layers`), so the compiler refuses a file that uses
+/// a layer its target does not list. These tests keep what the targets cannot express:
+/// - the table itself points one way, as README's "Layers" section draws it (a new dependency added to
+///   `layers` that points up or sideways fails here, not in review);
+/// - stdout is the protocol: only the transport writes to fd 1 (and the command line's information
+///   output, through its one `printInfo`).
 @Suite struct LayeringTests {
-  private static let sources = Paths.root.appendingPathComponent("Sources/PushOutbox")
+  /// What each layer may depend on (README, "Layers"). Anything else in Package.swift is a violation.
+  static let allowed: [String: Set<String>] = [
+    "OutboxSupport": [],
+    "OutboxJSON": ["OutboxSupport"],
+    "OutboxTransport": ["OutboxJSON", "OutboxSupport"],
+    "OutboxJSONRPC": ["OutboxJSON", "OutboxSupport"],
+    "OutboxDomain": ["OutboxJSON", "OutboxSupport"],
+    "OutboxStore": ["OutboxJSON", "OutboxSupport"],
+    "OutboxDelivery": ["OutboxStore", "OutboxDomain", "OutboxJSON", "OutboxSupport", "CurlShim"],
+    "OutboxServer": [
+      "OutboxDelivery", "OutboxStore", "OutboxDomain", "OutboxJSONRPC", "OutboxTransport", "OutboxJSON",
+      "OutboxSupport",
+    ],
+    "OutboxCommandLine": ["OutboxServer"],
+  ]
 
-  /// Swift files under a layer folder (recursively).
-  private static func files(_ layer: String) -> [URL] {
-    let root = sources.appendingPathComponent(layer)
-    let walker = FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil)
-    return (walker?.allObjects as? [URL] ?? []).filter { $0.pathExtension == "swift" }
-  }
-
-  /// Type names a layer declares.
-  private static func declaredTypes(_ layer: String) throws -> Set<String> {
-    let pattern = try NSRegularExpression(pattern: #"(?:struct|enum|class|protocol|typealias)\s+([A-Z][A-Za-z0-9]*)"#)
-    var names = Set<String>()
-    for file in files(layer) {
-      let text = try String(contentsOf: file, encoding: .utf8)
-      for match in pattern.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
-        names.insert(String(text[Range(match.range(at: 1), in: text)!]))
-      }
+  /// The `layers` table of Package.swift: each row's name and the names it depends on.
+  static func declaredLayers(_ manifest: String) throws -> [String: Set<String>] {
+    guard let start = manifest.range(of: "let layers:"),
+      let end = manifest.range(of: "\n]\n", range: start.upperBound..<manifest.endIndex)
+    else { throw LayeringError.noTable }
+    let table = String(manifest[start.upperBound..<end.lowerBound])
+    let row = try NSRegularExpression(pattern: #"\(\s*"(\w+)",\s*\[([^\]]*)\]\s*\)"#)
+    var layers: [String: Set<String>] = [:]
+    for match in row.matches(in: table, range: NSRange(table.startIndex..., in: table)) {
+      let name = String(table[Range(match.range(at: 1), in: table)!])
+      let list = String(table[Range(match.range(at: 2), in: table)!])
+      layers[name] = Set(
+        list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines.union(["\""])) }.filter {
+          !$0.isEmpty
+        })
     }
-    return names
+    return layers
   }
 
-  /// Code identifiers of a file, comments and string literals left out.
-  private static func identifiers(_ file: URL) throws -> Set<String> {
-    let raw = try String(contentsOf: file, encoding: .utf8)
-    let literal = try NSRegularExpression(pattern: #""(?:[^"\\\n]|\\.)*""#)
-    let text = literal.stringByReplacingMatches(
-      in: raw, range: NSRange(raw.startIndex..., in: raw), withTemplate: "\"\"")
-    let code = text.split(separator: "\n").map { line -> Substring in
-      guard let comment = line.range(of: "//") else { return line }
-      return line[..<comment.lowerBound]
-    }.joined(separator: "\n")
-    let words = code.split { !($0.isLetter || $0.isNumber || $0 == "_") }
-    return Set(words.map(String.init))
-  }
+  enum LayeringError: Error { case noTable }
 
-  private func violations(in lower: [String], using upper: [String]) throws -> [String] {
-    var forbidden = Set<String>()
-    for layer in upper { forbidden.formUnion(try Self.declaredTypes(layer)) }
-    for layer in lower { forbidden.subtract(try Self.declaredTypes(layer)) }
-    var found: [String] = []
-    for layer in lower {
-      for file in Self.files(layer) {
-        let used = try Self.identifiers(file).intersection(forbidden)
-        if !used.isEmpty { found.append("\(layer)/\(file.lastPathComponent): \(used.sorted())") }
-      }
+  @Test func everyLayerDependsOnlyOnWhatIsBelowIt() throws {
+    let manifest = try String(contentsOf: Paths.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+    let declared = try Self.declaredLayers(manifest)
+    #expect(Set(declared.keys) == Set(Self.allowed.keys), "the layers in Package.swift")
+    for (layer, dependencies) in declared {
+      let extra = dependencies.subtracting(Self.allowed[layer] ?? [])
+      #expect(extra.isEmpty, "\(layer) depends on \(extra.sorted()), above or beside it")
     }
-    return found.sorted()
   }
 
-  @Test func theStoreDependsOnNothingAboveIt() throws {
-    #expect(try !Self.declaredTypes("Server").isEmpty && !Self.declaredTypes("Methods").isEmpty)
-    let found = try violations(in: ["Store"], using: ["Server", "Methods", "Transport", "Domain", "Delivery"])
-    #expect(found == [], "\(found)")
+  @Test func aDependencyPointingUpIsCaught() throws {
+    // The check above, run on a manifest with one planted violation: the store on the wire layer.
+    let manifest = try String(contentsOf: Paths.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+    let planted = manifest.replacingOccurrences(
+      of: #"("OutboxStore", ["OutboxJSON", "OutboxSupport"])"#,
+      with: #"("OutboxStore", ["OutboxJSONRPC", "OutboxJSON", "OutboxSupport"])"#)
+    #expect(planted != manifest, "the planted edit applies")
+    let declared = try Self.declaredLayers(planted)
+    #expect(declared["OutboxStore"]?.subtracting(Self.allowed["OutboxStore"]!) == ["OutboxJSONRPC"])
   }
 
-  @Test func supportDependsOnNoOtherLayer() throws {
-    let found = try violations(
-      in: ["Support"], using: ["Store", "Server", "Methods", "Transport", "Domain", "JSONRPC", "Delivery"])
-    #expect(found == [], "\(found)")
-  }
-
-  /// Delivery sits between the methods and the store: Methods → Delivery → Store → Support.
-  @Test func deliveryDependsOnNothingAboveIt() throws {
-    let found = try violations(in: ["Delivery"], using: ["Server", "Methods", "Transport"])
-    #expect(found == [], "\(found)")
+  /// Only the transport writes protocol bytes to stdout; the executable prints information output
+  /// (`--help`, `--version`…) through one function. Any other `print(` or write to fd 1 is a leak.
+  @Test func onlyTheTransportWritesToStdout() throws {
+    let sources = Paths.root.appendingPathComponent("Sources")
+    let walker = FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil)
+    let files = (walker?.allObjects as? [URL] ?? []).filter { $0.pathExtension == "swift" }
+    #expect(files.count > 50)
+    let writes = try NSRegularExpression(
+      pattern: #"(^|[^.\w])print\(|FileHandle\.standardOutput|\bwrite\(1,|STDOUT_FILENO"#)
+    for file in files {
+      let path = file.path.replacingOccurrences(of: sources.path + "/", with: "")
+      if path.hasPrefix("OutboxTransport/") || path == "push-outbox/main.swift"
+        || path.hasPrefix("OutboxCommandLine/Info")
+      {
+        continue
+      }
+      let code = try String(contentsOf: file, encoding: .utf8).split(separator: "\n")
+        .filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("//") }.joined(separator: "\n")
+      let found = writes.numberOfMatches(in: code, range: NSRange(code.startIndex..., in: code))
+      #expect(found == 0, "\(path) writes to stdout outside the transport")
+    }
   }
 }

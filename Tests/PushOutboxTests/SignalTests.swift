@@ -1,7 +1,15 @@
 import Foundation
 import Testing
 
-@testable import PushOutbox
+@testable import OutboxCommandLine
+@testable import OutboxDelivery
+@testable import OutboxDomain
+@testable import OutboxJSON
+@testable import OutboxJSONRPC
+@testable import OutboxServer
+@testable import OutboxStore
+@testable import OutboxSupport
+@testable import OutboxTransport
 
 /// The signal policy over the real binary: SIGHUP and SIGQUIT end the process like SIGTERM, and
 /// SIGTERM ends a server blocked on a stdout nobody reads. (SIGUSR1 is tested in

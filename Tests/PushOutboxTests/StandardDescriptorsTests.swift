@@ -1,7 +1,15 @@
 import Foundation
 import Testing
 
-@testable import PushOutbox
+@testable import OutboxCommandLine
+@testable import OutboxDelivery
+@testable import OutboxDomain
+@testable import OutboxJSON
+@testable import OutboxJSONRPC
+@testable import OutboxServer
+@testable import OutboxStore
+@testable import OutboxSupport
+@testable import OutboxTransport
 
 /// The start-up guard on descriptors the test picks (far above what the runner uses), and the
 /// refusal decision. The real 0, 1, 2 are covered over the binary in Tests/fault/test_closed_descriptors.py.

@@ -1,6 +1,14 @@
 import Testing
 
-@testable import PushOutbox
+@testable import OutboxCommandLine
+@testable import OutboxDelivery
+@testable import OutboxDomain
+@testable import OutboxJSON
+@testable import OutboxJSONRPC
+@testable import OutboxServer
+@testable import OutboxStore
+@testable import OutboxSupport
+@testable import OutboxTransport
 
 /// Saves write the item once, from the request's tape: what is stored must be exactly the compact
 /// JSON of what was sent (canonical input copied as it is, anything else re-encoded), whatever the

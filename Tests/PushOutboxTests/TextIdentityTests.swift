@@ -1,6 +1,14 @@
 import Testing
 
-@testable import PushOutbox
+@testable import OutboxCommandLine
+@testable import OutboxDelivery
+@testable import OutboxDomain
+@testable import OutboxJSON
+@testable import OutboxJSONRPC
+@testable import OutboxServer
+@testable import OutboxStore
+@testable import OutboxSupport
+@testable import OutboxTransport
 
 /// JSON and Braze compare text by code points; Swift's `String ==` uses canonical equivalence
 /// ("\u{C5}" == "A\u{30A}", "K" == the Kelvin sign U+212A). Every identity must be by bytes.

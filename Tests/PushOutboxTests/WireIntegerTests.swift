@@ -1,6 +1,14 @@
 import Testing
 
-@testable import PushOutbox
+@testable import OutboxCommandLine
+@testable import OutboxDelivery
+@testable import OutboxDomain
+@testable import OutboxJSON
+@testable import OutboxJSONRPC
+@testable import OutboxServer
+@testable import OutboxStore
+@testable import OutboxSupport
+@testable import OutboxTransport
 
 /// Every integer from the wire fits or is refused with `-32602` naming the allowed range; nothing traps.
 @Suite struct WireIntegerTests {

@@ -1,4 +1,12 @@
-@testable import PushOutbox
+@testable import OutboxCommandLine
+@testable import OutboxDelivery
+@testable import OutboxDomain
+@testable import OutboxJSON
+@testable import OutboxJSONRPC
+@testable import OutboxServer
+@testable import OutboxStore
+@testable import OutboxSupport
+@testable import OutboxTransport
 
 /// Helpers for the domain-rule tests, namespaced so they cannot clash with other test files.
 enum DomainFixture {

@@ -1,7 +1,15 @@
 import Foundation
 import Testing
 
-@testable import PushOutbox
+@testable import OutboxCommandLine
+@testable import OutboxDelivery
+@testable import OutboxDomain
+@testable import OutboxJSON
+@testable import OutboxJSONRPC
+@testable import OutboxServer
+@testable import OutboxStore
+@testable import OutboxSupport
+@testable import OutboxTransport
 
 /// Stores the recovery fuzz target (Tests/fuzz, FuzzRecovery) found that started once and then lost
 /// an item or refused the next start. Each holds what the fuzzer's crash file reduced to.

@@ -1,6 +1,14 @@
 import Testing
 
-@testable import PushOutbox
+@testable import OutboxCommandLine
+@testable import OutboxDelivery
+@testable import OutboxDomain
+@testable import OutboxJSON
+@testable import OutboxJSONRPC
+@testable import OutboxServer
+@testable import OutboxStore
+@testable import OutboxSupport
+@testable import OutboxTransport
 
 /// The binary log and the checkpoint: round trips, torn and damaged records, hostile fields.
 @Suite struct SegmentFormatTests {

@@ -1,7 +1,15 @@
 import Foundation
 import Testing
 
-@testable import PushOutbox
+@testable import OutboxCommandLine
+@testable import OutboxDelivery
+@testable import OutboxDomain
+@testable import OutboxJSON
+@testable import OutboxJSONRPC
+@testable import OutboxServer
+@testable import OutboxStore
+@testable import OutboxSupport
+@testable import OutboxTransport
 
 /// A format-1 store (JSON snapshot and JSON-payload journal) is read and rewritten as format 2.
 @Suite struct UpgradeTests {

@@ -8,7 +8,15 @@
 // 2. Braze's answer: two bytes of status and a body, through `Verdict.of`: never traps, and every
 //    reason it carries is clean.
 import FuzzSupport
-import PushOutbox
+import OutboxCommandLine
+import OutboxDelivery
+import OutboxDomain
+import OutboxJSON
+import OutboxJSONRPC
+import OutboxServer
+import OutboxStore
+import OutboxSupport
+import OutboxTransport
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzDelivery(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {

@@ -3,7 +3,15 @@
 // the same structure, member order and duplicates, string contents as code points (UTF-8 bytes),
 // and numbers as their exact source text (an `.int` must be the integer that text denotes).
 import FuzzSupport
-import PushOutbox
+import OutboxCommandLine
+import OutboxDelivery
+import OutboxDomain
+import OutboxJSON
+import OutboxJSONRPC
+import OutboxServer
+import OutboxStore
+import OutboxSupport
+import OutboxTransport
 
 #if canImport(Glibc)
 import Glibc

@@ -4,7 +4,15 @@
 // writing that value again gives the same bytes, the tape's own encoder agrees with the writer,
 // the output is one line, and the reader's duplicate-key flag matches a check on the tree.
 import FuzzSupport
-import PushOutbox
+import OutboxCommandLine
+import OutboxDelivery
+import OutboxDomain
+import OutboxJSON
+import OutboxJSONRPC
+import OutboxServer
+import OutboxStore
+import OutboxSupport
+import OutboxTransport
 
 #if canImport(Glibc)
 import Glibc

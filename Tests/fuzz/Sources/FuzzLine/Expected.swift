@@ -1,4 +1,12 @@
-import PushOutbox
+import OutboxCommandLine
+import OutboxDelivery
+import OutboxDomain
+import OutboxJSON
+import OutboxJSONRPC
+import OutboxServer
+import OutboxStore
+import OutboxSupport
+import OutboxTransport
 
 /// The replies a stream must get, worked out independently of `LineFramer`, `Envelope` and
 /// `Server`, from the protocol's rules (Protocol/README.md, JSON-RPC 2.0):

@@ -11,7 +11,15 @@
 // an independent model (`Expected`); the general path and the fast save path write the same bytes
 // (in memory); with a store, a restart holds the same items.
 import FuzzSupport
-import PushOutbox
+import OutboxCommandLine
+import OutboxDelivery
+import OutboxDomain
+import OutboxJSON
+import OutboxJSONRPC
+import OutboxServer
+import OutboxStore
+import OutboxSupport
+import OutboxTransport
 
 #if canImport(Glibc)
 import Glibc

@@ -8,7 +8,15 @@
 // succeeds stores bodies that each make a JSON object without duplicate keys; and the fast save
 // path writes exactly the general path's reply and stored items.
 import FuzzSupport
-import PushOutbox
+import OutboxCommandLine
+import OutboxDelivery
+import OutboxDomain
+import OutboxJSON
+import OutboxJSONRPC
+import OutboxServer
+import OutboxStore
+import OutboxSupport
+import OutboxTransport
 
 #if canImport(Glibc)
 import Glibc

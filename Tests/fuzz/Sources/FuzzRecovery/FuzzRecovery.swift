@@ -6,7 +6,15 @@
 // nothing is invented from bytes that fail their CRC); and a store that opened, once closed (final
 // snapshot), opens again without `--accept-loss` and holds the same item bodies.
 import FuzzSupport
-import PushOutbox
+import OutboxCommandLine
+import OutboxDelivery
+import OutboxDomain
+import OutboxJSON
+import OutboxJSONRPC
+import OutboxServer
+import OutboxStore
+import OutboxSupport
+import OutboxTransport
 
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,7 @@
 /// Turns fuzz input into store files: segment files made of records (most with a correct CRC-32C,
 /// so the fuzzer reaches the record decoders), raw garbage, and a checkpoint, either raw bytes or
 /// well formed. Written independently of the library's writers, from the format's description in
-/// Sources/PushOutbox/Store/SegmentFormat.swift and Checkpoint.swift.
+/// Sources/OutboxStore/SegmentFormat.swift and Checkpoint.swift.
 ///
 /// The input is a list of operations, each an opcode byte `o` and its operands:
 /// - `o % 4 == 0`: a new segment file; u8 `first - 1`; bit 7 of `o` writes version byte u8 instead of 2.

@@ -1,4 +1,12 @@
-package import PushOutbox
+package import OutboxCommandLine
+package import OutboxDelivery
+package import OutboxDomain
+package import OutboxJSON
+package import OutboxJSONRPC
+package import OutboxServer
+package import OutboxStore
+package import OutboxSupport
+package import OutboxTransport
 
 /// Whether any object in the tree has two members whose keys have the same UTF-8 bytes.
 package func hasDuplicateKey(_ value: JSONValue) -> Bool {

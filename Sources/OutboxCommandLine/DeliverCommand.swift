@@ -1,0 +1,74 @@
+package import OutboxDelivery
+package import OutboxDomain
+package import OutboxJSON
+package import OutboxJSONRPC
+package import OutboxServer
+package import OutboxStore
+package import OutboxSupport
+package import OutboxTransport
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `push-outbox deliver [FLAGS]`: a one-shot for pipelines and cron. Opens the store (same flags,
+/// same directory), delivers everything deliverable, prints one summary line on stderr (and a line
+/// per pass when stderr is a terminal), and exits 0 when nothing is left retrying, 1 otherwise.
+///
+/// Transient failures (429, 5xx, timeouts) are retried after their backoff while it is short (up
+/// to `maxRounds` passes, waiting at most `maxWaitMs` per pause); a 401/403/404 ends it at once.
+package enum DeliverCommand {
+  static let maxRounds = 8
+  static let maxWaitMs: Int64 = 30_000
+
+  /// Runs the one-shot and returns the exit code.
+  package static func run(_ config: Configuration) -> Int32 {
+    _ = Signals.install()
+    let service = Service(config: config)
+    do { try service.openDisk() } catch {
+      Log.stderr("push-outbox deliver: \(error.message)")
+      return error.exitCode
+    }
+    defer { service.disk?.finish(service.store, now: service.clock.now()) }
+    guard let delivery = service.delivery else {
+      Log.stderr("push-outbox deliver: needs --braze-endpoint (or PUSH_OUTBOX_BRAZE_ENDPOINT) and an API key")
+      return 2
+    }
+    let terminal = isatty(2) == 1
+    var total = Deliverer.PassResult()
+    for round in 1...maxRounds {
+      let pass = delivery.runPass(max: Int.max)
+      total.delivered += pass.delivered
+      total.deadLettered += pass.deadLettered
+      total.retrying = pass.retrying
+      total.remaining = pass.remaining
+      if terminal { Log.stderr("pass \(round): " + summary(pass)) }
+      guard pass.retrying > 0 || pass.remaining > 0, delivery.stats.configError == nil, !StopRequest.isRequested
+      else { break }
+      let wait = delivery.pausedUntil - service.clock.now()
+      guard wait <= maxWaitMs else { break }
+      let until = Clock.monotonicSeconds() + Double(max(0, wait)) / 1000
+      while Clock.monotonicSeconds() < until && !StopRequest.isRequested { usleep(50_000) }
+    }
+    delivery.finish()
+    total.retrying = delivery.failedStillPending
+    total.remaining = service.store.count
+    let line =
+      "push-outbox deliver: " + summary(total)
+      + (delivery.stats.configError.map { "; stopped: Braze answered \($0)" } ?? "")
+      + (StopRequest.isRequested ? "; stopped by a signal" : "")
+    Log.stderr(line)
+    return total.retrying == 0 && total.remaining == 0 ? 0 : 1
+  }
+
+  /// Delivered, dead-lettered and still pending add up to what was pending; `retrying` counts the
+  /// still-pending items whose request failed (they are retried by the next run).
+  private static func summary(_ pass: Deliverer.PassResult) -> String {
+    "delivered \(pass.delivered), dead-lettered \(pass.deadLettered), still pending \(pass.remaining)"
+      + " (retrying \(pass.retrying))"
+  }
+}

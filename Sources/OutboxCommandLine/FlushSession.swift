@@ -1,0 +1,150 @@
+package import OutboxDelivery
+package import OutboxDomain
+package import OutboxJSON
+package import OutboxJSONRPC
+package import OutboxServer
+package import OutboxStore
+package import OutboxSupport
+package import OutboxTransport
+
+/// The rounds of one `push-outbox flush`: pick, write the lines, then remove (see `FlushCommand`).
+struct FlushSession {
+  let options: FlushCommand.Options
+  var caller: InProcessCaller
+  private let transport: StdioTransport
+  private(set) var lines = 0
+  private(set) var objects = 0
+  private(set) var skipped = 0
+  private(set) var remaining = 0
+  private(set) var kept: (flushId: String, expires: String)?
+  private var problem: String?
+
+  init(options: FlushCommand.Options, caller: InProcessCaller, wakeup: Int32 = -1) {
+    self.options = options
+    self.caller = caller
+    transport = StdioTransport(wakeup: wakeup)
+  }
+
+  /// One line for stderr: what was written and what is left.
+  var summary: String {
+    var text = "\(lines) lines, \(objects) \(options.usersTrack ? "objects" : "items")"
+    if skipped > 0 { text += ", \(skipped) without an identifier moved to the dead letters (no_identifier)" }
+    text += ", \(remaining) still pending"
+    if let kept { text += "; leased as flushId \(kept.flushId) until \(kept.expires): ack it with ackFlush" }
+    return problem.map { text + "; stopped: " + $0 } ?? text
+  }
+
+  /// Runs rounds until nothing is left, `--max` is reached, or a round fails. Returns the exit code.
+  mutating func run() -> Int32 {
+    var left = options.max ?? (options.leaseMs == nil ? Int.max : FlushCommand.roundSize)
+    var defaultUser: JSONValue?
+    if let text = options.defaultUser {
+      guard let user = try? JSONReader.parse(text, maxDepth: 16) else {
+        problem = "--default-user is not JSON"
+        return 2
+      }
+      defaultUser = user
+    }
+    if let leaseMs = options.leaseMs { return leaseRound(max: left, leaseMs: leaseMs, defaultUser: defaultUser) }
+    var issues = Issues()
+    let user = defaultUser.flatMap { UserIdentifier.parse($0, path: "--default-user", issues: &issues) }
+    guard issues.isEmpty else {
+      problem = issues.errors.map { "\($0.path): \($0.message)" }.joined(separator: "; ")
+      return 2
+    }
+    let shape = Shape(usersTrack: options.usersTrack, defaultUser: user)
+    while left > 0 {
+      guard !StopRequest.isRequested else { return stopBySignal() }
+      let outcome = plainRound(max: min(left, FlushCommand.roundSize), shape)
+      guard case .wrote(let items) = outcome else {
+        if case .stop(let code) = outcome { return code }
+        return 1
+      }
+      left -= items
+      if items == 0 || remaining == 0 { break }
+    }
+    return 0
+  }
+
+  /// Writes up to `max` items' lines, then removes exactly those items (durably). A failed write
+  /// removes nothing; a kill between the write and the removal writes them again next time.
+  private mutating func plainRound(max: Int, _ shape: Shape) -> Outcome {
+    let service = caller.server.service
+    let result = FlushPending.peek(max: max, shape, service)
+    remaining = result.remaining
+    skipped += result.skipped.count
+    guard !result.items.isEmpty else {
+      if let error = service.store.commit() { return stop("cannot record the dead letters: \(error)") }
+      return .wrote(0)
+    }
+    var out: [UInt8] = []
+    let count = result.lines(into: &out)
+    guard transport.write(out) else { return stop(Self.why + "; the items of this round stay pending") }
+    service.store.drain(result.items.map(\.seq), flushId: result.flushId)
+    if let error = service.store.commit() { return stop("cannot record the removal: \(error)") }
+    lines += count
+    objects += shape.usersTrack ? (result.requests ?? []).reduce(0) { $0 + Self.objectCount($1) } : count
+    return .wrote(result.items.count)
+  }
+
+  private mutating func stopBySignal() -> Int32 {
+    problem = "stopped by a signal; what is left stays pending"
+    return 1
+  }
+
+  private mutating func stop(_ reason: String) -> Outcome {
+    problem = reason
+    return .stop(1)
+  }
+
+  enum Outcome {
+    /// Items written and removed.
+    case wrote(Int)
+    /// The exit code to stop with.
+    case stop(Int32)
+  }
+
+  /// `--lease`: one `flushPending` lease through the wire method, written and kept for a later ack.
+  /// A flush lease that is already live is handed out again (the method's repeat rule).
+  private mutating func leaseRound(max: Int, leaseMs: Int, defaultUser: JSONValue?) -> Int32 {
+    var params = [
+      JSONMember("format", .string(options.format)), JSONMember("max", .int(Int64(max))),
+      JSONMember("leaseMs", .int(Int64(leaseMs))),
+    ]
+    if let defaultUser { params.append(JSONMember("defaultUser", defaultUser)) }
+    let answer = caller.call(FlushPending.name, params)
+    guard case .success(let result) = answer else { return fail(answer) }
+    let flushId = result["flushId"]?.stringValue ?? ""
+    let values = result["requests"]?.arrayValue ?? result["items"]?.arrayValue ?? []
+    remaining = Int(result["remaining"]?.intValue ?? 0)
+    skipped += result["skipped"]?.arrayValue?.count ?? 0
+    guard !values.isEmpty else { return 0 }
+    var out: [UInt8] = []
+    for value in values {
+      value.encodeJSON(into: &out)
+      out.append(UInt8(ascii: "\n"))
+    }
+    guard transport.write(out) else {
+      _ = caller.call(ReleaseFlush.name, [JSONMember("flushId", .string(flushId))])
+      problem = Self.why + "; the lease was released and its items stay pending"
+      return 1
+    }
+    lines += values.count
+    objects += result["requests"] == nil ? values.count : values.reduce(0) { $0 + Self.objectCount($1) }
+    kept = (flushId, result["leaseExpiresAt"]?.stringValue ?? "?")
+    return 0
+  }
+
+  /// Why a write stopped: a signal, or the reader went away.
+  private static var why: String { StopRequest.isRequested ? "stopped by a signal" : "stdout closed" }
+
+  private static func objectCount(_ body: JSONValue) -> Int {
+    (body["attributes"]?.arrayValue?.count ?? 0) + (body["events"]?.arrayValue?.count ?? 0)
+  }
+
+  private mutating func fail(_ answer: Result<JSONValue, InProcessCaller.Failure>) -> Int32 {
+    guard case .failure(let failure) = answer else { return 1 }
+    problem = failure.text
+    return failure.code == ErrorCode.invalidParams.rawValue ? 2 : 1
+  }
+}

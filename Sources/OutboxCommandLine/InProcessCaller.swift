@@ -1,0 +1,50 @@
+package import OutboxDelivery
+package import OutboxDomain
+package import OutboxJSON
+package import OutboxJSONRPC
+package import OutboxServer
+package import OutboxStore
+package import OutboxSupport
+package import OutboxTransport
+
+/// Calls wire methods of an in-process `Server` exactly as a client would over the pipe: a request
+/// line in, `render()`, the reply line out. The one-shot commands use it, so they run the very code
+/// (rules, leases, commits) that serves requests.
+struct InProcessCaller {
+  let server: Server
+  private var lastID: Int64 = 0
+
+  /// A JSON-RPC error reply.
+  struct Failure: Error {
+    var code: Int
+    var text: String
+  }
+
+  init(server: Server) {
+    self.server = server
+  }
+
+  mutating func call(_ method: String, _ params: [JSONMember]) -> Result<JSONValue, Failure> {
+    lastID += 1
+    var line: [UInt8] = []
+    JSONValue.object([
+      JSONMember("jsonrpc", .string("2.0")), JSONMember("id", .int(lastID)), JSONMember("method", .string(method)),
+      JSONMember("params", .object(params)),
+    ]).encodeJSON(into: &line)
+    line.withUnsafeBufferPointer { server.handle(line: $0) }
+    server.render()
+    defer { server.output.removeAll(keepingCapacity: true) }
+    guard let reply = try? JSONReader.parse(server.output, maxDepth: 1000) else {
+      return .failure(Failure(code: ErrorCode.internalError.rawValue, text: "no reply to \(method)"))
+    }
+    if let result = reply["result"] { return .success(result) }
+    let error = reply["error"]
+    var text = error?["message"]?.stringValue ?? "error"
+    if let data = error?["data"] {
+      var bytes: [UInt8] = []
+      data.encodeJSON(into: &bytes)
+      text += " " + String(decoding: bytes, as: UTF8.self)
+    }
+    return .failure(Failure(code: Int(error?["code"]?.intValue ?? 0), text: text))
+  }
+}

@@ -1,0 +1,83 @@
+package import OutboxDomain
+package import OutboxJSON
+package import OutboxStore
+package import OutboxSupport
+import Synchronization
+
+/// The client-side limiter: at most `limit.count` requests in any window of `limit.seconds`, as
+/// Braze would count them on arrival (plus a small margin).
+///
+/// A request holds its slot from its start until `limit.seconds` after its answer came back: it
+/// reached Braze before it was answered, so the next request that takes the slot arrives at least a
+/// window later, however long the first one travelled. A request still in flight always holds its slot.
+struct Pacing {
+  var limit: RateLimit
+  private var slots: [Slot] = []
+  private var lastToken = 0
+
+  private struct Slot {
+    var token: Int
+    /// Monotonic seconds: the start while in flight, then the time the answer came back.
+    var time: Double
+    var done: Bool
+  }
+
+  init(_ limit: RateLimit) { self.limit = limit }
+
+  private var window: Double { limit.seconds + min(0.05, limit.seconds * 0.05) }
+
+  private mutating func prune(_ now: Double) {
+    let window = self.window
+    slots.removeAll { $0.done && now - $0.time >= window }
+  }
+
+  /// Nil when a request may start now, else the monotonic time a slot may free up.
+  mutating func blockedUntil(_ now: Double) -> Double? {
+    prune(now)
+    guard slots.count >= limit.count else { return nil }
+    let window = self.window
+    let freeing = slots.filter(\.done).map { $0.time + window }.min()
+    return freeing ?? now + 0.005  // every slot is in flight: look again soon
+  }
+
+  /// A request starts now; returns its slot's token for `answered`.
+  mutating func record(_ now: Double) -> Int {
+    lastToken += 1
+    slots.append(Slot(token: lastToken, time: now, done: false))
+    return lastToken
+  }
+
+  /// The request's answer (or failure) came back at `time`: its slot frees a window later.
+  mutating func answered(_ token: Int, at time: Double) {
+    guard let index = slots.firstIndex(where: { $0.token == token }) else { return }
+    slots[index].time = max(slots[index].time, time)
+    slots[index].done = true
+  }
+
+  /// Requests started or answered in the last window, and those in flight.
+  mutating func recent(_ now: Double) -> Int {
+    prune(now)
+    return slots.count
+  }
+}
+
+/// Retry delays: exponential in the failures in a row, capped, with jitter (50–100% of the step).
+enum Backoff {
+  static func delayMs(failures: Int, baseMs: Int, capMs: Int) -> Int {
+    let step = min(capMs, baseMs << min(max(failures - 1, 0), 30))
+    return Int.random(in: (step / 2)...max(step / 2, step))
+  }
+}
+
+/// Results from the background queue, collected by the request loop.
+final class Inbox<Value: Sendable>: Sendable {
+  private let values = Mutex<[Value]>([])
+
+  func put(_ value: Value) { values.withLock { $0.append(value) } }
+
+  func takeAll() -> [Value] {
+    values.withLock { all in
+      defer { all.removeAll() }; return all
+    }
+  }
+}

@@ -1,0 +1,171 @@
+package import OutboxDomain
+package import OutboxJSON
+package import OutboxStore
+package import OutboxSupport
+
+/// How `/users/track` bodies are cut: at most `limit` objects combined across the arrays (Braze's
+/// current rule, valid for every account), or `limit` per array (`--track-batch-mode per-array`).
+package enum TrackBatchMode: String, Sendable, CaseIterable {
+  case combined
+  case perArray = "per-array"
+}
+
+/// One `/users/track` body and, for each of its objects, the seq of the item it came from.
+package struct TrackBatch: Sendable {
+  package var attributes: [JSONValue] = []
+  package var events: [JSONValue] = []
+  package var attributeSeqs: [UInt64] = []
+  package var eventSeqs: [UInt64] = []
+  /// Every item the body accounts for: its objects' items and the superseded ones it replaces.
+  package var seqs: [UInt64] = []
+
+  package init() {}
+
+  package var objectCount: Int { attributes.count + events.count }
+
+  package var body: JSONValue {
+    .object([JSONMember("attributes", .array(attributes)), JSONMember("events", .array(events))])
+  }
+
+  /// The item behind `input_array[index]`, as Braze names an object in its `errors`.
+  package func seq(array: String, index: Int) -> UInt64? {
+    let seqs = array == "events" ? eventSeqs : array == "attributes" ? attributeSeqs : []
+    return index >= 0 && index < seqs.count ? seqs[index] : nil
+  }
+}
+
+/// Turns flushed items into `POST /users/track` request bodies.
+///
+/// Each item becomes one object carrying exactly one identifier, with its saved `time`. Bodies are
+/// filled in seq order, so attribute objects keep their order across bodies, and Braze applies a
+/// body's attributes before its events, so applying the bodies in order gives the same profile state
+/// as applying the saves in order. Superseded user attributes are not sent.
+package enum UsersTrack {
+  /// Request bodies `{attributes, events}`, cut by `mode` at `limit`.
+  package static func requests(
+    _ items: [PendingItem], superseded: Set<UInt64>, defaultUser: UserIdentifier?, limit: Int,
+    mode: TrackBatchMode = .combined
+  ) -> [JSONValue] {
+    batches(items, superseded: superseded, defaultUser: defaultUser, limit: limit, mode: mode).filter {
+      $0.objectCount > 0
+    }.map(\.body)
+  }
+
+  /// The bodies with the seqs behind each object. Items with no identifier (and no default user) are left out.
+  package static func batches(
+    _ items: [PendingItem], superseded: Set<UInt64>, defaultUser: UserIdentifier?, limit: Int, mode: TrackBatchMode
+  ) -> [TrackBatch] {
+    let limit = max(1, limit)
+    var batches: [TrackBatch] = []
+    var current = TrackBatch()
+    var carried: [UInt64] = []  // superseded items, acked with the body that follows them
+    for item in items {
+      if superseded.contains(item.seq) {
+        carried.append(item.seq)
+        continue
+      }
+      let members = item.members  // the body, parsed once: the user and the object come from it
+      guard let user = item.user(members) ?? defaultUser else { continue }
+      let isEvent = item.kind == .customEvent
+      if isFull(current, isEvent: isEvent, limit: limit, mode: mode) {
+        batches.append(current)
+        current = TrackBatch()
+      }
+      current.seqs += carried
+      carried.removeAll()
+      current.seqs.append(item.seq)
+      if isEvent {
+        current.events.append(.object(user.trackMembers + event(members)))
+        current.eventSeqs.append(item.seq)
+      } else {
+        current.attributes.append(.object(user.trackMembers + [attribute(item.kind, members)]))
+        current.attributeSeqs.append(item.seq)
+      }
+    }
+    if current.objectCount > 0 || !carried.isEmpty {
+      current.seqs += carried
+      batches.append(current)
+    }
+    return batches
+  }
+
+  private static func isFull(_ batch: TrackBatch, isEvent: Bool, limit: Int, mode: TrackBatchMode) -> Bool {
+    switch mode {
+    case .combined: batch.objectCount >= limit
+    case .perArray: (isEvent ? batch.events.count : batch.attributes.count) >= limit
+    }
+  }
+
+  private static func attribute(_ kind: ItemKind, _ members: [JSONMember]) -> JSONMember {
+    guard kind == .userAttribute else { return customAttribute(members) }
+    return JSONMember(members["field"]?.stringValue ?? "", members["value"] ?? .null)
+  }
+
+  private static func event(_ members: [JSONMember]) -> [JSONMember] {
+    [
+      JSONMember("name", members["name"] ?? .null), JSONMember("time", members["time"] ?? .null),
+      JSONMember("properties", members["properties"] ?? .object([])),
+    ]
+  }
+
+  private static func customAttribute(_ members: [JSONMember]) -> JSONMember {
+    let key = members["key"]?.stringValue ?? ""
+    let value = members["value"] ?? .null
+    switch members["op"]?.stringValue {
+    case "inc": return JSONMember(key, .object([JSONMember("inc", value)]))
+    case "add": return JSONMember(key, .object([JSONMember("add", value)]))
+    case "remove": return JSONMember(key, .object([JSONMember("remove", value)]))
+    case "unset": return JSONMember(key, .null)
+    default: return JSONMember(key, value)
+    }
+  }
+
+}
+
+extension Array where Element == PendingItem {
+  /// Seqs of user-attribute items that a later item in this list sets again for the same user and field.
+  /// Keys compare by bytes (code points), never by canonical equivalence.
+  package var supersededSeqs: Set<UInt64> {
+    var latest: [ByteKey: UInt64] = [:]
+    var keys: [UInt64: ByteKey] = [:]
+    for item in self where item.kind == .userAttribute {
+      let members = item.members
+      let key = ByteKey(
+        (members["user"].map(UserIdentifier.key) ?? "") + "\u{0}" + (members["field"]?.stringValue ?? ""))
+      latest[key] = item.seq
+      keys[item.seq] = key
+    }
+    var superseded = Set<UInt64>()
+    for (seq, key) in keys where latest[key] != seq { superseded.insert(seq) }
+    return superseded
+  }
+}
+
+extension PendingItem {
+  /// The item's own members (its body), parsed.
+  package var members: [JSONMember] {
+    var text: [UInt8] = [UInt8(ascii: "{")]
+    text.append(contentsOf: body.dropFirst())
+    text.append(UInt8(ascii: "}"))
+    guard case .object(let members)? = try? JSONReader.parse(text, maxDepth: 1000) else { return [] }
+    return members
+  }
+
+  /// The user the save named, if any.
+  package var user: UserIdentifier? { user(members) }
+
+  /// The user the save named, from its parsed `members`.
+  func user(_ members: [JSONMember]) -> UserIdentifier? {
+    guard hasUser, let value = members["user"] else { return nil }
+    var issues = Issues()
+    return UserIdentifier.parse(value, path: "user", issues: &issues)
+  }
+}
+
+extension UserIdentifier {
+  /// The identity key of a stored `user` value.
+  static func key(_ value: JSONValue) -> String {
+    var issues = Issues()
+    return UserIdentifier.parse(value, path: "user", issues: &issues)?.key ?? ""
+  }
+}

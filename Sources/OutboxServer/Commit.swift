@@ -1,0 +1,117 @@
+package import OutboxDelivery
+package import OutboxDomain
+package import OutboxJSON
+package import OutboxJSONRPC
+package import OutboxStore
+package import OutboxSupport
+package import OutboxTransport
+
+/// Group commit: the journal records of a burst are written (and, with `--fsync always`, flushed)
+/// before any of the burst's replies. If that fails, the store takes the burst's saves back and their
+/// replies become `-32003 storage_unavailable`: a save is acknowledged only once its record is written.
+extension Server {
+  /// A reply that waits for the commit of its journal record.
+  struct Hole {
+    var offset: Int
+    var id: RequestID
+    var reply: WaitingReply
+    /// Set by the commit: nil for success, else the refusal to send instead.
+    var outcome: RPCError?? = .none
+  }
+
+  /// Commits the journal records gathered since the last commit and settles the waiting replies.
+  package func commit() {
+    guard let failure = service.store.commit() else {
+      settle(nil)
+      return
+    }
+    service.log.error("journal write failed (\(failure)); the burst's saves were not acknowledged")
+    settle(StoreError.storageUnavailable(failure.description).rpcError)
+  }
+
+  private func settle(_ refusal: RPCError?) {
+    for n in holes.indices where holes[n].outcome == nil { holes[n].outcome = .some(refusal) }
+  }
+
+  /// Commits, then writes the burst's replies into `output`. Call only between lines.
+  package func render() {
+    commit()
+    output.reserveCapacity(output.count + draft.count + holes.count * 112)
+    draft.withUnsafeBufferPointer { draft in
+      var cursor = 0
+      for hole in holes {
+        if hole.offset > cursor {
+          output.append(contentsOf: UnsafeBufferPointer(rebasing: draft[cursor..<hole.offset]))
+        }
+        if case .some(.some(let refusal)) = hole.outcome {
+          Server.appendError(refusal, id: hole.id, to: &output)
+        } else if case .save(let save) = hole.reply {
+          Server.appendReply(save, id: hole.id, to: &output)
+        } else if case .other(let result) = hole.reply {
+          Server.appendPrefix(id: hole.id, to: &output)
+          result.encodeJSON(into: &output)
+          output.append(UInt8(ascii: "}"))
+        }
+        cursor = hole.offset
+      }
+      if draft.count > cursor { output.append(contentsOf: UnsafeBufferPointer(rebasing: draft[cursor...])) }
+    }
+    ledger.rendered += holes.count
+    ledger.check(service.log)
+    holes.removeAll(keepingCapacity: true)
+    draft.removeAll(keepingCapacity: draft.capacity <= 1 << 22)
+  }
+}
+
+extension Server {
+  /// Appends `{"jsonrpc":"2.0","id":…,"result":{…}}` for a save: one pass, no intermediate values
+  /// in the common case (an integer request id, a generated item id, no warnings).
+  static func appendReply(_ result: SaveResult, id: RequestID, to out: inout [UInt8]) {
+    guard case .int(let number) = id, number >= 0, result.receipt.id.client.isEmpty, !result.receipt.duplicate,
+      result.warnings.isEmpty
+    else {
+      appendPrefix(id: id, to: &out)
+      result.encodeJSON(into: &out)
+      out.append(UInt8(ascii: "}"))
+      return
+    }
+    let receipt = result.receipt
+    ByteCursor.append(to: &out, capacity: 160) { cursor in
+      cursor.put("{\"jsonrpc\":\"2.0\",\"id\":")
+      cursor.put(decimal: UInt64(number))
+      cursor.put(",\"result\":{\"id\":\"")
+      IDGenerator.writeText(high: receipt.id.high, low: receipt.id.low, to: cursor.p)
+      cursor.advance(by: IDGenerator.length)
+      cursor.put("\",\"seq\":")
+      cursor.put(decimal: receipt.seq)
+      cursor.put(",\"pending\":")
+      cursor.put(decimal: UInt64(receipt.pending))
+      cursor.put("}}")
+    }
+  }
+}
+
+/// Counts requests that need a reply and replies written, per burst: they must match, as
+/// sourcekit-lsp's `RequestAndReply` asserts one reply per request.
+struct ReplyLedger {
+  var requested = 0
+  var rendered = 0
+
+  mutating func check(_ log: Log) {
+    if requested != rendered {
+      log.error("internal: \(requested) requests needed a reply but \(rendered) replies were written")
+      assertionFailure("one request, one reply: \(requested) requests, \(rendered) replies")
+    }
+    requested = 0
+    rendered = 0
+  }
+}
+
+extension Server {
+  /// The one stdout line for a store refusal at start-up, with `id: null`.
+  package static func startupFailureLine(_ error: RPCError) -> String {
+    var out: [UInt8] = []
+    appendError(error, id: .null, to: &out)
+    return String(decoding: out, as: UTF8.self)
+  }
+}

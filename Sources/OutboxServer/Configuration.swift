@@ -1,0 +1,70 @@
+package import OutboxDelivery
+package import OutboxDomain
+package import OutboxJSON
+package import OutboxJSONRPC
+package import OutboxStore
+package import OutboxSupport
+package import OutboxTransport
+
+/// Everything the command line and the environment can set.
+package struct Configuration: Sendable {
+  /// The store directory; ignored with `--memory`.
+  package var storePath: String?
+  /// `--memory`: keep everything in memory and write no files.
+  package var memory = false
+  package var snapshotInterval = 1.0
+  /// `--accept-loss`: start even when recovery finds store files missing.
+  package var acceptLoss = false
+  package var maxLineBytes = 16 * 1024 * 1024
+  package var maxDepth = 128
+  package var maxBatch = 10_000
+  package var logLevel = LogLevel.warn
+  package var logFormat = LogFormat.text
+  package var domain = DomainLimits()
+  package var trackBatchLimit = 75
+  package var trackBatchMode = TrackBatchMode.combined
+  package var delivery = DeliverySettings()
+  /// `--braze-api-key-file`: read once the command line is parsed.
+  package var apiKeyFile: String?
+  package var fsync = FsyncPolicy.everysec
+  package var store = StoreLimits()
+  package var fixedClock: Int64?
+  package var idSeed: UInt64?
+
+  package init(storePath: String? = nil) { self.storePath = storePath }
+
+  /// The directory to use, or nil when running in memory.
+  package var effectiveStorePath: String? { memory ? nil : storePath }
+
+  /// How the default store is chosen, for `--help` and the man page.
+  package static let defaultStoreRule = "$XDG_STATE_HOME/push-outbox, else ~/.local/state/push-outbox"
+
+  /// `$XDG_STATE_HOME/push-outbox` (when absolute), else `~/.local/state/push-outbox`.
+  package static func defaultStorePath(env: (String) -> String?) -> String? {
+    if let state = env("XDG_STATE_HOME"), state.hasPrefix("/") { return state + "/push-outbox" }
+    guard let home = env("HOME"), !home.isEmpty else { return nil }
+    return home + "/.local/state/push-outbox"
+  }
+}
+
+/// A bad command line: printed as one line on stderr, exit code 2.
+package struct UsageError: Error, Sendable, Equatable {
+  package var message: String
+  package init(_ message: String) { self.message = message }
+}
+
+/// What the command line asks for.
+package enum Command: Sendable {
+  case run(Configuration)
+  case help
+  case version
+  /// `--generate-man`: the man page (roff), from the option table.
+  case manPage
+  /// `--generate-completion SHELL`: a completion script, from the option table.
+  case completion(Shell)
+}
+
+/// The shells `--generate-completion` writes for.
+package enum Shell: String, Sendable, CaseIterable {
+  case bash, zsh, fish
+}

@@ -1,0 +1,45 @@
+package import OutboxDelivery
+package import OutboxDomain
+package import OutboxJSON
+package import OutboxJSONRPC
+package import OutboxStore
+package import OutboxSupport
+
+/// Shared by the dead-letter methods: finding dead letters by item id, and writing them.
+enum DeadLetters {
+  /// The seqs of the dead letters with these ids (compared by their text); unknown ids are skipped.
+  static func seqs(ids: [String], in store: PendingStore) -> [UInt64] {
+    let wanted = Set(ids)
+    return store.deadRows(max: Int.max).filter { wanted.contains(store.id(row: $0).text) }.map { store.table.seqs[$0] }
+  }
+
+  /// Reads the `ids` param: an array of item id strings.
+  static func ids(_ params: inout Params, required: Bool) -> [String]? {
+    guard let values = params.array("ids", required: required) else { return nil }
+    let ids = values.compactMap(\.stringValue)
+    if ids.count != values.count { params.issues.error("ids", "wrong_type", "ids must be an array of strings") }
+    return ids
+  }
+}
+
+/// `listDeadLetters` result: each dead letter as `{reason, item}`, in seq order.
+package struct DeadLetterList: JSONEncodable {
+  var rows: [Int]
+  var store: PendingStore
+
+  package func encodeJSON(into out: inout [UInt8]) {
+    out.appendASCII("{\"deadLetters\":[")
+    for (n, row) in rows.enumerated() {
+      if n > 0 { out.append(UInt8(ascii: ",")) }
+      let item = store.item(row: row)
+      out.appendASCII("{\"reason\":")
+      out.appendJSONString(store.deadReasons[item.seq] ?? "unknown")
+      out.appendASCII(",\"item\":")
+      item.encodeJSON(into: &out)
+      out.append(UInt8(ascii: "}"))
+    }
+    out.appendASCII("],\"total\":")
+    out.appendInt(Int64(store.deadCount))
+    out.append(UInt8(ascii: "}"))
+  }
+}

@@ -1,0 +1,186 @@
+package import OutboxDelivery
+package import OutboxDomain
+package import OutboxJSON
+package import OutboxJSONRPC
+package import OutboxStore
+package import OutboxSupport
+package import OutboxTransport
+
+/// `flushPending {max?, format?, leaseMs?, defaultUser?}` hands out pending items in seq order.
+///
+/// - Drain (no `leaseMs`): returns the items and removes exactly them. An item saved while the flush
+///   is handled was not picked, so it stays pending (the seed's read-then-remove race cannot happen).
+/// - Lease (`leaseMs`): hides the items until `ackFlush`, `releaseFlush` or expiry; a repeat while the
+///   lease is live returns the same `flushId` and items, which covers a lost response.
+/// - `format: "usersTrack"` returns `/users/track` bodies; items with no identifier (and no
+///   `defaultUser`) are listed in `skipped` and become dead letters (reason `no_identifier`).
+/// Transcript: `Protocol/transcripts/flush.txt`.
+package enum FlushPending: RPCMethod {
+  package static let name = "flushPending"
+  package static let commitsFirst = true
+  /// The `format` values: items as stored, or `/users/track` request bodies.
+  package static let formats: (items: StaticString, usersTrack: StaticString) = ("items", "usersTrack")
+
+  package static func handle(_ params: inout Params, _ service: Service) throws -> FlushResult {
+    let max = params.int("max", in: 1...Int64(Int32.max)).map { Int($0) } ?? Int.max
+    let usersTrack = params.choice("format", [formats.items, formats.usersTrack]) == "\(formats.usersTrack)"
+    let leaseMs = params.int("leaseMs", in: 1...3_155_760_000_000)  // 100 years: now + leaseMs cannot overflow
+    let defaultUser = params.user("defaultUser")
+    _ = try params.finish()
+    service.expireLeases()
+    let shape = Shape(usersTrack: usersTrack, defaultUser: defaultUser)
+    guard let leaseMs else { return drain(max: max, shape, service) }
+    // A repeat while a lease is live: the same lease, in the shape it was first asked for.
+    if let lease = service.store.leases.first(where: { $0.origin == .flush }) {
+      let (first, skipped) = Shape.decode(lease.note)
+      return result(
+        lease.flushId, service.store.items.items(seqs: lease.seqs), first, skipped, lease.expiresAt, service)
+    }
+    let (items, skipped) = pick(max: max, shape, service)
+    let flushId = service.newID(at: service.clock.now())
+    guard !items.isEmpty else { return result(flushId, [], shape, skipped, nil, service) }  // nothing to lease
+    let (sum, overflow) = service.clock.now().addingReportingOverflow(leaseMs)
+    let expires = overflow ? UTCTime.representable.upperBound : min(sum, UTCTime.representable.upperBound)
+    let lease = Lease(
+      flushId: flushId, seqs: items.map(\.seq), expiresAt: expires,
+      note: shape.encode(skipped: skipped))
+    service.store.lease(lease)
+    return result(flushId, items, shape, skipped, lease.expiresAt, service)
+  }
+
+  /// Hands out and removes up to `max` items.
+  private static func drain(max: Int, _ shape: Shape, _ service: Service) -> FlushResult {
+    let result = peek(max: max, shape, service)
+    service.store.drain(result.items.map(\.seq), flushId: result.flushId)
+    return result
+  }
+
+  /// What a drain of up to `max` items would hand out, without removing them (`push-outbox flush`
+  /// removes them once their lines are written). Items with no identifier still become dead letters.
+  package static func peek(max: Int, _ shape: Shape, _ service: Service) -> FlushResult {
+    let (items, skipped) = pick(max: max, shape, service)
+    var flushed = result(service.newID(at: service.clock.now()), items, shape, skipped, nil, service)
+    flushed.remaining -= items.count
+    return flushed
+  }
+
+  /// The first `max` available items; for `/users/track` without a default user, only items that name one.
+  private static func pick(max: Int, _ shape: Shape, _ service: Service) -> ([PendingItem], [String]) {
+    var skipped: [Int] = []
+    let needsUser = shape.usersTrack && shape.defaultUser == nil
+    let store = service.store.items
+    let rows = store.firstAvailable(max: max, skipped: &skipped) { !needsUser || store.table.has(.hasUser, $0) }
+    let items = rows.map(store.item(row:))
+    let ids = skipped.map { store.id(row: $0).text }
+    // No request can carry them: dead letters, so a drain loop ends (requeueDeadLetters brings them back).
+    service.store.deadLetter(skipped.map { (store.table.seqs[$0], "no_identifier") })
+    return (items, ids)
+  }
+
+  private static func result(
+    _ flushId: String, _ items: [PendingItem], _ shape: Shape, _ skipped: [String], _ expires: Int64?,
+    _ service: Service
+  ) -> FlushResult {
+    var result = FlushResult(flushId: flushId, items: items, superseded: items.supersededSeqs)
+    result.leaseExpiresAt = expires
+    if shape.usersTrack {
+      result.requests = UsersTrack.requests(
+        items, superseded: result.superseded, defaultUser: shape.defaultUser, limit: service.config.trackBatchLimit,
+        mode: service.config.trackBatchMode)
+      result.skipped = skipped
+    }
+    result.remaining = service.store.count - service.store.items.leasedCount
+    return result
+  }
+}
+
+/// How a flush presents its items: as items, or as `/users/track` bodies with an optional default user.
+/// Kept with a lease (as its note), so a repeat in a later process answers in the same shape.
+package struct Shape: Sendable {
+  package var usersTrack: Bool
+  var defaultUser: UserIdentifier?
+
+  package init(usersTrack: Bool, defaultUser: UserIdentifier? = nil) {
+    self.usersTrack = usersTrack
+    self.defaultUser = defaultUser
+  }
+
+  func encode(skipped: [String]) -> [UInt8] {
+    var out: [UInt8] = []
+    JSONValue.object([
+      JSONMember("usersTrack", .bool(usersTrack)), JSONMember("defaultUser", defaultUser?.json ?? .null),
+      JSONMember("skipped", .array(skipped.map(JSONValue.string))),
+    ]).encodeJSON(into: &out)
+    return out
+  }
+
+  static func decode(_ note: [UInt8]) -> (Shape, [String]) {
+    guard case .object(let m)? = try? JSONReader.parse(note, maxDepth: 16) else {
+      return (Shape(usersTrack: false), [])
+    }
+    var issues = Issues()
+    let user = m["defaultUser"].flatMap {
+      $0.isNull ? nil : UserIdentifier.parse($0, path: "defaultUser", issues: &issues)
+    }
+    let skipped: [String]
+    if case .array(let values)? = m["skipped"] { skipped = values.compactMap(\.stringValue) } else { skipped = [] }
+    return (Shape(usersTrack: m["usersTrack"] == .bool(true), defaultUser: user), skipped)
+  }
+}
+
+/// The flush result, written straight from the stored item bytes.
+package struct FlushResult: JSONEncodable {
+  /// One line per `/users/track` body, or per item: what `push-outbox flush` writes.
+  package func lines(into out: inout [UInt8]) -> Int {
+    if let requests {
+      for request in requests {
+        request.encodeJSON(into: &out)
+        out.append(UInt8(ascii: "\n"))
+      }
+      return requests.count
+    }
+    for item in items {
+      item.encodeJSON(into: &out, superseded: superseded.contains(item.seq))
+      out.append(UInt8(ascii: "\n"))
+    }
+    return items.count
+  }
+
+  package var flushId: String
+  package var items: [PendingItem]
+  var superseded: Set<UInt64>
+  var leaseExpiresAt: Int64?
+  /// Set for `format: "usersTrack"`, which sends these instead of `items`.
+  package var requests: [JSONValue]?
+  package var skipped: [String] = []
+  package var remaining = 0
+
+  package func encodeJSON(into out: inout [UInt8]) {
+    out.appendASCII("{\"flushId\":")
+    out.appendJSONString(flushId)
+    if let leaseExpiresAt {
+      out.appendASCII(",\"leaseExpiresAt\":\"")
+      UTCTime.append(ms: leaseExpiresAt, to: &out)
+      out.append(UInt8(ascii: "\""))
+    }
+    if let requests {
+      out.appendASCII(",\"requests\":")
+      JSONValue.array(requests).encodeJSON(into: &out)
+      out.appendASCII(",\"skipped\":")
+      let reasons = skipped.map {
+        JSONValue.object([JSONMember("id", .string($0)), JSONMember("reason", .string("no_identifier"))])
+      }
+      JSONValue.array(reasons).encodeJSON(into: &out)
+    } else {
+      out.appendASCII(",\"items\":[")
+      for (n, item) in items.enumerated() {
+        if n > 0 { out.append(UInt8(ascii: ",")) }
+        item.encodeJSON(into: &out, superseded: superseded.contains(item.seq))
+      }
+      out.append(UInt8(ascii: "]"))
+    }
+    out.appendASCII(",\"remaining\":")
+    out.appendInt(Int64(remaining))
+    out.append(UInt8(ascii: "}"))
+  }
+}

@@ -1,0 +1,20 @@
+package import OutboxDelivery
+package import OutboxDomain
+package import OutboxJSON
+package import OutboxJSONRPC
+package import OutboxStore
+package import OutboxSupport
+package import OutboxTransport
+
+/// `listDeadLetters {max?}` → `{deadLetters, total}`: items Braze refused, or that have no
+/// identifier (`no_identifier`), kept durably out of the pending set with the reason.
+package enum ListDeadLetters: RPCMethod {
+  package static let name = "listDeadLetters"
+  package static let commitsFirst = true
+
+  package static func handle(_ params: inout Params, _ service: Service) throws -> DeadLetterList {
+    let max = params.int("max", in: 1...Int64(Int32.max)).map { Int($0) } ?? Int.max
+    _ = try params.finish()
+    return DeadLetterList(rows: service.store.items.deadRows(max: max), store: service.store.items)
+  }
+}

@@ -1,0 +1,94 @@
+package import OutboxDelivery
+package import OutboxDomain
+package import OutboxJSON
+package import OutboxJSONRPC
+package import OutboxStore
+package import OutboxSupport
+package import OutboxTransport
+
+/// The fast path for the hot request: a single `saveCustomEvent` line with params `name`,
+/// `properties` and `user` only, that passes every rule, is answered straight from its tape,
+/// without `Envelope`, `Request`, `MethodTable`, `Params` or `SaveResult`.
+///
+/// It reads with the same reader and checks and writes the item with the same code as `handle`
+/// (`SaveCustomEvent.body`, `CustomEventRules`, `UserIdentifier.parse`), makes the same calls in the
+/// same order (clock, id, admit, seq, store, journal) and replies through the same reply path;
+/// `FastSaveTests` compares the two, with a journal. Anything else, any issue (even a warning),
+/// and a save the store would refuse go to the general path untouched (which reads the line again:
+/// other methods pay a second read, the hot save pays none of the general path's dispatch).
+extension Server {
+  /// Answers `line` and returns true, or changes nothing and returns false.
+  func handleFastSave(_ line: UnsafeBufferPointer<UInt8>) -> Bool {
+    let service = self.service
+    let config = service.config
+    guard let tape = try? JSONTape(line, maxDepth: config.maxDepth, maxBatch: config.maxBatch), !tape.sawDuplicateKey,
+      let parts = SaveCustomEvent.fastParts(tape)
+    else { return false }
+    var issues = Issues()
+    let user = parts.user.flatMap { n in UserIdentifier.parse(tape, n, path: "user", issues: &issues).map { ($0, n) } }
+    var body = SaveCustomEvent.body(
+      tape, name: parts.name, properties: parts.properties, user: user, limits: config.domain, issues: &issues)
+    guard issues.errors.isEmpty, issues.warnings.isEmpty else { return false }
+    body.appendRaw(",\"time\":")
+    body.appendTime(ms: service.clock.now())
+    // A refused save also takes an id first; leave it all to the general path.
+    let bytes = PendingItem.byteCount(body: body.count, clientID: 0)
+    guard (try? service.store.items.admit(itemBytes: bytes)) != nil, let id = RequestID(tape, parts.id) else {
+      return false
+    }
+    let result: SaveResult
+    do {
+      result = try service.save(
+        kind: .customEvent, clientID: nil, user: user?.0, attribute: nil, body: body, warnings: [])
+    } catch {
+      preconditionFailure("the store admitted this item a moment ago: \(error)")
+    }
+    reply(to: id, result)
+    return true
+  }
+}
+
+extension SaveCustomEvent {
+  private static let nameBytes: [UInt8] = Array(name.utf8)
+
+  /// The nodes of a request the fast path takes: one object with exactly `jsonrpc: "2.0"`, an `id`
+  /// written as the reply writes it, `method` equal to `name`, and params with `name` and optional
+  /// `properties` (an object) and `user`.
+  static func fastParts(_ tape: JSONTape) -> (id: Int, name: Int, properties: Int?, user: Int?)? {
+    guard tape.isObject(tape.root) else { return nil }
+    var id: Int? = nil, version = false, method = false, params: Int? = nil
+    for (k, v) in tape.members(tape.root) {
+      if tape.stringEquals(k, "jsonrpc") {
+        version = tape.isString(v) && tape.stringEquals(v, "2.0")
+      } else if tape.stringEquals(k, "id") {
+        id = v
+      } else if tape.stringEquals(k, "method") {
+        method = tape.isString(v) && nameBytes.withUnsafeBufferPointer { tape.stringEquals(v, bytes: $0) }
+      } else if tape.stringEquals(k, "params") {
+        params = v
+      } else {
+        return nil
+      }
+    }
+    let lead = id.map { tape.lead($0) } ?? 0
+    let idIsNumber = lead == UInt8(ascii: "-") || lead &- 48 < 10
+    guard version, method, let id, let params, tape.isObject(params), tape.isCanonical(id),
+      tape.isString(id) || idIsNumber
+    else { return nil }
+    var nameNode: Int? = nil, properties: Int? = nil, user: Int? = nil
+    for (k, v) in tape.members(params) {
+      if tape.stringEquals(k, "name"), tape.isString(v) {
+        nameNode = v
+      } else if tape.stringEquals(k, "properties"), tape.isObject(v) {
+        properties = v
+      } else if tape.stringEquals(k, "user") {
+        user = v
+      } else {
+        return nil
+      }
+    }
+    guard let nameNode else { return nil }
+    return (id, nameNode, properties, user)
+  }
+
+}

@@ -1,0 +1,65 @@
+package import OutboxDelivery
+package import OutboxDomain
+package import OutboxJSON
+package import OutboxJSONRPC
+package import OutboxStore
+package import OutboxSupport
+import Synchronization
+
+/// Shared pieces of the three save methods.
+extension Params {
+  /// The optional client-supplied item id: a non-empty string of at most 255 characters.
+  package mutating func clientID() -> String? {
+    guard let n = node("id", "string") else { return nil }
+    // The store keeps an id's length in one byte: 255 characters, and at most 255 UTF-8 bytes.
+    let fits = tape.withString(n) { !$0.isEmpty && $0.count <= 255 && TextLimit.fits($0) }
+    if !fits {
+      issues.error("id", "invalid_id", "id must be a non-empty string of at most 255 characters")
+      return nil
+    }
+    return tape.string(n)
+  }
+}
+
+/// The last time text a save wrote, reused while the millisecond stays the same: formatting costs
+/// far more than the lock, and a busy loop stamps many saves within one millisecond.
+private let timeText = Mutex(UTCTimeText())
+
+extension Array where Element == UInt8 {
+  /// Appends `"2026-01-02T03:04:05.678Z"` (quoted) for `ms` since the epoch (years 0000–9999).
+  package mutating func appendTime(ms: Int64) {
+    append(UInt8(ascii: "\""))
+    timeText.withLock { $0.append(ms: ms, to: &self) }
+    append(UInt8(ascii: "\""))
+  }
+
+  /// Appends `,"key":` for an item body.
+  package mutating func appendMember(_ key: StaticString) {
+    append(UInt8(ascii: ","))
+    append(UInt8(ascii: "\""))
+    appendASCII(key)
+    appendASCII("\":")
+  }
+
+  /// Appends text known at compile time, such as `,"name":` (one copy instead of four appends).
+  @inline(__always)
+  package mutating func appendRaw(_ text: StaticString) {
+    append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+  }
+
+  /// Appends the item's `user` member from the request: the sent text itself when it is already
+  /// the wire form (`UserIdentifier.isWireForm`).
+  package mutating func appendUser(_ user: (user: UserIdentifier, node: Int)?, from tape: JSONTape) {
+    guard let user else { return }
+    guard UserIdentifier.isWireForm(tape, user.node) else { return appendUser(user.user) }
+    appendRaw(",\"user\":")
+    append(contentsOf: tape.text(user.node))
+  }
+
+  /// Appends the item's `user` member when there is one.
+  package mutating func appendUser(_ user: UserIdentifier?) {
+    guard let user else { return }
+    appendRaw(",\"user\":")
+    user.appendJSON(to: &self)
+  }
+}

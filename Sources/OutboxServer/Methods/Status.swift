@@ -1,0 +1,48 @@
+package import OutboxDelivery
+package import OutboxDomain
+package import OutboxJSON
+package import OutboxJSONRPC
+package import OutboxStore
+package import OutboxSupport
+package import OutboxTransport
+
+/// `status {}` → the version, the store, pending counts and bytes, snapshot and journal facts,
+/// the live lease and any recovery warnings. Transcript: `Protocol/transcripts/basic.txt`.
+package enum Status: RPCMethod {
+  package static let name = "status"
+  /// Counts reflect only committed saves.
+  package static let commitsFirst = true
+
+  package static func handle(_ params: inout Params, _ service: Service) throws -> ObjectResult {
+    _ = try params.finish()
+    service.expireLeases()
+    let store = service.store.items
+    var pending = [JSONMember("total", .int(Int64(service.store.count)))]
+    for kind in ItemKind.allCases {
+      pending.append(JSONMember(kind.wireName, .int(Int64(store.counts[Int(kind.rawValue)]))))
+    }
+    service.disk?.refresh()
+    let facts = service.disk?.status ?? DiskStatus()
+    return ObjectResult([
+      JSONMember("version", .string(embeddedVersion)),
+      JSONMember("store", service.config.effectiveStorePath.map(JSONValue.string) ?? .null),
+      JSONMember("pending", .object(pending)),
+      JSONMember("bytes", .int(Int64(store.bytes))),
+      JSONMember("lastSnapshotAt", facts.lastSnapshotAt.map { .string(UTCTime.format(ms: $0)) } ?? .null),
+      JSONMember("snapshotSeq", .int(Int64(facts.snapshotSeq))),
+      JSONMember("journalBytes", .int(facts.journalBytes)),
+      JSONMember("fsync", .string(service.config.fsync.rawValue)),
+      JSONMember("lease", service.store.leases.first { $0.origin == .flush }.map { leaseJSON($0) } ?? .null),
+      JSONMember("recovery", .array(facts.recovery + service.store.notices)),
+      JSONMember("deadLetters", .int(Int64(store.deadCount))),
+      JSONMember("delivery", service.delivery?.statusJSON ?? .null),
+    ])
+  }
+
+  private static func leaseJSON(_ lease: Lease) -> JSONValue {
+    .object([
+      JSONMember("flushId", .string(lease.flushId)), JSONMember("count", .int(Int64(lease.seqs.count))),
+      JSONMember("expiresAt", .string(UTCTime.format(ms: lease.expiresAt))),
+    ])
+  }
+}

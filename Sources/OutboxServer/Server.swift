@@ -1,0 +1,185 @@
+package import OutboxDelivery
+package import OutboxDomain
+package import OutboxJSON
+package import OutboxJSONRPC
+package import OutboxStore
+package import OutboxSupport
+package import OutboxTransport
+
+/// Turns request lines into response lines, strictly in order.
+///
+/// Replies are values until the journal commit's outcome is known: a save's reply is kept as a
+/// `Reply.save` hole in `draft`, and `render()` (called between lines, once per burst) commits what
+/// is still pending and writes every reply into `output`, as a result or as `-32003`. Nothing written
+/// into `output` is ever patched afterwards. Every request with an id gets exactly one reply;
+/// notifications get none, ever.
+package final class Server {
+  package let service: Service
+  package let table: MethodTable
+  /// Response bytes ready to write: whole lines, each ending in `\n`.
+  package var output: [UInt8] = []
+  /// This burst's response bytes, without the replies that wait for a commit.
+  var draft: [UInt8] = []
+  /// Replies waiting for a commit, in order, each at its offset in `draft`.
+  var holes: [Hole] = []
+  /// Requests with an id seen and replies rendered, in this burst (see `render`).
+  var ledger = ReplyLedger()
+  /// False to send every line through the general path (for tests that compare the two).
+  package var fastSaves: Bool
+
+  /// About how many reply bytes the burst holds so far (waiting replies counted at a typical size).
+  package var burstBytes: Int { draft.count + holes.count * 96 }
+
+  package init(service: Service, table: MethodTable = .standard) {
+    self.service = service
+    self.table = table
+    self.fastSaves = table.names.contains(SaveCustomEvent.name)
+    output.reserveCapacity(1 << 16)
+    draft.reserveCapacity(1 << 16)
+  }
+
+  /// Handles one line (without its `\n`, `\r` or BOM): a request, a notification or a batch.
+  package func handle(line: UnsafeBufferPointer<UInt8>) {
+    if fastSaves && handleFastSave(line) { return }
+    let value: RequestLine
+    do {
+      value = try RequestLine.read(
+        line, maxDepth: service.config.maxDepth, maxBatch: service.config.maxBatch, known: table.known)
+    } catch {
+      writeError(error, id: .null)
+      return
+    }
+    if case .batch(let members) = value {
+      handleBatch(members)
+    } else if case .single(let value) = value {
+      let mark = draft.count
+      if handle(value) {
+        draft.append(UInt8(ascii: "\n"))
+      } else {
+        draft.removeSubrange(mark...)
+      }
+    }
+  }
+
+  /// Answers a line longer than `--max-line-bytes`; its bytes were discarded unread.
+  package func handleOversizedLine(length: Int) {
+    let limit = Int64(service.config.maxLineBytes)
+    let data: JSONValue = .object([
+      JSONMember("reason", .string("line_too_long")), JSONMember("limit", .int(limit)),
+      JSONMember("length", .int(Int64(length))),
+    ])
+    writeError(RPCError(.parseError, "Parse error", data: data), id: .null)
+  }
+
+  // MARK: - Requests
+
+  private func handleBatch(_ members: [Envelope]) {
+    if members.isEmpty {
+      return writeError(.invalidRequest("an empty batch is not a request"), id: .null)
+    }
+    if members.count > service.config.maxBatch {
+      return writeError(
+        .invalidRequest("batch of \(members.count) exceeds --max-batch \(service.config.maxBatch)"), id: .null)
+    }
+    let start = draft.count
+    draft.append(UInt8(ascii: "["))
+    var answered = 0
+    for member in members {
+      let mark = draft.count
+      if answered > 0 { draft.append(UInt8(ascii: ",")) }
+      if handle(member) { answered += 1 } else { draft.removeSubrange(mark...) }
+    }
+    if answered == 0 {
+      draft.removeSubrange(start...)
+    } else {
+      draft.append(contentsOf: [UInt8(ascii: "]"), UInt8(ascii: "\n")])
+    }
+  }
+
+  /// Handles one request object and appends its response (no newline). Returns false when there is none.
+  private func handle(_ value: Envelope) -> Bool {
+    switch value {
+    case .response:
+      service.log.warn("ignored a response object: this server sends no requests")
+      return false
+    case .invalid(let id, let error):
+      ledger.requested += 1
+      appendError(error, id: id ?? .null)
+      return true
+    case .request(let request):
+      return call(request)
+    }
+  }
+
+  private func call(_ request: Request) -> Bool {
+    if table.commitsFirst(request.method) { commit() }
+    let mark = draft.count
+    if request.id != nil { ledger.requested += 1 }
+    appendPrefix(id: request.id ?? .null)
+    do {
+      let waiting = try table.call(request, service, into: &draft)
+      if let waiting, let id = request.id {
+        draft.removeSubrange(mark...)
+        holes.append(Hole(offset: draft.count, id: id, reply: waiting))
+        return true
+      }
+      draft.append(UInt8(ascii: "}"))
+    } catch {
+      draft.removeSubrange(mark...)
+      if request.isNotification {
+        service.log.debug("notification \(request.method) failed: \(error.message)")
+      } else {
+        Server.appendError(error, id: request.id ?? .null, to: &draft)
+      }
+    }
+    guard request.id != nil else {
+      draft.removeSubrange(mark...)
+      return false
+    }
+    ledger.rendered += 1
+    return true
+  }
+
+  // MARK: - Writing
+
+  private func appendPrefix(id: RequestID) {
+    Server.appendPrefix(id: id, to: &draft)
+  }
+
+  static func appendPrefix(id: RequestID, to out: inout [UInt8]) {
+    out.appendASCII("{\"jsonrpc\":\"2.0\",\"id\":")
+    id.encodeJSON(into: &out)
+    out.appendASCII(",\"result\":")
+  }
+
+  /// Records a save's reply: a hole when it waits for the commit, else its bytes at once.
+  func reply(to id: RequestID, _ result: SaveResult) {
+    ledger.requested += 1
+    if result.awaitsCommit {
+      holes.append(Hole(offset: draft.count, id: id, reply: .save(result)))
+    } else {
+      Server.appendReply(result, id: id, to: &draft)
+      ledger.rendered += 1
+    }
+    draft.append(UInt8(ascii: "\n"))
+  }
+
+  private func appendError(_ error: RPCError, id: RequestID) {
+    Server.appendError(error, id: id, to: &draft)
+    ledger.rendered += 1
+  }
+
+  package static func appendError(_ error: RPCError, id: RequestID, to out: inout [UInt8]) {
+    out.appendASCII("{\"jsonrpc\":\"2.0\",\"id\":")
+    id.encodeJSON(into: &out)
+    out.appendASCII(",\"error\":")
+    error.encodeJSON(into: &out)
+    out.append(UInt8(ascii: "}"))
+  }
+
+  private func writeError(_ error: RPCError, id: RequestID) {
+    ledger.requested += 1
+    appendError(error, id: id)
+    draft.append(UInt8(ascii: "\n"))
+  }
+}

@@ -1,0 +1,136 @@
+package import OutboxDelivery
+package import OutboxDomain
+package import OutboxJSON
+package import OutboxJSONRPC
+package import OutboxStore
+package import OutboxSupport
+
+/// The state the methods work on: the store, the clock, id generation and the configuration.
+///
+/// Owned by the request loop and used from that one thread only.
+package final class Service {
+  package let config: Configuration
+  package let clock: Clock
+  package let log: Log
+  package let store: Store
+  /// The store's files, when it has any (nil with `--memory`).
+  package private(set) var disk: Disk?
+  package var ids: IDGenerator
+  /// Delivery to Braze, when an endpoint and an API key are configured. Made on first use (after the
+  /// store is open); libcurl is loaded only when the first request is sent.
+  package lazy var delivery: Deliverer? = {
+    guard config.delivery.endpoint != nil, config.delivery.apiKey != nil else { return nil }
+    return Deliverer(
+      settings: config.delivery, store: store, clock: clock, log: log, batchLimit: config.trackBatchLimit,
+      mode: config.trackBatchMode, poster: poster ?? CurlPoster())
+  }()
+  /// Tests replace the HTTP client.
+  package var poster: (any HTTPPoster)?
+
+  package init(config: Configuration, log: Log? = nil) {
+    self.config = config
+    self.clock = config.fixedClock.map(Clock.fixed) ?? .system
+    self.log = log ?? Log(level: config.logLevel)
+    self.ids = IDGenerator(seed: config.idSeed)
+    self.store = Store(limits: config.store)
+  }
+
+  /// Opens the store directory the configuration names (if any): lock, recovery, journal.
+  package func openDisk() throws(StartupError) {
+    guard let path = config.effectiveStorePath else { return }
+    let options = DiskOptions(
+      directory: path, fsync: config.fsync, snapshotInterval: config.snapshotInterval, acceptLoss: config.acceptLoss)
+    disk = try Disk(options, store: store, log: log)
+  }
+
+  package func newID(at ms: Int64) -> String { ids.make(ms: ms) }
+
+  /// Ends leases whose time is up.
+  package func expireLeases() {
+    for lease in store.expireLeases(now: clock.now()) {
+      log.info("lease \(lease.flushId) expired; \(lease.seqs.count) items are pending again")
+    }
+  }
+}
+
+/// The answer to every save: the item's id, its seq and how many items are held.
+package struct SaveResult: AwaitsCommit {
+  package var receipt: SaveReceipt
+  package var warnings: [Issue] = []
+
+  package var awaitsCommit: Bool { receipt.awaitsCommit }
+
+  package func encodeJSON(into out: inout [UInt8]) {
+    out.appendASCII("{\"id\":")
+    receipt.id.appendJSON(to: &out)
+    out.appendASCII(",\"seq\":")
+    out.appendUInt(receipt.seq)
+    out.appendASCII(",\"pending\":")
+    out.appendInt(Int64(receipt.pending))
+    if receipt.duplicate { out.appendASCII(",\"duplicate\":true") }
+    if !warnings.isEmpty {
+      out.appendASCII(",\"warnings\":")
+      JSONValue.array(warnings.map(\.json)).encodeJSON(into: &out)
+    }
+    out.append(UInt8(ascii: "}"))
+  }
+}
+
+/// One item a save method checked and built, not yet stored: what `Service.save` takes.
+package struct PreparedSave: Sendable {
+  package var kind: ItemKind
+  package var clientID: String?
+  package var user: UserIdentifier?
+  package var attribute: String?
+  /// The item's members after the header, each preceded by a comma.
+  package var body: [UInt8]
+  package var warnings: [Issue]
+
+  package init(
+    kind: ItemKind, clientID: String?, user: UserIdentifier?, attribute: String?, body: [UInt8], warnings: [Issue]
+  ) {
+    self.kind = kind
+    self.clientID = clientID
+    self.user = user
+    self.attribute = attribute
+    self.body = body
+    self.warnings = warnings
+  }
+}
+
+extension Service {
+  /// Stores an item a save method prepared (see `PreparedSave`).
+  package func save(_ item: PreparedSave) throws(StoreError) -> SaveResult {
+    try save(
+      kind: item.kind, clientID: item.clientID, user: item.user, attribute: item.attribute, body: item.body,
+      warnings: item.warnings)
+  }
+
+  /// Stores one item built by a save method, or returns the original for a repeated client id.
+  ///
+  /// - Parameters:
+  ///   - clientID: the optional client-supplied `id`; a repeat returns the first item and stores nothing.
+  ///   - body: the item's members after the header, each preceded by a comma.
+  package func save(
+    kind: ItemKind, clientID: String?, user: UserIdentifier?, attribute: String?, body: [UInt8],
+    warnings: [Issue]
+  ) throws(StoreError) -> SaveResult {
+    let now = clock.now()
+    let id: ItemID
+    if let clientID {
+      id = ItemID(client: Array(clientID.utf8))
+    } else {
+      let words = ids.makeWords(ms: now)
+      id = ItemID(high: words.high, low: words.low)
+    }
+    let outcome: Result<SaveReceipt, StoreError> = body.withUnsafeBytes { body in
+      do throws(StoreError) {
+        return .success(try store.save(kind: kind, id: id, savedAt: now, hasUser: user != nil, body: body))
+      } catch {
+        return .failure(error)
+      }
+    }
+    let receipt = try outcome.get()
+    return SaveResult(receipt: receipt, warnings: receipt.duplicate ? [] : warnings)
+  }
+}

@@ -1,0 +1,164 @@
+import Dispatch
+package import OutboxJSON
+package import OutboxSupport
+
+/// Where and how the store keeps its files.
+package struct DiskOptions: Sendable {
+  package var directory: String
+  package var fsync: FsyncPolicy
+  /// Seconds between snapshots (checkpoint plus compaction) while the store is dirty.
+  package var snapshotInterval: Double
+  /// Start even when recovery finds data missing, reporting it as `recoveredWithLoss`.
+  package var acceptLoss: Bool
+
+  package init(directory: String, fsync: FsyncPolicy, snapshotInterval: Double, acceptLoss: Bool = false) {
+    self.directory = directory
+    self.fsync = fsync
+    self.snapshotInterval = snapshotInterval
+    self.acceptLoss = acceptLoss
+  }
+}
+
+/// What `status` reports about the files.
+package struct DiskStatus: Sendable {
+  package var lastSnapshotAt: Int64?
+  package var snapshotSeq: UInt64 = 0
+  package var journalBytes: Int64 = 0
+  package var segments = 0
+  package var recovery: [JSONValue] = []
+  package init() {}
+}
+
+/// Keeps the store's files: the lock, recovery at start, and a snapshot every interval while the
+/// store is dirty (checkpoint plus compaction, on a background queue, so requests keep being
+/// answered) plus a final one at exit.
+package final class Disk {
+  package let directory: String
+  private let lock: StoreLock
+  private let journal: Journal
+  private let interval: Double
+  private var savedVersion: UInt64
+  private var nextDue: Double
+  private let queue = DispatchQueue(label: "push-outbox.snapshot")
+  private let finished = Mailbox<FileError?>()
+  private var inFlight: Compaction? = nil
+  private var inFlightVersion: UInt64 = 0
+  package private(set) var status = DiskStatus()
+  private let log: Log
+  #if DEBUG
+  private weak var auditedStore: Store?
+  #endif
+
+  /// Locks the directory, recovers it into `store`, and attaches the journal.
+  package init(_ options: DiskOptions, store: Store, log: Log) throws(StartupError) {
+    directory = options.directory
+    interval = options.snapshotInterval
+    nextDue = Clock.monotonicSeconds() + interval
+    self.log = log
+    #if DEBUG
+    auditedStore = store
+    #endif
+    try StoreDirectory.prepare(directory)
+    lock = try StoreLock(directory: directory)
+    let outcome = try Recovery.run(directory: directory, store: store, acceptLoss: options.acceptLoss, log: log)
+    journal = Journal(directory: directory, policy: options.fsync, segments: outcome.segments)
+    store.restore(leases: outcome.leases, finished: outcome.finished, journal: journal)
+    status.recovery = outcome.warnings
+    status.lastSnapshotAt = outcome.checkpoint?.createdAt
+    status.snapshotSeq = outcome.checkpoint?.coversSeq ?? 0
+    savedVersion = outcome.dirty ? store.version &- 1 : store.version
+    if outcome.dirty { nextDue = 0 }
+    refresh()
+    log.info("opened \(directory): \(store.count) items held in \(outcome.segments.count) segments")
+  }
+
+  /// How long the loop may sleep before there is work (-1: none).
+  package func pollTimeoutMs(_ store: Store) -> Int32 {
+    let sync = journal.msUntilSync
+    if inFlight != nil { return Int32(max(10, interval * 250)) }  // come back to collect the result
+    guard store.version != savedVersion else { return sync }
+    let wait = Int32(min(max(0, nextDue - Clock.monotonicSeconds()) * 1000 + 1, 60_000))
+    return sync < 0 ? wait : min(wait, sync)
+  }
+
+  /// Background fsyncs, collecting a finished snapshot, and starting a new one when due and dirty.
+  package func tick(_ store: Store, now: Int64) {
+    if let failure = journal.tick() {
+      log.error("journal fsync failed (\(failure)); moved to a new segment, snapshotting now")
+      savedVersion = store.version &- 1
+      nextDue = 0
+    }
+    collect()
+    guard inFlight == nil, store.version != savedVersion, Clock.monotonicSeconds() >= nextDue,
+      !journal.hasPendingRecords
+    else { return }
+    nextDue = Clock.monotonicSeconds() + interval
+    guard let work = plan(store, now: now) else { return }
+    let (directory, policy, slot) = (directory, journal.policy, finished)
+    inFlight = work
+    inFlightVersion = store.version
+    queue.async { slot.put(work.run(directory: directory, policy: policy)) }
+  }
+
+  /// The snapshot's work, or nil when it would break the invariant (logged; nothing is written).
+  private func plan(_ store: Store, now: Int64) -> Compaction? {
+    do {
+      return try Compaction.plan(store: store, journal: journal, now: now)
+    } catch {
+      log.error("snapshot abandoned, nothing written: \(error)")
+      return nil
+    }
+  }
+
+  /// Waits for a background snapshot, closes the journal, and takes a final snapshot if anything changed.
+  package func finish(_ store: Store, now: Int64) {
+    if inFlight != nil { queue.sync {} }
+    collect()
+    journal.close()
+    if store.version != savedVersion || journal.segments.contains(where: \.needsRewrite),
+      let work = plan(store, now: now)
+    {
+      inFlight = work
+      inFlightVersion = store.version
+      finished.put(work.run(directory: directory, policy: journal.policy))
+      collect()
+    }
+  }
+
+  /// Waits for a snapshot in flight and records its outcome (for tests and shutdown).
+  package func settle() {
+    if inFlight != nil { queue.sync {} }
+    collect()
+  }
+
+  private func collect() {
+    guard let work = inFlight, let outcome = finished.take() else { return }
+    inFlight = nil
+    if let error = outcome {
+      log.error("snapshot failed: \(error)")  // still dirty: retried next interval
+      return
+    }
+    work.record(in: journal)
+    audit(work)
+    savedVersion = inFlightVersion
+    status.lastSnapshotAt = work.checkpoint.createdAt
+    status.snapshotSeq = work.checkpoint.coversSeq
+    refresh()
+  }
+
+  /// Debug builds read the files back after each snapshot of a store up to 64 MiB and stop on a
+  /// broken invariant (tests and fuzz targets call `SnapshotAudit` directly, at any size).
+  private func audit(_ work: Compaction) {
+    #if DEBUG
+    guard let store = auditedStore, journal.totalBytes <= 64 << 20 else { return }
+    let problems = SnapshotAudit.check(directory: directory, store: store.items)
+    precondition(problems.isEmpty, "snapshot invariant broken: \(problems)")
+    #endif
+  }
+
+  /// Brings the journal figures in `status` up to date.
+  package func refresh() {
+    status.journalBytes = journal.totalBytes
+    status.segments = journal.segments.count
+  }
+}

@@ -1,0 +1,156 @@
+package import OutboxJSON
+package import OutboxSupport
+
+/// The held items as a struct of arrays: one row per item, no heap object per item or per field.
+///
+/// The bytes of a row (client id, then the JSON body) live in the `Arena`. Rows stay in seq order;
+/// removing rows at the head moves `head`, removing rows elsewhere leaves a tombstone that a later
+/// compaction of the arrays drops, so every removal costs O(removed) amortized.
+package struct ItemTable {
+  package struct Flags: OptionSet, Sendable {
+    package let rawValue: UInt8
+    package init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// The save named a user.
+    package static let hasUser = Flags(rawValue: 1 << 2)
+    /// A lease holds the item.
+    package static let leased = Flags(rawValue: 1 << 3)
+    /// The row was removed and awaits compaction of the arrays.
+    package static let removed = Flags(rawValue: 1 << 4)
+    /// The id is the client's (its bytes precede the body), not a generated one.
+    package static let clientID = Flags(rawValue: 1 << 5)
+    /// Braze refused the item (or it has no identifier): a dead letter, out of the pending set.
+    package static let dead = Flags(rawValue: 1 << 6)
+    /// The body is known to be well-formed JSON members (saved here, or checked since loading).
+    package static let verified = Flags(rawValue: 1 << 7)
+    static let kindMask: UInt8 = 0b11
+  }
+
+  package private(set) var seqs: [UInt64] = []
+  package private(set) var savedAt: [Int64] = []
+  package private(set) var locations: [ArenaLocation] = []
+  /// Body length in bytes; the client id, when there is one, is `idLengths` bytes before it.
+  package private(set) var lengths: [UInt32] = []
+  package private(set) var idLengths: [UInt8] = []
+  /// Two words per row: the generated UUID (zero for client ids).
+  package private(set) var idWords: [UInt64] = []
+  package private(set) var flags: [UInt8] = []
+  package var deliveries: [UInt32] = []
+  /// Rows before `head` are gone.
+  package private(set) var head = 0
+  package private(set) var tombstones = 0
+
+  package init() {}
+
+  /// Rows from `head` on, tombstones included.
+  package var rows: Range<Int> { head..<seqs.count }
+  package var liveCount: Int { seqs.count - head - tombstones }
+
+  package mutating func reserve(_ n: Int) {
+    seqs.reserveCapacity(n)
+    savedAt.reserveCapacity(n)
+    locations.reserveCapacity(n)
+    lengths.reserveCapacity(n)
+    idLengths.reserveCapacity(n)
+    idWords.reserveCapacity(2 * n)
+    flags.reserveCapacity(n)
+    deliveries.reserveCapacity(n)
+  }
+
+  package mutating func append(
+    seq: UInt64, savedAt time: Int64, location: ArenaLocation, length: Int, id: ItemID, kind: ItemKind,
+    flags extra: Flags, deliveries count: UInt32
+  ) {
+    seqs.append(seq)
+    savedAt.append(time)
+    locations.append(location)
+    lengths.append(UInt32(length))
+    idLengths.append(UInt8(id.clientLength))
+    idWords.append(id.high)
+    idWords.append(id.low)
+    var all = extra.rawValue | kind.rawValue
+    if id.clientLength > 0 { all |= Flags.clientID.rawValue }
+    flags.append(all)
+    deliveries.append(count)
+  }
+
+  @inline(__always) package func kind(_ row: Int) -> ItemKind {
+    ItemKind(rawValue: flags[row] & Flags.kindMask) ?? .customEvent
+  }
+
+  @inline(__always) package func has(_ flag: Flags, _ row: Int) -> Bool { flags[row] & flag.rawValue != 0 }
+
+  package mutating func set(_ flag: Flags, _ on: Bool, _ row: Int) {
+    if on { flags[row] |= flag.rawValue } else { flags[row] &= ~flag.rawValue }
+  }
+
+  /// The first row (from `head`) whose seq is at least `seq`.
+  package func lowerBound(_ seq: UInt64) -> Int {
+    var low = head
+    var high = seqs.count
+    while low < high {
+      let mid = (low + high) / 2
+      if seqs[mid] < seq { low = mid + 1 } else { high = mid }
+    }
+    return low
+  }
+
+  /// The row holding `seq`, if it is held.
+  package func row(of seq: UInt64) -> Int? {
+    let low = lowerBound(seq)
+    guard low < seqs.count, seqs[low] == seq, !has(.removed, low) else { return nil }
+    return low
+  }
+
+  /// Rows in `rows` that are held (not removed): the truth a snapshot lists segments by.
+  package func heldCount(in rows: Range<Int>) -> Int {
+    guard tombstones > 0 else { return rows.count }
+    let mask = Flags.removed.rawValue
+    return flags.withUnsafeBufferPointer { flags in
+      var removed = 0
+      for row in rows where flags[row] & mask != 0 { removed &+= 1 }
+      return rows.count - removed
+    }
+  }
+
+  /// Marks a row removed; the head moves past removed rows at once.
+  package mutating func remove(_ row: Int) {
+    set(.removed, true, row)
+    tombstones += 1
+    while head < seqs.count && has(.removed, head) {
+      head += 1
+      tombstones -= 1
+    }
+    if head == seqs.count { clear() } else { compactIfNeeded() }
+  }
+
+  /// Drops the last row (rolling back a save whose journal write failed).
+  package mutating func removeLast() {
+    seqs.removeLast(); savedAt.removeLast(); locations.removeLast(); lengths.removeLast()
+    idLengths.removeLast(); idWords.removeLast(2); flags.removeLast(); deliveries.removeLast()
+    if head > seqs.count { head = seqs.count }
+  }
+
+  private mutating func clear() {
+    self = ItemTable()
+  }
+
+  /// Drops the removed prefix and tombstones once they outweigh the live rows.
+  private mutating func compactIfNeeded() {
+    let dead = head + tombstones
+    guard dead > 4096 && dead * 2 > seqs.count else { return }
+    let keep = rows.filter { !has(.removed, $0) }
+    seqs = keep.map { seqs[$0] }
+    savedAt = keep.map { savedAt[$0] }
+    locations = keep.map { locations[$0] }
+    lengths = keep.map { lengths[$0] }
+    idLengths = keep.map { idLengths[$0] }
+    var words: [UInt64] = []
+    words.reserveCapacity(2 * keep.count)
+    for row in keep { words.append(idWords[2 * row]); words.append(idWords[2 * row + 1]) }
+    idWords = words
+    flags = keep.map { flags[$0] }
+    deliveries = keep.map { deliveries[$0] }
+    head = 0
+    tombstones = 0
+  }
+}

@@ -1,0 +1,284 @@
+package import OutboxJSON
+package import OutboxSupport
+
+/// Why the store refused a change. Mapped to JSON-RPC errors in one place (`MethodTable`).
+package enum StoreError: Error, Sendable, Equatable {
+  case storeFull(limit: String, value: Int)
+  case itemTooLarge(bytes: Int, limit: Int)
+  case leaseNotFound(String)
+  case storageUnavailable(String)
+}
+
+/// Limits enforced with an error, never by evicting items.
+package struct StoreLimits: Sendable {
+  package var maxPending = Int.max
+  package var maxPendingBytes = Int.max
+  package var maxItemBytes = Int.max
+  package init() {}
+}
+
+/// The held items, in seq order, in memory: an `ItemTable` of rows whose bytes live in an `Arena`.
+///
+/// Single-threaded by design: the request loop owns it. It knows nothing of files; `Store` journals
+/// every change it makes here.
+package final class PendingStore {
+  package private(set) var table = ItemTable()
+  package let arena = Arena()
+  package private(set) var nextSeq: UInt64 = 1
+  package private(set) var bytes = 0
+  /// Pending items per kind (dead letters not included).
+  package private(set) var counts: [Int] = Array(repeating: 0, count: ItemKind.allCases.count)
+  package private(set) var leasedCount = 0
+  /// Dead letters: held rows out of the pending set, with the reason each was refused.
+  package private(set) var deadCount = 0
+  package private(set) var deadReasons: [UInt64: String] = [:]
+  private var clientIDs: [ByteKey: UInt64] = [:]
+  package var limits = StoreLimits()
+
+  package init() {}
+
+  package var count: Int { table.liveCount }
+
+  /// Makes room for `count` more rows at once (recovery knows the count from the checkpoint).
+  package func reserve(_ count: Int) {
+    guard count > 0 else { return }
+    table.reserve(table.seqs.count + count)
+  }
+
+  // MARK: - Saving
+
+  /// Takes the next sequence number. Numbers are never reused, even when a save is rolled back.
+  package func takeSeq() -> UInt64 {
+    defer { nextSeq += 1 }
+    return nextSeq
+  }
+
+  /// Never hand out a seq below `next`.
+  package func advanceSeq(to next: UInt64) {
+    if next > nextSeq { nextSeq = next }
+  }
+
+  /// Checks the limits an item of `itemBytes` must meet before it is appended.
+  package func admit(itemBytes: Int) throws(StoreError) {
+    if itemBytes > limits.maxItemBytes { throw .itemTooLarge(bytes: itemBytes, limit: limits.maxItemBytes) }
+    if count >= limits.maxPending { throw .storeFull(limit: "max-pending", value: limits.maxPending) }
+    if itemBytes > limits.maxPendingBytes - bytes {
+      throw .storeFull(limit: "max-pending-bytes", value: limits.maxPendingBytes)
+    }
+  }
+
+  /// Appends an item with a seq above every held one.
+  package func append(
+    seq: UInt64, id: ItemID, kind: ItemKind, savedAt: Int64, deliveryCount: UInt32 = 0, hasUser: Bool,
+    body: UnsafeRawBufferPointer, verified: Bool = true
+  ) {
+    let location = id.client.withUnsafeBytes { arena.append($0, body) }
+    var flags: ItemTable.Flags = hasUser ? .hasUser : []
+    if verified { flags.insert(.verified) }
+    table.append(
+      seq: seq, savedAt: savedAt, location: location, length: body.count, id: id, kind: kind,
+      flags: flags, deliveries: deliveryCount)
+    if seq >= nextSeq { nextSeq = seq + 1 }
+    bytes += PendingItem.byteCount(body: body.count, clientID: id.clientLength)
+    counts[Int(kind.rawValue)] += 1
+    if !id.client.isEmpty { clientIDs[ByteKey(id.client)] = seq }
+  }
+
+  package func append(_ item: PendingItem) {
+    item.body.withUnsafeBytes {
+      append(
+        seq: item.seq, id: item.id, kind: item.kind, savedAt: item.savedAt, deliveryCount: item.deliveryCount,
+        hasUser: item.hasUser, body: $0)
+    }
+  }
+
+  /// The seq of the held item saved with this client id, if any (compared by bytes).
+  package func seq(clientID: [UInt8]) -> UInt64? {
+    guard let seq = clientIDs[ByteKey(clientID)], table.row(of: seq) != nil else { return nil }
+    return seq
+  }
+
+  // MARK: - Reading
+
+  package func contains(seq: UInt64) -> Bool { table.row(of: seq) != nil }
+
+  /// The oldest held item's seq.
+  package var firstSeq: UInt64? { table.rows.first { !table.has(.removed, $0) }.map { table.seqs[$0] } }
+
+  /// The item in `row`, copied out.
+  package func item(row: Int) -> PendingItem {
+    PendingItem(
+      seq: table.seqs[row], id: id(row: row), kind: table.kind(row), savedAt: table.savedAt[row],
+      deliveryCount: table.deliveries[row], hasUser: table.has(.hasUser, row), body: Array(body(row: row)))
+  }
+
+  package func item(seq: UInt64) -> PendingItem? { table.row(of: seq).map { item(row: $0) } }
+
+  /// The held items with these seqs, in the given order (missing ones are skipped).
+  package func items(seqs: [UInt64]) -> [PendingItem] { seqs.compactMap { item(seq: $0) } }
+
+  package func id(row: Int) -> ItemID {
+    let length = Int(table.idLengths[row])
+    if length == 0 { return ItemID(high: table.idWords[2 * row], low: table.idWords[2 * row + 1]) }
+    let start = arena.bytes(at: table.locations[row], length: length)
+    return ItemID(client: Array(start))
+  }
+
+  /// The row's JSON body bytes, valid until the store next changes.
+  package func body(row: Int) -> UnsafeRawBufferPointer {
+    let idLength = Int(table.idLengths[row])
+    let all = arena.bytes(at: table.locations[row], length: idLength + Int(table.lengths[row]))
+    return UnsafeRawBufferPointer(rebasing: all[idLength...])
+  }
+
+  /// Rows of up to `max` held, unleased items that `eligible` accepts, in seq order. Unleased rows
+  /// that `eligible` refused on the way are added to `skipped`.
+  package func firstAvailable(max: Int, skipped: inout [Int], where eligible: (Int) -> Bool) -> [Int] {
+    var picked: [Int] = []
+    for row in table.rows where !table.has(.removed, row) && !table.has(.leased, row) && !table.has(.dead, row) {
+      guard wellFormed(row) else { continue }
+      guard eligible(row) else {
+        skipped.append(row)
+        continue
+      }
+      picked.append(row)
+      if picked.count == max { break }
+    }
+    return picked
+  }
+
+  /// Seqs of loaded items whose bodies turned out not to be JSON members (a crafted record with a
+  /// valid checksum); the store removes them at its next commit. They are never written out.
+  package private(set) var malformed: [UInt64] = []
+
+  /// True when the row's body may be written out as it is: saved here, or loaded and checked now.
+  package func wellFormed(_ row: Int) -> Bool {
+    if table.has(.verified, row) { return true }
+    let body = self.body(row: row)
+    var text: [UInt8] = [UInt8(ascii: "{")]
+    if let first = body.first {
+      guard first == UInt8(ascii: ",") else { return reject(row) }
+      text.append(contentsOf: body.dropFirst())
+    }
+    text.append(UInt8(ascii: "}"))
+    guard case .object? = try? JSONReader.parse(text, maxDepth: 1000) else { return reject(row) }
+    table.set(.verified, true, row)
+    return true
+  }
+
+  private func reject(_ row: Int) -> Bool {
+    malformed.append(table.seqs[row])
+    return false
+  }
+
+  /// Hands over the malformed seqs found so far.
+  package func takeMalformed() -> [UInt64] {
+    defer { malformed.removeAll() }
+    return malformed
+  }
+
+  // MARK: - Changing
+
+  /// Removes the held items with these seqs (any order). Returns how many were held.
+  @discardableResult
+  package func remove(seqs: [UInt64]) -> Int {
+    var removed = 0
+    for seq in seqs {
+      guard let row = table.row(of: seq) else { continue }
+      forget(row)
+      table.remove(row)
+      removed += 1
+    }
+    return removed
+  }
+
+  /// Takes back the newest items (a save whose journal write failed); `seqs` are the newest held.
+  package func rollBack(seqs: [UInt64]) {
+    for seq in seqs.sorted(by: >) {
+      guard let row = table.row(of: seq) else { continue }
+      forget(row)
+      if row == table.seqs.count - 1 { table.removeLast() } else { table.remove(row) }
+    }
+  }
+
+  /// Marks items leased or not; when a lease ends without an ack their delivery count rises.
+  /// Returns the seqs changed with their new delivery counts.
+  @discardableResult
+  package func setLeased(_ seqs: [UInt64], _ leased: Bool, countDelivery: Bool = false) -> [(UInt64, UInt32)] {
+    var changed: [(UInt64, UInt32)] = []
+    for seq in seqs {
+      guard let row = table.row(of: seq), table.has(.leased, row) != leased else { continue }
+      table.set(.leased, leased, row)
+      leasedCount += leased ? 1 : -1
+      if countDelivery && table.deliveries[row] < UInt32.max { table.deliveries[row] += 1 }
+      changed.append((seq, table.deliveries[row]))
+    }
+    return changed
+  }
+
+  /// Makes held, unleased items dead letters with `reason` (or live again with nil). Returns the seqs changed.
+  @discardableResult
+  package func setDead(_ seqs: [UInt64], reason: String?) -> [UInt64] {
+    var changed: [UInt64] = []
+    for seq in seqs {
+      guard let row = table.row(of: seq), !table.has(.leased, row) else { continue }
+      let wasDead = table.has(.dead, row)
+      if let reason {
+        deadReasons[seq] = reason.prefix(utf8Bytes: SegmentFormat.maxReasonBytes)
+        if wasDead { continue }
+        table.set(.dead, true, row)
+        deadCount += 1
+        counts[Int(table.kind(row).rawValue)] -= 1
+      } else {
+        guard wasDead else { continue }
+        table.set(.dead, false, row)
+        deadReasons[seq] = nil
+        deadCount -= 1
+        counts[Int(table.kind(row).rawValue)] += 1
+      }
+      changed.append(seq)
+    }
+    return changed
+  }
+
+  /// True when the held item `seq` is a dead letter.
+  package func isDead(seq: UInt64) -> Bool { table.row(of: seq).map { table.has(.dead, $0) } ?? false }
+
+  /// Up to `max` dead-letter rows, in seq order.
+  package func deadRows(max: Int) -> [Int] {
+    var rows: [Int] = []
+    guard deadCount > 0 else { return rows }
+    for row in table.rows where !table.has(.removed, row) && table.has(.dead, row) {
+      guard wellFormed(row) else { continue }
+      rows.append(row)
+      if rows.count == max { break }
+    }
+    return rows
+  }
+
+  /// Raises an item's delivery count to at least `count` (journal replay). True when it rose.
+  @discardableResult
+  package func raiseDeliveries(seq: UInt64, to count: UInt32) -> Bool {
+    guard let row = table.row(of: seq), table.deliveries[row] < count else { return false }
+    table.deliveries[row] = count
+    return true
+  }
+
+  private func forget(_ row: Int) {
+    let idLength = Int(table.idLengths[row])
+    let length = idLength + Int(table.lengths[row])
+    bytes -= PendingItem.byteCount(body: Int(table.lengths[row]), clientID: idLength)
+    if table.has(.leased, row) { leasedCount -= 1 }
+    if table.has(.dead, row) {
+      deadCount -= 1
+      deadReasons[table.seqs[row]] = nil
+    } else {
+      counts[Int(table.kind(row).rawValue)] -= 1
+    }
+    if idLength > 0 {
+      let key = ByteKey(Array(arena.bytes(at: table.locations[row], length: idLength)))
+      if clientIDs[key] == table.seqs[row] { clientIDs[key] = nil }
+    }
+    arena.release(table.locations[row], length: length)
+  }
+}

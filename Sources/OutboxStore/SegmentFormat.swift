@@ -1,0 +1,192 @@
+package import OutboxJSON
+package import OutboxSupport
+
+/// The binary layout of the store's log segments (format version 2).
+///
+/// A segment file `segment.<first seq, 20 digits>` starts with a 16-byte header: the magic `POUTJRNL`,
+/// the format version (u32 LE, 2) and four zero bytes. Then records, each:
+///
+///     u32 length | u32 crc32c | u8 type | u64 seq | payload (length bytes)
+///
+/// all little-endian; the CRC-32C covers type, seq and payload. Payloads are fixed binary fields
+/// followed by the item's JSON body bytes, so loading is a scan and a copy, never a JSON parse.
+package enum SegmentFormat {
+  package static let magic: [UInt8] = Array("POUTJRNL".utf8)
+  package static let version: UInt32 = 2
+  package static let headerSize = 16
+  package static let recordHeaderSize = 17
+  /// No record is larger; a length above it means a damaged length field.
+  package static let maxPayload = 1 << 30
+  package static let prefix = "segment."
+  /// Seqs are below 2^63, so no arithmetic on one (or on a count of them) can overflow.
+  package static let seqLimit: UInt64 = 1 << 63
+
+  package enum RecordType: UInt8, Sendable {
+    /// An item: i64 savedAt, u32 deliveryCount, u8 kind, u8 flags, u8 idLength, id, JSON body.
+    case item = 16
+    /// Items left the store: u32 count, u64 seqs.
+    case remove = 17
+    /// A lease began: i64 expiresAt, u8 flushId length, flushId, u32 count, u64 seqs, u32 note length, note,
+    /// u8 origin.
+    case lease = 18
+    /// A lease ended: u8 outcome, u8 flushId length, flushId, u32 count, then (u64 seq, u32 deliveryCount) pairs.
+    case leaseEnd = 19
+    /// Items became dead letters: u32 count, then (u64 seq, u16 reason length, reason) each.
+    /// A compaction writes one right after a dead item's record, with the item's seq.
+    case deadLetter = 20
+    /// Dead letters went back to pending: u32 count, u64 seqs.
+    case requeue = 21
+  }
+
+  package static var header: [UInt8] {
+    var out = magic
+    out.appendLE(version)
+    out.appendLE(UInt32(0))
+    return out
+  }
+
+  /// The file name of the segment whose first record has seq `first`.
+  package static func name(first: UInt64) -> String {
+    let digits = String(first)
+    return prefix + String(repeating: "0", count: max(0, 20 - digits.count)) + digits
+  }
+
+  /// The first seq encoded in a segment file name, or nil for any other name.
+  package static func first(ofName name: String) -> UInt64? {
+    guard name.hasPrefix(prefix), name.utf8.count == prefix.utf8.count + 20 else { return nil }
+    let digits = name.utf8.dropFirst(prefix.utf8.count)
+    guard digits.allSatisfy({ $0 >= 48 && $0 <= 57 }), let first = UInt64(String(decoding: digits, as: UTF8.self)),
+      first > 0 && first < seqLimit
+    else { return nil }
+    return first
+  }
+
+  // MARK: - Writing
+
+  /// Appends one record, its payload written in place by `writePayload`.
+  package static func appendRecord(
+    _ type: RecordType, seq: UInt64, to out: inout [UInt8], _ writePayload: (inout [UInt8]) -> Void
+  ) {
+    let start = out.count
+    out.appendLE(UInt64(0))  // length and CRC, filled in below
+    out.append(type.rawValue)
+    out.appendLE(seq)
+    writePayload(&out)
+    let length = out.count - start - recordHeaderSize
+    let crc = out.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[(start + 8)...])) }
+    out.withUnsafeMutableBytes { bytes in
+      bytes.storeBytes(of: UInt32(length).littleEndian, toByteOffset: start, as: UInt32.self)
+      bytes.storeBytes(of: crc.littleEndian, toByteOffset: start + 4, as: UInt32.self)
+    }
+  }
+
+  private static let zeros = [UInt8](repeating: 0, count: recordHeaderSize + 15)
+
+  /// Appends an item record: one reservation, fixed fields stored in place, the body copied once.
+  package static func appendItem(
+    seq: UInt64, savedAt: Int64, deliveries: UInt32, kind: ItemKind, hasUser: Bool, id: ItemID,
+    body: UnsafeRawBufferPointer, to out: inout [UInt8]
+  ) {
+    let idBytes = id.client.isEmpty ? 16 : id.clientLength
+    let length = 8 + 4 + 3 + idBytes + body.count
+    let start = out.count
+    if out.capacity < start + recordHeaderSize + length { out.reserveCapacity(2 * (start + recordHeaderSize + length)) }
+    out.append(contentsOf: Self.zeros)
+    out.withUnsafeMutableBytes { raw in
+      raw.storeBytes(of: UInt32(length).littleEndian, toByteOffset: start, as: UInt32.self)
+      raw[start + 8] = RecordType.item.rawValue
+      raw.storeBytes(of: seq.littleEndian, toByteOffset: start + 9, as: UInt64.self)
+      raw.storeBytes(of: UInt64(bitPattern: savedAt).littleEndian, toByteOffset: start + 17, as: UInt64.self)
+      raw.storeBytes(of: deliveries.littleEndian, toByteOffset: start + 25, as: UInt32.self)
+      raw[start + 29] = kind.rawValue
+      raw[start + 30] = hasUser ? 1 : 0
+      raw[start + 31] = UInt8(id.clientLength)
+    }
+    if id.client.isEmpty {
+      out.appendLE(id.high)
+      out.appendLE(id.low)
+    } else {
+      out.append(contentsOf: id.client)
+    }
+    out.append(contentsOf: body)
+    out.withUnsafeMutableBytes { raw in
+      let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[(start + 8)...]))
+      raw.storeBytes(of: crc.littleEndian, toByteOffset: start + 4, as: UInt32.self)
+    }
+  }
+
+  package static func appendRemove(_ seqs: [UInt64], recordSeq: UInt64, to out: inout [UInt8]) {
+    appendRecord(.remove, seq: recordSeq, to: &out) { out in
+      out.appendLE(UInt32(seqs.count))
+      for seq in seqs { out.appendLE(seq) }
+    }
+  }
+
+  package static func appendLease(_ lease: Lease, recordSeq: UInt64, to out: inout [UInt8]) {
+    appendRecord(.lease, seq: recordSeq, to: &out) { out in
+      out.appendLE(UInt64(bitPattern: lease.expiresAt))
+      out.appendShort(Array(lease.flushId.utf8))
+      out.appendLE(UInt32(lease.seqs.count))
+      for seq in lease.seqs { out.appendLE(seq) }
+      out.appendLE(UInt32(lease.note.count))
+      out.append(contentsOf: lease.note)
+      out.append(lease.origin.rawValue)
+    }
+  }
+
+  package static func appendLeaseEnd(
+    flushId: String, outcome: LeaseOutcome, counts: [(UInt64, UInt32)], recordSeq: UInt64, to out: inout [UInt8]
+  ) {
+    appendRecord(.leaseEnd, seq: recordSeq, to: &out) { out in
+      out.append(outcome.rawValue)
+      out.appendShort(Array(flushId.utf8))
+      out.appendLE(UInt32(counts.count))
+      for (seq, count) in counts {
+        out.appendLE(seq)
+        out.appendLE(count)
+      }
+    }
+  }
+}
+
+extension SegmentFormat {
+  /// The longest dead-letter reason kept, in memory and on disk (`Store` cuts it the same way).
+  package static let maxReasonBytes = 4096
+
+  package static func appendDeadLetter(_ entries: [(UInt64, String)], recordSeq: UInt64, to out: inout [UInt8]) {
+    appendRecord(.deadLetter, seq: recordSeq, to: &out) { out in
+      out.appendLE(UInt32(entries.count))
+      for (seq, reason) in entries {
+        let bytes = Array(reason.prefix(utf8Bytes: maxReasonBytes).utf8)
+        out.appendLE(seq)
+        out.appendLE(UInt16(bytes.count))
+        out.append(contentsOf: bytes)
+      }
+    }
+  }
+
+  package static func appendRequeue(_ seqs: [UInt64], recordSeq: UInt64, to out: inout [UInt8]) {
+    appendRecord(.requeue, seq: recordSeq, to: &out) { out in
+      out.appendLE(UInt32(seqs.count))
+      for seq in seqs { out.appendLE(seq) }
+    }
+  }
+}
+
+/// How a lease ended.
+package enum LeaseOutcome: UInt8, Sendable {
+  case acked = 0, released = 1, expired = 2
+}
+
+extension Array where Element == UInt8 {
+  package mutating func appendLE<T: FixedWidthInteger>(_ value: T) {
+    Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
+  }
+
+  /// Appends a u8 length and up to 255 bytes.
+  package mutating func appendShort(_ bytes: [UInt8]) {
+    let count = Swift.min(bytes.count, 255)
+    append(UInt8(count))
+    append(contentsOf: bytes[0..<count])
+  }
+}

@@ -1,0 +1,246 @@
+package import OutboxJSON
+package import OutboxSupport
+
+/// The answer to a save, before it is rendered: the item's id and seq, how many items are held,
+/// and whether the reply must wait for the journal commit.
+package struct SaveReceipt: Sendable {
+  package var id: ItemID
+  package var seq: UInt64
+  package var pending: Int
+  package var duplicate = false
+  /// True while the item's journal record is not written: the reply waits for the commit's outcome.
+  package var awaitsCommit = false
+}
+
+/// The pending items and everything that keeps them. Methods change the store only through here:
+/// save, drain, lease, ack, release and commit. The journal behind it is private.
+package final class Store {
+  package let items = PendingStore()
+  package private(set) var leases: [Lease] = []
+  /// Flush ids acked or drained recently, so a repeated ack is answered `acked: 0` (bounded).
+  package private(set) var finished: [String] = []
+  /// Seqs saved since the last commit (the newest held); taken back if the commit fails.
+  private var uncommitted: [UInt64] = []
+  /// Problems found in stored data after start-up (`status.recovery` lists them with recovery's).
+  package private(set) var notices: [JSONValue] = []
+  /// Bumped by every change; the disk layer compares it to decide whether it is dirty.
+  package private(set) var version: UInt64 = 0
+  var journal: Journal?
+
+  package init(limits: StoreLimits = StoreLimits()) {
+    items.limits = limits
+  }
+
+  /// Items pending (leased ones included); dead letters are held but not pending.
+  package var count: Int { items.count - items.deadCount }
+  package var isDurable: Bool { journal != nil }
+
+  // MARK: - Saving
+
+  /// Stores one item, or answers a repeated client id with the original item.
+  package func save(
+    kind: ItemKind, id: ItemID, savedAt: Int64, hasUser: Bool, body: UnsafeRawBufferPointer
+  ) throws(StoreError) -> SaveReceipt {
+    if !id.client.isEmpty, let seq = items.seq(clientID: id.client) {
+      var receipt = SaveReceipt(id: id, seq: seq, pending: count, duplicate: true)
+      receipt.awaitsCommit = seq >= (uncommitted.first ?? UInt64.max)
+      return receipt
+    }
+    try items.admit(itemBytes: PendingItem.byteCount(body: body.count, clientID: id.clientLength))
+    let seq = items.takeSeq()
+    items.append(seq: seq, id: id, kind: kind, savedAt: savedAt, hasUser: hasUser, body: body)
+    version &+= 1
+    guard let journal else { return SaveReceipt(id: id, seq: seq, pending: count) }
+    journal.appendItem(seq: seq, savedAt: savedAt, kind: kind, hasUser: hasUser, id: id, body: body)
+    uncommitted.append(seq)
+    return SaveReceipt(id: id, seq: seq, pending: count, awaitsCommit: true)
+  }
+
+  /// Writes what was recorded since the last commit. On failure the burst's saves are taken back
+  /// out of memory and off the file, and the error says why; nothing else changes.
+  package func commit() -> FileError? {
+    defer { uncommitted.removeAll(keepingCapacity: true) }
+    let malformed = items.takeMalformed()
+    if !malformed.isEmpty {
+      let message =
+        "\(malformed.count) stored items were not well-formed JSON and were dropped (seqs \(malformed.prefix(10)))"
+      Log.stderr("push-outbox: error: " + message)
+      notices.append(
+        .object([
+          JSONMember("code", .string("malformedItemDropped")), JSONMember("message", .string(message)),
+          JSONMember("seqs", .array(malformed.prefix(100).map { .int(Int64($0)) })),
+        ]))
+      remove(malformed)
+    }
+    guard let journal, journal.hasPendingRecords else { return nil }
+    do {
+      try journal.commit()
+      return nil
+    } catch {
+      items.rollBack(seqs: uncommitted)
+      version &+= 1
+      // Records that could not be cut back off the file must not come back at the next start.
+      if journal.lastCutFailed { journal.appendRemove(uncommitted, recordSeq: items.takeSeq()) }
+      return error
+    }
+  }
+
+  /// True when a save made since the last commit is waiting to be written.
+  package var hasUncommitted: Bool { !uncommitted.isEmpty }
+
+  // MARK: - Handing out
+
+  /// Removes exactly these items (a drain). Call only after a commit: drained items must be durable.
+  package func drain(_ seqs: [UInt64], flushId: String) {
+    remove(seqs)
+    rememberFinished(flushId)
+  }
+
+  /// Hides the items until `ack`, `release` or expiry, durably.
+  package func lease(_ lease: Lease) {
+    items.setLeased(lease.seqs, true)
+    leases.append(lease)
+    version &+= 1
+    journal?.appendLease(lease, recordSeq: items.takeSeq())
+  }
+
+  /// The live lease with this flush id (compared by bytes).
+  package func lease(flushId: String) -> Lease? {
+    leases.first { $0.flushId.utf8.elementsEqual(flushId.utf8) }
+  }
+
+  /// Removes exactly the leased items. A repeat after success acks 0; an unknown id is an error.
+  package func ack(_ flushId: String) throws(StoreError) -> Int {
+    guard let n = leases.firstIndex(where: { $0.flushId.utf8.elementsEqual(flushId.utf8) }) else {
+      if finished.contains(where: { $0.utf8.elementsEqual(flushId.utf8) }) { return 0 }
+      throw .leaseNotFound(flushId)
+    }
+    let lease = leases.remove(at: n)
+    let acked = lease.seqs.filter(items.contains(seq:)).count
+    remove(lease.seqs)
+    journal?.appendLeaseEnd(flushId: lease.flushId, outcome: .acked, counts: [], recordSeq: items.takeSeq())
+    rememberFinished(lease.flushId)
+    return acked
+  }
+
+  /// Returns a live lease's items to pending, one delivery more. Returns how many.
+  package func release(_ flushId: String) throws(StoreError) -> Int {
+    guard let n = leases.firstIndex(where: { $0.flushId.utf8.elementsEqual(flushId.utf8) }) else {
+      throw .leaseNotFound(flushId)
+    }
+    return end(leases.remove(at: n), .released)
+  }
+
+  /// Ends every lease whose time is up: its items are pending again, one delivery more.
+  @discardableResult
+  package func expireLeases(now: Int64) -> [Lease] {
+    let expired = leases.filter { now >= $0.expiresAt }
+    guard !expired.isEmpty else { return [] }
+    leases.removeAll { now >= $0.expiresAt }
+    for lease in expired { end(lease, .expired) }
+    return expired
+  }
+
+  @discardableResult
+  private func end(_ lease: Lease, _ outcome: LeaseOutcome) -> Int {
+    let counts = items.setLeased(lease.seqs, false, countDelivery: true)
+    version &+= 1
+    if let journal {
+      for (seq, _) in counts { journal.noteChanged(seq) }
+      journal.appendLeaseEnd(flushId: lease.flushId, outcome: outcome, counts: counts, recordSeq: items.takeSeq())
+    }
+    return counts.count
+  }
+
+  // MARK: - Delivery and dead letters
+
+  /// Ends a delivery lease with each item's outcome: `delivered` leave the store, `dead` become dead
+  /// letters with their reason, and the rest are pending again, one delivery more. Durable once committed.
+  package func settle(_ flushId: String, delivered: [UInt64], dead: [(UInt64, String)]) {
+    guard let n = leases.firstIndex(where: { $0.flushId.utf8.elementsEqual(flushId.utf8) }) else { return }
+    let lease = leases.remove(at: n)
+    remove(delivered)
+    let deadSeqs = dead.map(\.0)
+    items.setLeased(deadSeqs, false)
+    var recorded: [(UInt64, String)] = []
+    for (seq, reason) in dead where items.contains(seq: seq) {
+      items.setDead([seq], reason: reason)
+      recorded.append((seq, reason))
+    }
+    let counts = items.setLeased(lease.seqs, false, countDelivery: true)
+    version &+= 1
+    guard let journal else { return }
+    if !recorded.isEmpty {
+      for (seq, _) in recorded { journal.noteChanged(seq) }
+      journal.appendDeadLetter(recorded, recordSeq: items.takeSeq())
+    }
+    for (seq, _) in counts { journal.noteChanged(seq) }
+    journal.appendLeaseEnd(flushId: lease.flushId, outcome: .released, counts: counts, recordSeq: items.takeSeq())
+  }
+
+  /// Makes unleased pending items dead letters (items no request can carry, such as `no_identifier`).
+  package func deadLetter(_ entries: [(UInt64, String)]) {
+    var recorded: [(UInt64, String)] = []
+    for (seq, reason) in entries where !items.isDead(seq: seq) && !items.setDead([seq], reason: reason).isEmpty {
+      recorded.append((seq, reason))
+    }
+    guard !recorded.isEmpty else { return }
+    version &+= 1
+    guard let journal else { return }
+    for (seq, _) in recorded { journal.noteChanged(seq) }
+    journal.appendDeadLetter(recorded, recordSeq: items.takeSeq())
+  }
+
+  /// Returns dead letters to pending. Returns the seqs requeued.
+  @discardableResult
+  package func requeue(_ seqs: [UInt64]) -> [UInt64] {
+    let changed = items.setDead(seqs, reason: nil)
+    guard !changed.isEmpty else { return [] }
+    version &+= 1
+    guard let journal else { return changed }
+    for seq in changed { journal.noteChanged(seq) }
+    journal.appendRequeue(changed, recordSeq: items.takeSeq())
+    return changed
+  }
+
+  /// Deletes dead letters for good. Returns how many.
+  package func dropDead(_ seqs: [UInt64]) -> Int {
+    let dead = seqs.filter(items.isDead(seq:))
+    remove(dead)
+    return dead.count
+  }
+
+  private func remove(_ seqs: [UInt64]) {
+    let held = seqs.filter(items.contains(seq:))
+    guard !held.isEmpty else { return }
+    items.remove(seqs: held)
+    version &+= 1
+    guard let journal else { return }
+    for seq in held { journal.noteRemoved(seq) }
+    journal.appendRemove(held, recordSeq: items.takeSeq())
+  }
+
+  private func rememberFinished(_ flushId: String) {
+    finished.append(flushId)
+    if finished.count > 256 { finished.removeFirst(finished.count - 256) }
+  }
+
+  // MARK: - Recovery
+
+  /// Installs what recovery rebuilt: live leases, and the journal to write from now on.
+  package func restore(leases recovered: [Lease], finished: [String], journal: Journal) {
+    self.finished = Array(finished.suffix(256))
+    for lease in recovered {
+      let held = lease.seqs.filter(items.contains(seq:))
+      guard !held.isEmpty else { continue }
+      var kept = lease
+      kept.seqs = held
+      items.setLeased(held, true)
+      leases.append(kept)
+    }
+    self.journal = journal
+  }
+
+  /// Marks the store changed (recovery found something a snapshot must settle).
+  package func markDirty() { version &+= 1 }
+}

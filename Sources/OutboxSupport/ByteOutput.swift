@@ -1,0 +1,97 @@
+/// Appending text, decimal numbers and quoted JSON strings to a byte buffer without allocating: the
+/// primitives every writer of replies, records and log lines shares (JSON's writer, `Log`).
+extension Array where Element == UInt8 {
+  /// Appends ASCII text known at compile time.
+  @inline(__always)
+  package mutating func appendASCII(_ s: StaticString) {
+    s.withUTF8Buffer { append(contentsOf: $0) }
+  }
+
+  /// Appends the UTF-8 bytes of `s` without escaping.
+  @inline(__always)
+  package mutating func appendUTF8(_ s: String) {
+    var s = s
+    s.withUTF8 { append(contentsOf: $0) }
+  }
+
+  /// Appends a decimal integer without allocating.
+  package mutating func appendInt(_ value: Int64) {
+    if value < 0 {
+      append(UInt8(ascii: "-"))
+      appendUInt(value == .min ? UInt64(Int64.max) + 1 : UInt64(-value))
+    } else {
+      appendUInt(UInt64(value))
+    }
+  }
+
+  package mutating func appendUInt(_ value: UInt64) {
+    var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch, enough for 20 digits
+    Swift.withUnsafeMutableBytes(of: &digits) { raw in
+      var n = value
+      var i = raw.count
+      repeat {
+        i -= 1
+        raw[i] = UInt8(truncatingIfNeeded: n % 10) &+ 48
+        n /= 10
+      } while n > 0
+      append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[i...]))
+    }
+  }
+
+  /// Appends `s` as a quoted JSON string. Escapes `"`, `\`, control characters and U+2028/U+2029,
+  /// so the output never holds a raw line break of any kind.
+  package mutating func appendJSONString(_ s: String) {
+    var s = s
+    s.withUTF8 { appendJSONString(utf8: $0) }
+  }
+
+  package mutating func appendJSONString(utf8 bytes: UnsafeBufferPointer<UInt8>) {
+    append(UInt8(ascii: "\""))
+    var runStart = 0
+    var i = 0
+    let n = bytes.count
+    while i < n {
+      let b = bytes[i]
+      if b >= 0x20 && b != 0x22 && b != 0x5C && b != 0xE2 {
+        i += 1
+        continue
+      }
+      if b == 0xE2, i + 2 < n, bytes[i + 1] == 0x80, bytes[i + 2] == 0xA8 || bytes[i + 2] == 0xA9 {
+        append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<i]))
+        appendASCII(bytes[i + 2] == 0xA8 ? "\\u2028" : "\\u2029")
+        i += 3
+        runStart = i
+        continue
+      }
+      if b == 0xE2 {
+        i += 1
+        continue
+      }
+      append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<i]))
+      appendEscape(b)
+      i += 1
+      runStart = i
+    }
+    append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<n]))
+    append(UInt8(ascii: "\""))
+  }
+
+  private mutating func appendEscape(_ b: UInt8) {
+    switch b {
+    case 0x22: appendASCII("\\\"")
+    case 0x5C: appendASCII("\\\\")
+    case 0x0A: appendASCII("\\n")
+    case 0x0D: appendASCII("\\r")
+    case 0x09: appendASCII("\\t")
+    case 0x08: appendASCII("\\b")
+    case 0x0C: appendASCII("\\f")
+    default:
+      let hex: StaticString = "0123456789abcdef"
+      appendASCII("\\u00")
+      hex.withUTF8Buffer { h in
+        append(h[Int(b >> 4)])
+        append(h[Int(b & 0xF)])
+      }
+    }
+  }
+}

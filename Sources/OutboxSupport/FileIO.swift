@@ -1,0 +1,172 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A failed file operation: what was tried, on which path, and the errno.
+package struct FileError: Error, Sendable, Equatable, CustomStringConvertible {
+  package var operation: String
+  package var path: String
+  package var code: Int32
+
+  package init(operation: String, path: String, code: Int32) {
+    self.operation = operation
+    self.path = path
+    self.code = code
+  }
+
+  package var description: String { "\(operation) \(path): \(errnoText(code))" }
+}
+
+/// Thin POSIX file helpers. Every function retries EINTR and reports errno.
+package enum FileIO {
+  /// Reads a whole file, or returns nil if it does not exist.
+  package static func read(_ path: String) throws(FileError) -> [UInt8]? {
+    // O_NONBLOCK: a FIFO planted in the store must not block the open; only regular files are read.
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+    if fd < 0 {
+      if errno == ENOENT { return nil }
+      throw FileError(operation: "open", path: path, code: errno)
+    }
+    defer { close(fd) }
+    var info = stat()
+    guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+      throw FileError(operation: "open (not a regular file)", path: path, code: EINVAL)
+    }
+    var capacity = max(0, Int(info.st_size)) + 1
+    while true {
+      var failure: Int32 = 0
+      // Read straight into uninitialized storage: no zero-fill of what is about to be overwritten.
+      let bytes = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
+        count = 0
+        while count < buffer.count {
+          let n = posixRead(fd, buffer.baseAddress! + count, buffer.count - count)
+          if n > 0 {
+            count += n
+          } else if n == 0 {
+            return
+          } else if errno != EINTR {
+            failure = errno
+            return
+          }
+        }
+      }
+      if failure != 0 { throw FileError(operation: "read", path: path, code: failure) }
+      if bytes.count < capacity { return bytes }
+      // The file grew while being read: read it again with more room.
+      guard lseek(fd, 0, SEEK_SET) == 0 else { throw FileError(operation: "seek", path: path, code: errno) }
+      capacity *= 2
+    }
+  }
+
+  /// Writes all bytes to `fd`, waiting with `poll` if the descriptor is non-blocking.
+  package static func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String) throws(FileError) {
+    let failure: Int32? = bytes.withUnsafeBytes { raw in
+      var offset = 0
+      while offset < raw.count {
+        let n = posixWrite(fd, raw.baseAddress! + offset, raw.count - offset)
+        if n > 0 {
+          offset += n
+        } else if n < 0 && errno == EINTR {
+          continue
+        } else if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+          var fds = [pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)]  // a non-blocking fd we did not open
+          _ = poll(&fds, 1, -1)
+        } else {
+          return n < 0 ? errno : EIO
+        }
+      }
+      return nil
+    }
+    if let failure { throw FileError(operation: "write", path: path, code: failure) }
+  }
+
+  /// Flushes a file to stable storage (`F_FULLFSYNC` on macOS).
+  package static func sync(_ fd: Int32, path: String) throws(FileError) {
+    #if canImport(Darwin)
+    if fcntl(fd, F_FULLFSYNC) == 0 { return }
+    #endif
+    if fsync(fd) != 0 { throw FileError(operation: "fsync", path: path, code: errno) }
+  }
+
+  /// Flushes a directory, making renames and creations inside it durable.
+  package static func syncDirectory(_ path: String) throws(FileError) {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    if fd < 0 { throw FileError(operation: "open", path: path, code: errno) }
+    defer { close(fd) }
+    try sync(fd, path: path)
+  }
+
+  /// Writes a file atomically: temp file (mode 0600), fsync, rename, fsync of the directory.
+  /// With `keepingPrevious`, the file being replaced is first renamed there.
+  package static func writeAtomically(
+    _ bytes: [UInt8], to path: String, directory: String, keepingPrevious previous: String? = nil, sync: Bool = true
+  ) throws(FileError) {
+    let temp = path + ".tmp." + String(getpid())
+    if unlink(temp) != 0 && errno != ENOENT { throw FileError(operation: "unlink", path: temp, code: errno) }
+    let fd = try createExclusive(temp, append: false)
+    do throws(FileError) {
+      try writeAll(fd, bytes, path: temp)
+      if sync { try FileIO.sync(fd, path: temp) }
+    } catch {
+      close(fd)
+      unlink(temp)
+      throw error
+    }
+    close(fd)
+    KillPoint.reach(.temp)
+    if let previous, rename(path, previous) != 0 && errno != ENOENT {
+      let code = errno
+      unlink(temp)
+      throw FileError(operation: "rename", path: path, code: code)
+    }
+    if rename(temp, path) != 0 {
+      let code = errno
+      unlink(temp)
+      throw FileError(operation: "rename", path: temp, code: code)
+    }
+    if sync { try syncDirectory(directory) }
+  }
+
+  /// Creates a new file (mode 0600) that must not exist yet; a symlink in its place is never followed.
+  package static func createExclusive(_ path: String, append: Bool = true) throws(FileError) -> Int32 {
+    let flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | (append ? O_APPEND : 0)
+    let fd = open(path, flags, 0o600)
+    if fd < 0 { throw FileError(operation: "create", path: path, code: errno) }
+    return fd
+  }
+
+  /// Creates a directory and its parents (mode 0700 for new ones).
+  package static func makeDirectories(_ path: String) throws(FileError) {
+    var prefix = path.hasPrefix("/") ? "" : "."
+    for part in path.split(separator: "/") {
+      prefix += "/" + part
+      if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+        throw FileError(operation: "mkdir", path: prefix, code: errno)
+      }
+    }
+  }
+
+  /// The size of a file in bytes (0 if it cannot be read).
+  package static func size(_ path: String) -> Int {
+    var info = stat()
+    return stat(path, &info) == 0 ? Int(info.st_size) : 0
+  }
+
+  /// Names in a directory (without `.` and `..`).
+  package static func list(_ path: String) throws(FileError) -> [String] {
+    guard let dir = opendir(path) else { throw FileError(operation: "opendir", path: path, code: errno) }
+    defer { closedir(dir) }
+    var names: [String] = []
+    while let entry = readdir(dir) {
+      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+        String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+      }
+      if name != "." && name != ".." { names.append(name) }
+    }
+    return names
+  }
+}
