@@ -54,6 +54,7 @@ class Context:
         default = static if os.path.exists(static) else os.path.join(ROOT, ".build/release/push-outbox")
         self.binary = os.path.abspath(os.environ.get("PUSH_OUTBOX_BIN", default))
         self.node = shutil.which("node") if not args.no_node else None
+        self.compare = os.path.abspath(args.compare) if args.compare else None
         self.python = sys.executable
         self.work = work
         self.requests, self.runs, self.cold_runs = args.requests, args.runs, args.cold_runs
@@ -87,6 +88,8 @@ def parse(argv):
     parser.add_argument("--json", metavar="FILE", help="also write the raw numbers here")
     parser.add_argument("--workdir", default=None, help="where inputs and stores go (default: the temp dir)")
     parser.add_argument("--no-node", action="store_true", help="skip the Node baseline")
+    parser.add_argument("--compare", metavar="BIN", help="another build (e.g. the commit before a change): its --memory and "
+                        "--store rows run interleaved with this build's in the throughput sections, as the ratios' baseline")
     parser.add_argument("--note", default="", help="free text for the header and the JSON (e.g. what the binary is)")
     parser.add_argument("--callgrind", action="store_true", help="add the instructions section (needs valgrind)")
     parser.add_argument("--callgrind-saves", type=int, default=20_000, help="saves per callgrind count")

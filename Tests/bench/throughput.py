@@ -15,6 +15,15 @@ def contenders(ctx, baselines=True):
         ("push-outbox --memory", lambda d: [ctx.binary, "--memory"], "node baseline" if baselines and ctx.node else "cat (floor)"),
         ("push-outbox --store, fresh", lambda d: [ctx.binary, "--store", d], "push-outbox --memory"),
     ]
+    if ctx.compare:
+        # --compare BIN: the same two rows for another build, interleaved in the same runs; this build's
+        # rows are then given as ratios to that build's (before/after figures from one run).
+        rows[1:3] = [
+            (rows[1][0], rows[1][1], "reference --memory"),
+            (rows[2][0], rows[2][1], "reference --store, fresh"),
+            ("reference --memory", lambda d: [ctx.compare, "--memory"], "cat (floor)"),
+            ("reference --store, fresh", lambda d: [ctx.compare, "--store", d], "reference --memory"),
+        ]
     if baselines and ctx.node:
         rows.append(("node baseline", lambda d: [ctx.node, ctx.here("baseline_server.js")], "cat (floor)"))
     if baselines:
