@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Dict, Iterable
 
@@ -126,3 +127,40 @@ def test_check_generated_write_refuses_a_binary_that_generates_nothing(
         done = run(["bash", ".ci/check-generated", "--write"], generated_sandbox, env)
         assert done.returncode != 0, (bin_, done.stdout + done.stderr)
         assert_generated_untouched(generated_sandbox)
+
+
+# MARK: - .ci/package
+
+
+def package_sandbox(tmp_path: Path, binary: Path) -> Path:
+    """A clone with the package's inputs, .ci/build-static printing `binary`, and no .venv."""
+    sandbox = tmp_path / "clone"
+    copy_files(sandbox, [".ci/package", "LICENSE"])
+    skip = shutil.ignore_patterns(
+        "node_modules", "__pycache__", "build", "*.egg-info", "bin", "test", "tests"
+    )
+    for client in ("python", "node"):
+        shutil.copytree(ROOT / "Clients" / client, sandbox / "Clients" / client, ignore=skip)
+    executable(sandbox / ".ci" / "build-static", f'#!/bin/sh\necho "{binary}"\n')
+    return sandbox
+
+
+def test_package_runs_setup_when_the_venv_is_missing(tmp_path: Path) -> None:
+    sandbox = package_sandbox(tmp_path, real_binary())
+    # The stand-in .ci/setup makes .venv/bin/python run this Python (which has build and wheel).
+    executable(
+        sandbox / ".ci" / "setup",
+        "#!/bin/sh\n"
+        'root="$(cd "$(dirname "$0")/.." && pwd)"\n'
+        'echo ran > "$root/setup-ran"\n'
+        'mkdir -p "$root/.venv/bin"\n'
+        f'printf \'#!/bin/sh\\nexec "%s" "$@"\\n\' "{sys.executable}" > "$root/.venv/bin/python"\n'
+        'chmod +x "$root/.venv/bin/python"\n',
+    )
+    env = env_with(tmp_path / "nothing")
+    env["npm_config_cache"] = str(tmp_path / "npm-cache")
+    done = run(["bash", ".ci/package"], sandbox, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (sandbox / "setup-ran").exists()
+    assert len(list((sandbox / "dist").glob("push_outbox-*.whl"))) == 1
+    assert len(list((sandbox / "dist").glob("push-outbox-*.tgz"))) == 1
