@@ -164,3 +164,36 @@ def test_package_runs_setup_when_the_venv_is_missing(tmp_path: Path) -> None:
     assert (sandbox / "setup-ran").exists()
     assert len(list((sandbox / "dist").glob("push_outbox-*.whl"))) == 1
     assert len(list((sandbox / "dist").glob("push-outbox-*.tgz"))) == 1
+
+
+# MARK: - Tests/fuzz/run
+
+
+FAKE_FUZZER = """#!/bin/sh
+# A stand-in libFuzzer target: prints the lines Tests/fuzz/run reads, then exits with $FAKE_STATUS.
+echo '#100 DONE cov: 10 ft: 20 corp: 3/30b exec/s: 100 rss: 30Mb'
+echo 'stat::number_of_executed_units: 100'
+echo 'stat::average_exec_per_sec: 100'
+exit "${FAKE_STATUS:-0}"
+"""
+
+
+@pytest.mark.parametrize("status", [0, 1])
+def test_fuzz_run_leaves_no_scratch_in_tmpdir_unless_a_target_failed(
+    tmp_path: Path, status: int
+) -> None:
+    sandbox = tmp_path / "clone"
+    copy_files(sandbox, ["Tests/fuzz/run"])
+    executable(sandbox / ".build-fuzz" / "debug" / "FuzzJSON", FAKE_FUZZER)
+    private = tmp_path / "tmp"
+    private.mkdir()
+    env = env_with(tmp_path / "nothing")
+    env.update(TMPDIR=str(private), FAKE_STATUS=str(status))
+    done = run(["bash", "Tests/fuzz/run", "--no-build", "--seconds", "1", "FuzzJSON"], sandbox, env)
+    assert done.returncode == status, done.stdout + done.stderr
+    left = sorted(p.name for p in private.iterdir())
+    if status == 0:
+        assert left == [], f"Tests/fuzz/run left {left} in $TMPDIR"
+    else:  # kept for its crash files and logs, and named in the output
+        assert len(left) == 1 and left[0].startswith("push-outbox-fuzz-"), left
+        assert f"logs and artifacts: {private / left[0]}" in done.stdout
