@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 from typing import Dict, List
 
@@ -88,6 +90,45 @@ def check_self_contained(binary: Path) -> None:
         assert runtime not in libraries, f"{binary} links {runtime}:\n{libraries}"
 
 
+def elf_sections(binary: Path) -> Dict[str, bytes]:
+    """The section names of a 64-bit little-endian ELF file, each with its contents."""
+    data = binary.read_bytes()
+    assert data[:4] == b"\x7fELF" and data[4] == 2 and data[5] == 1, f"{binary}: not ELF64 LE"
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    headers = [struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    names_offset = headers[shstrndx][4]
+    sections = {}
+    for name, kind, _flags, _addr, offset, size in headers:
+        end = data.index(b"\0", names_offset + name)
+        contents = b"" if kind == 8 else data[offset : offset + size]  # SHT_NOBITS holds no bytes
+        sections[data[names_offset + name : end].decode()] = contents
+    return sections
+
+
+def check_stripped(binary: Path) -> None:
+    """The packaged binary has no symbol table and no debug info, names dist/push-outbox.debug (whose
+    CRC matches) in .gnu_debuglink, and runs."""
+    if not sys.platform.startswith("linux"):
+        return
+    sections = elf_sections(binary)
+    kept = sorted(n for n in sections if n == ".symtab" or n.startswith((".debug", ".zdebug")))
+    assert not kept, f"{binary} is not stripped: it has {kept}"
+    debug_file = DIST / "push-outbox.debug"
+    assert debug_file.is_file(), f"no {debug_file} beside the packages"
+    link = sections.get(".gnu_debuglink")
+    assert link, f"{binary} has no .gnu_debuglink"
+    name, _, rest = link.partition(b"\0")
+    assert name == b"push-outbox.debug", link
+    (crc,) = struct.unpack("<I", link[-4:])
+    assert crc == zlib.crc32(debug_file.read_bytes()), (
+        "the debug link's CRC is not dist/push-outbox.debug's"
+    )
+    assert ".debug_info" in elf_sections(debug_file), f"{debug_file} holds no debug info"
+    version = run([str(binary), "--version"], binary.parent, clean_env(binary.parent))
+    assert version.strip() == "push-outbox " + (ROOT / "Protocol" / "VERSION").read_text().strip()
+
+
 @pytest.mark.timeout(600)
 def test_wheel_in_a_fresh_venv(tmp_path: Path) -> None:
     wheel = artifact("push_outbox-*.whl")
@@ -105,7 +146,9 @@ def test_wheel_in_a_fresh_venv(tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     check_session(run(["python", "-c", PY_SCRIPT], elsewhere, env), venv)
-    check_self_contained(next(venv.glob("lib/python*/site-packages/push_outbox/bin/push-outbox")))
+    installed = next(venv.glob("lib/python*/site-packages/push_outbox/bin/push-outbox"))
+    check_self_contained(installed)
+    check_stripped(installed)
 
 
 @pytest.mark.timeout(600)
@@ -121,4 +164,6 @@ def test_npm_tarball_in_a_fresh_node_project(tmp_path: Path) -> None:
     run(["npm", "install", "--offline", "--no-audit", "--no-fund", str(tarball)], project, env)
     (project / "main.mjs").write_text(NODE_SCRIPT)
     check_session(run(["node", "main.mjs"], project, env), project / "node_modules" / "push-outbox")
-    check_self_contained(project / "node_modules" / "push-outbox" / "bin" / "push-outbox")
+    installed = project / "node_modules" / "push-outbox" / "bin" / "push-outbox"
+    check_self_contained(installed)
+    check_stripped(installed)
