@@ -4,13 +4,16 @@
 self-contained binary. Here each is installed into a fresh environment in a temporary directory
 (a new venv; a new Node project), then used from another directory with a clean environment:
 no PUSH_OUTBOX_* variables, no LD_LIBRARY_PATH, and PATH without the Swift toolchain, so the
-only push-outbox to be found is the one inside the package. Run by `.ci/test-packages`.
+only push-outbox to be found is the one inside the package. The packaged binary is stripped, with its
+symbols in dist/push-outbox.debug. And every `pip install` / `npm install` line in the READMEs' code
+blocks is run as written, offline, from a directory holding dist/. Run by `.ci/test-packages`.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -167,3 +170,68 @@ def test_npm_tarball_in_a_fresh_node_project(tmp_path: Path) -> None:
     installed = project / "node_modules" / "push-outbox" / "bin" / "push-outbox"
     check_self_contained(installed)
     check_stripped(installed)
+
+
+# MARK: - the READMEs' install commands, as written
+
+READMES = ["README.md", "Clients/python/README.md", "Clients/node/README.md"]
+FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+# `pip install …` / `npm install …` at the start of a line of a code block (or of a comment in one,
+# such as the Python example's `# pip install …`); a comment or a note after two spaces ends it.
+INSTALL = re.compile(r"^(?:#|//)?\s*((?:pip|npm) install .*?)(?:\s{2,}.*|\s#.*)?$")
+
+
+def readme_install_commands() -> List[str]:
+    commands: List[str] = []
+    for readme in READMES:
+        for block in FENCE.findall((ROOT / readme).read_text(encoding="utf-8")):
+            for line in block.splitlines():
+                match = INSTALL.match(line.strip())
+                if match and match.group(1) not in commands:
+                    commands.append(match.group(1))
+    return commands
+
+
+def test_readme_install_commands_are_found() -> None:
+    commands = readme_install_commands()
+    assert any(c.startswith("pip install dist/") for c in commands), commands
+    assert any(c.startswith("npm install ") and "dist/" in c for c in commands), commands
+
+
+@pytest.mark.timeout(600)
+def test_readme_install_commands_as_written(tmp_path: Path) -> None:
+    """Each install command in the READMEs' code blocks, run by bash exactly as printed, from a
+    directory holding dist/ (as the repository root does after `bash .ci/package`), offline:
+    pip in a fresh venv, npm in a fresh directory. Each must install a package that works."""
+    commands = readme_install_commands()
+    venv = tmp_path / "venv"
+    run([sys.executable, "-m", "venv", str(venv)], tmp_path, clean_env(tmp_path))
+    for n, command in enumerate(commands):
+        work = tmp_path / f"clone-{n}"
+        (work / "dist").mkdir(parents=True)
+        for built in (artifact("push_outbox-*.whl"), artifact("push-outbox-*.tgz")):
+            (work / "dist" / built.name).symlink_to(built)
+        env = clean_env(tmp_path, str(venv / "bin"))
+        env.update(
+            PIP_NO_INDEX="1",
+            PIP_NO_CACHE_DIR="1",
+            PIP_DISABLE_PIP_VERSION_CHECK="1",
+            npm_config_offline="true",
+            npm_config_audit="false",
+            npm_config_fund="false",
+            npm_config_cache=str(tmp_path / "npm-cache"),
+        )
+        done = subprocess.run(
+            ["bash", "-c", command], cwd=work, env=env, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, (
+            f"README command {command!r} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
+        )
+        if command.startswith("pip "):
+            check_session(run(["python", "-c", PY_SCRIPT], work, env), venv)
+            run(["python", "-m", "pip", "uninstall", "-q", "-y", "push-outbox"], work, env)
+        else:
+            (work / "main.mjs").write_text(NODE_SCRIPT)
+            check_session(
+                run(["node", "main.mjs"], work, env), work / "node_modules" / "push-outbox"
+            )
