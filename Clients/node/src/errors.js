@@ -152,7 +152,7 @@ export class BinaryNotFoundError extends OutboxError {
   constructor(searched) {
     super(
       'push-outbox binary not found. Pass {binary}, set PUSH_OUTBOX_BIN, put push-outbox on PATH, ' +
-        'or build it with `swift build`. Searched:\n  ' + searched.join('\n  '),
+        'or build it with `swift build` or `bash .ci/build-static`. Searched:\n  ' + searched.join('\n  '),
     );
     this.searched = searched;
   }

@@ -1,4 +1,5 @@
-// Binary discovery order: option, PUSH_OUTBOX_BIN, bundled, PATH, then .build/{release,debug} walking up.
+// Binary discovery order: option, PUSH_OUTBOX_BIN, bundled, PATH, then .build/{release,debug} and
+// .build-static/{release,debug} (where .ci/build-static builds) walking up.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -55,6 +56,18 @@ describe('findBinary', () => {
     }
   });
 
+  test('.build-static/ (.ci/build-static) is searched after .build/ at each level', () => {
+    const checkout = tempDir();
+    const inner = path.join(checkout, 'x', 'y');
+    fs.mkdirSync(inner, { recursive: true });
+    const staticRelease = fakeExecutable(path.join(checkout, '.build-static', 'release', 'push-outbox'));
+    assert.equal(findBinary({ env: { PATH: '' }, searchDirs: [inner] }), staticRelease);
+    const plainDebug = fakeExecutable(path.join(checkout, '.build', 'debug', 'push-outbox'));
+    assert.equal(findBinary({ env: { PATH: '' }, searchDirs: [inner] }), plainDebug);
+    const nearer = fakeExecutable(path.join(checkout, 'x', '.build-static', 'debug', 'push-outbox'));
+    assert.equal(findBinary({ env: { PATH: '' }, searchDirs: [inner] }), nearer);
+  });
+
   test('a non-executable file is skipped', () => {
     const other = tempDir();
     const plain = path.join(other, '.build', 'debug', 'push-outbox');
@@ -76,6 +89,9 @@ describe('findBinary', () => {
         assert.ok(err instanceof BinaryNotFoundError);
         assert.ok(err.searched.includes(path.join(empty, '.build', 'release', 'push-outbox')));
         assert.ok(err.searched.includes(path.join(empty, '.build', 'debug', 'push-outbox')));
+        assert.ok(err.searched.includes(path.join(empty, '.build-static', 'release', 'push-outbox')));
+        assert.ok(err.searched.includes(path.join(empty, '.build-static', 'debug', 'push-outbox')));
+        assert.match(err.message, /build-static/);
         assert.ok(err.searched.includes('/.build/debug/push-outbox'));
         assert.match(err.message, /PUSH_OUTBOX_BIN/);
         return true;

@@ -33,6 +33,7 @@ from push_outbox import (
     _process,
 )
 from push_outbox import _protocol as P
+from push_outbox._discovery import candidate_build_binaries
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -201,6 +202,38 @@ def test_find_binary_order(
         os.utime(exe, (mtime, mtime))
     monkeypatch.chdir(deep)
     assert push_outbox.find_binary() == str(checkout / ".build" / "debug" / "push-outbox")
+
+
+def test_find_binary_looks_in_build_static_after_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`.ci/build-static` (Quick start, `.ci/install`) builds into .build-static/: found after .build/."""
+    monkeypatch.delenv("PUSH_OUTBOX_BIN", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    checkout = tmp_path / "checkout"
+    deep = checkout / "a" / "b"
+    deep.mkdir(parents=True)
+
+    def fake(path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("#!/bin/sh\n")
+        path.chmod(0o755)
+        return path
+
+    static = fake(checkout / ".build-static" / "release" / "push-outbox")
+    monkeypatch.chdir(deep)
+    absent = tmp_path / "absent"
+    assert push_outbox.find_binary(bundled=absent) == str(static)
+    assert candidate_build_binaries(deep) == [static]
+    # .build/ comes first at the same level, whichever is newer
+    os.utime(static, (3_000_000, 3_000_000))
+    debug = fake(checkout / ".build" / "debug" / "push-outbox")
+    os.utime(debug, (1_000_000, 1_000_000))
+    assert push_outbox.find_binary(bundled=absent) == str(debug)
+    assert candidate_build_binaries(deep) == [debug, static]
+    # a nearer .build-static/ beats a .build/ further up
+    nearer = fake(checkout / "a" / ".build-static" / "debug" / "push-outbox")
+    assert push_outbox.find_binary(bundled=absent) == str(nearer)
 
 
 # --- through a pipe (fake server) ---------------------------------------------------------------

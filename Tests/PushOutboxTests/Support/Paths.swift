@@ -28,10 +28,30 @@ enum Paths {
     return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates.last!
   }()
 
-  /// A new empty directory under the system temp directory.
+  /// A new empty directory under the system temp directory, removed when the test process exits.
   static func temporaryDirectory() -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("push-outbox-tests-\(UUID().uuidString)")
+    let url = sessionDirectory.appendingPathComponent(UUID().uuidString)
     try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     return url
+  }
+
+  /// The one directory (per test process) that holds every `temporaryDirectory()`: made at the
+  /// first call, removed with everything in it at exit, so a test run leaves nothing in $TMPDIR.
+  /// (Set PUSH_OUTBOX_TESTS_KEEP=1 to keep it, to look at a failing test's store.)
+  private static let sessionDirectory: URL = {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "push-outbox-tests-\(getpid())-\(UUID().uuidString)")
+    try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    atexit { Paths.removeSessionDirectory() }
+    return url
+  }()
+
+  private static func removeSessionDirectory() {
+    let path = sessionDirectory.path
+    if ProcessInfo.processInfo.environment["PUSH_OUTBOX_TESTS_KEEP"] != nil {
+      FileHandle.standardError.write(Data("kept \(path)\n".utf8))
+      return
+    }
+    try? FileManager.default.removeItem(atPath: path)
   }
 }

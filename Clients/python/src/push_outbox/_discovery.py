@@ -29,20 +29,27 @@ def _walk_up(start: Path) -> Iterable[Path]:
     yield from start.parents
 
 
+# SwiftPM scratch directories searched at each level, in order: `swift build`'s, then the one of
+# `.ci/build-static` (Quick start and `.ci/install` build the self-contained binary there).
+BUILD_DIRS = (".build", ".build-static")
+
+
 def candidate_build_binaries(start: PathLike) -> List[Path]:
     """SwiftPM build products found by walking up from *start*.
 
     At each directory level, ``.build/release/push-outbox`` and
     ``.build/debug/push-outbox`` are considered; when both exist the more
     recently modified one comes first (so a stale release build does not
-    shadow a fresh debug build). Nearer directories come first.
+    shadow a fresh debug build). Then the same in ``.build-static/`` (where
+    ``.ci/build-static`` builds). Nearer directories come first.
     """
     found: List[Path] = []
     for directory in _walk_up(Path(start)):
-        level = [directory / ".build" / config / BINARY_NAME for config in ("release", "debug")]
-        level = [p for p in level if _is_executable(p)]
-        level.sort(key=lambda p: p.stat().st_mtime, reverse=True)
-        found.extend(level)
+        for build_dir in BUILD_DIRS:
+            level = [directory / build_dir / c / BINARY_NAME for c in ("release", "debug")]
+            level = [p for p in level if _is_executable(p)]
+            level.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+            found.extend(level)
     return found
 
 
@@ -52,9 +59,10 @@ def find_binary(binary: Optional[PathLike] = None, *, bundled: Path = BUNDLED_BI
     Order (Protocol/README.md, "Finding the binary"): the *binary* argument;
     ``$PUSH_OUTBOX_BIN``; the binary bundled in this package (*bundled*,
     ``push_outbox/bin/push-outbox`` in a platform wheel); ``push-outbox`` on
-    ``PATH``; then a SwiftPM build (``.build/release`` or ``.build/debug``)
-    found by walking up from the current directory, then from this package's
-    location (which finds the build of the source checkout the package lives in).
+    ``PATH``; then a SwiftPM build (``.build/release`` or ``.build/debug``, then
+    ``.build-static/release`` or ``.build-static/debug``) found by walking up from
+    the current directory, then from this package's location (which finds the
+    build of the source checkout the package lives in).
 
     Raises :class:`BinaryNotFound` if nothing usable is found. An explicit
     *binary* or ``$PUSH_OUTBOX_BIN`` that does not exist is an error, not a
@@ -93,6 +101,7 @@ def find_binary(binary: Optional[PathLike] = None, *, bundled: Path = BUNDLED_BI
     raise BinaryNotFound(
         f"{BINARY_NAME} executable not found: pass binary=..., set ${ENV_BINARY}, install a "
         f"platform wheel (which bundles it), put "
-        f"{BINARY_NAME} on PATH, or build it with `swift build` (looked for "
-        f".build/{{release,debug}}/{BINARY_NAME} above: {', '.join(searched)})"
+        f"{BINARY_NAME} on PATH, or build it with `swift build` or `bash .ci/build-static` "
+        f"(looked for .build/{{release,debug}}/{BINARY_NAME} and "
+        f".build-static/{{release,debug}}/{BINARY_NAME} above: {', '.join(searched)})"
     )
