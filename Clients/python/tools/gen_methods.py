@@ -74,10 +74,18 @@ def render(name: str, subs: Dict[str, str], wire: Dict[str, str]) -> str:
 
 
 def write(path: Path, text: str) -> None:
+    """Replaces *path* whole with *text*, keeping its mode (mkstemp's own is 0600)."""
+    if path.exists():
+        mode = path.stat().st_mode & 0o777
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
             out.write(text)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
