@@ -64,9 +64,8 @@ class AsyncOutbox(AsyncPipes, AsyncMethods):
         self.argv: List[str] = list(argv)
         self.timeout = timeout
         self.close_timeout = close_timeout
-        self._env = dict(env) if env is not None else None
-        self._cwd = os.fspath(cwd) if cwd is not None else None
-        self._new_session = os.name == "posix"
+        self._launch = _process.launch(argv, env, cwd)
+        self._new_session = self._launch.new_session
         self._proc: Optional[asyncio.subprocess.Process] = None
         self._session: Session[asyncio.Future[Dict[str, Any]]] = Session()
         self._write_lock: Optional[asyncio.Lock] = None
@@ -114,7 +113,7 @@ class AsyncOutbox(AsyncPipes, AsyncMethods):
         if self._closed:
             raise TransportError("AsyncOutbox is closed")
         self._write_lock = asyncio.Lock()
-        self._proc = await create_process(self.argv, self._env, self._cwd, self._new_session)
+        self._proc = await create_process(self._launch)
         loop = asyncio.get_running_loop()
         self._stderr_task = loop.create_task(self._drain_stderr())
         self._reader_task = loop.create_task(self._read_stdout())

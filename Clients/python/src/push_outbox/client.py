@@ -115,13 +115,13 @@ class Outbox(SyncPipes, SyncMethods):
             (stderr is always drained; its last 64 KiB are kept for :class:`ServerExited`).
         """
         argv = _process.build_argv(find_binary(binary), store=store, memory=memory, args=args)
-        proc, new_session = _process.popen(argv, env, cwd)
+        launch = _process.launch(argv, env, cwd)
         return cls(
-            proc,
+            _process.popen(launch),
             argv=argv,
             timeout=timeout,
             close_timeout=close_timeout,
-            new_session=new_session,
+            new_session=launch.new_session,
             stderr_handler=stderr_handler,
         )
 
