@@ -6,24 +6,20 @@ import asyncio
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import _protocol as P
-from ._core import Outcome, Session
-from ._process import StderrSink
+from ._core import ClientBase, Outcome, Session
 from .errors import ServerExited, TransportError
 
 
-class AsyncPipes:
+class AsyncPipes(ClientBase):
     """Reads the server's stdout and stderr in two tasks and writes requests to its stdin.
 
     Mixed into :class:`AsyncOutbox`, which sets these attributes.
     """
 
-    close_timeout: float
+    _kind = "AsyncOutbox"
     _proc: Optional[asyncio.subprocess.Process]
     _session: Session[asyncio.Future[Dict[str, Any]]]
     _write_lock: Optional[asyncio.Lock]
-    _closed: bool
-    _exit: Optional[ServerExited]
-    _stderr: StderrSink
     _reader_task: Optional[asyncio.Task[None]]
     _stderr_task: Optional[asyncio.Task[None]]
 
@@ -88,11 +84,6 @@ class AsyncPipes:
         )
         self._settle([(fut, self._fresh_exit()) for fut in self._session.take_all()])
 
-    def _fresh_exit(self) -> ServerExited:
-        exited = self._exit
-        assert exited is not None
-        return exited.copy()
-
     async def _exited_error(self) -> ServerExited:
         if self._reader_task is not None:
             try:
@@ -112,10 +103,7 @@ class AsyncPipes:
 
     def _check_open(self) -> asyncio.subprocess.Process:
         proc = self._process()
-        if self._exit is not None:
-            raise self._fresh_exit()
-        if self._closed:
-            raise TransportError("AsyncOutbox is closed")
+        self._raise_if_unusable()
         return proc
 
     async def _write(self, data: bytes) -> None:

@@ -3,19 +3,33 @@
 It owns the framing of stdout into lines, the pending-call table and the routing of replies
 (including the id-null rule of Protocol/README.md, "Errors with id null"). It does no I/O and
 starts no threads or tasks: a client registers a *waiter* (a threading slot, an asyncio future)
-per call, feeds in the bytes it read, and settles the waiters it is handed back.
+per call, feeds in the bytes it read, and settles the waiters it is handed back. ``ClientBase``
+holds the state both clients keep alike (argv, timeouts, closed, the server's exit, its stderr).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Any, ContextManager, Dict, Generic, List, Optional, Tuple, TypeVar, Union
+from typing import (
+    Any,
+    Callable,
+    ContextManager,
+    Dict,
+    Generic,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+    TypeVar,
+    Union,
+)
 
 from . import _protocol as P
-from .errors import RpcError, TransportError, error_from_response
+from ._process import StderrSink
+from .errors import RpcError, ServerExited, TransportError, error_from_response
 
-__all__ = ["Outcome", "Session", "result_of"]
+__all__ = ["ClientBase", "Outcome", "Session", "result_of"]
 
 log = logging.getLogger("push_outbox")
 
@@ -102,3 +116,51 @@ def result_of(response: Dict[str, Any], method: str, request_id: int) -> Any:
     if "error" in response:
         raise error_from_response(response["error"], method=method, request_id=request_id)
     return response.get("result")
+
+
+class ClientBase:
+    """What :class:`Outbox` and :class:`AsyncOutbox` keep alike: the argv, the default timeouts,
+    the closed flag, the server's exit once seen, and its stderr."""
+
+    #: The client's name in "... is closed".
+    _kind = "Outbox"
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        timeout: Optional[float],
+        close_timeout: float,
+        stderr_handler: Optional[Callable[[str], None]],
+    ) -> None:
+        self.argv: List[str] = list(argv)
+        self.timeout = timeout
+        self.close_timeout = close_timeout
+        self._closed = False
+        self._exit: Optional[ServerExited] = None  # set once stdout reached EOF
+        self._stderr = StderrSink(stderr_handler)
+
+    @property
+    def stderr_tail(self) -> str:
+        """The last ~64 KiB the server wrote to stderr."""
+        return self._stderr.text()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _call_timeout(self, timeout: Optional[float]) -> Optional[float]:
+        """A call's own timeout, or the client's when it gave none (``MISSING``)."""
+        return self.timeout if timeout is P.MISSING else timeout
+
+    def _fresh_exit(self) -> ServerExited:
+        """A copy of the server's exit, for one more caller to raise."""
+        exited = self._exit
+        assert exited is not None
+        return exited.copy()
+
+    def _raise_if_unusable(self) -> None:
+        """Fails a new call or notification at once after the server exited or :meth:`close`."""
+        if self._exit is not None:
+            raise self._fresh_exit()
+        if self._closed:
+            raise TransportError(f"{self._kind} is closed")

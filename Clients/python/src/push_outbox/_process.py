@@ -1,14 +1,29 @@
-"""Process helpers shared by the sync and asyncio clients: argv, signals, the stderr tail."""
+"""Process helpers shared by the sync and asyncio clients: argv and launch options, signals, the
+stop ladder, the stderr tail; the sync start and stop. The asyncio start and stop, on the same
+launch options and ladder, are in :mod:`._aio_process`."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import signal
 import subprocess
 import threading
 from collections import deque
-from typing import Any, Callable, Deque, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (
+    Callable,
+    Deque,
+    Dict,
+    Iterator,
+    List,
+    Mapping,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
 
 from ._protocol import STDERR_TAIL_BYTES, TERM_TIMEOUT, split_lines
 
@@ -33,14 +48,38 @@ def build_argv(
     return argv
 
 
-def send_signal(proc: subprocess.Popen[bytes], sig: int, new_session: bool) -> None:
-    """Signal the server (its whole process group when it leads its own session)."""
-    if proc.poll() is None:
-        signal_running(proc, sig, new_session)
+class Launch(NamedTuple):
+    """How a server is started, by either client: three pipes, and its own session on POSIX."""
+
+    argv: List[str]
+    env: Optional[Dict[str, str]]
+    cwd: Optional[str]
+    new_session: bool
 
 
-def signal_running(proc: Any, sig: int, new_session: bool) -> None:
-    """Signal a server process not known to have exited (sync `Popen` or asyncio `Process`)."""
+def launch(
+    argv: Sequence[str],
+    env: Optional[Mapping[str, str]],
+    cwd: Optional[Union[str, os.PathLike[str]]],
+) -> Launch:
+    return Launch(
+        list(argv),
+        dict(env) if env is not None else None,
+        os.fspath(cwd) if cwd is not None else None,
+        os.name == "posix",
+    )
+
+
+#: The server process of either client.
+Process = Union["subprocess.Popen[bytes]", "asyncio.subprocess.Process"]
+
+
+def send_signal(proc: Process, sig: int, new_session: bool) -> None:
+    """Signal the server unless it has exited (its whole process group when it leads its own
+    session)."""
+    exited = proc.poll() if isinstance(proc, subprocess.Popen) else proc.returncode
+    if exited is not None:
+        return
     try:
         if new_session and hasattr(os, "killpg"):
             os.killpg(proc.pid, sig)
@@ -52,6 +91,21 @@ def signal_running(proc: Any, sig: int, new_session: bool) -> None:
 
 SIGTERM = signal.SIGTERM
 SIGKILL = getattr(signal, "SIGKILL", signal.SIGTERM)
+
+
+def stop_ladder(proc: Process, grace: float) -> Iterator[Tuple[Optional[int], Optional[float]]]:
+    """How a client stops its server once stdin is closed, as steps of (signal to send first, or
+    None; seconds to wait for the exit, None for as long as it takes): wait *grace*; SIGTERM and
+    wait ``TERM_TIMEOUT``; SIGKILL and wait. Take the next step only while the server runs."""
+    yield None, grace
+    log.warning(
+        "push-outbox pid %d did not exit %.1fs after stdin closed; sending SIGTERM",
+        proc.pid,
+        grace,
+    )
+    yield SIGTERM, TERM_TIMEOUT
+    log.warning("push-outbox pid %d ignored SIGTERM; sending SIGKILL", proc.pid)
+    yield SIGKILL, None
 
 
 class StderrTail:
@@ -127,47 +181,31 @@ class StderrSink:
             log.exception("push-outbox stderr_handler raised")
 
 
-def popen(
-    argv: Sequence[str],
-    env: Optional[Mapping[str, str]],
-    cwd: Optional[Union[str, os.PathLike[str]]],
-) -> Tuple[subprocess.Popen[bytes], bool]:
-    """Starts the server with three pipes (in its own session on POSIX); returns it and that flag."""
-    new_session = os.name == "posix"
-    proc = subprocess.Popen(
-        argv,
+def popen(launch: Launch) -> subprocess.Popen[bytes]:
+    """Starts the server for the sync client."""
+    return subprocess.Popen(
+        launch.argv,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=dict(env) if env is not None else None,
-        cwd=os.fspath(cwd) if cwd is not None else None,
-        start_new_session=new_session,
+        env=launch.env,
+        cwd=launch.cwd,
+        start_new_session=launch.new_session,
     )
-    return proc, new_session
 
 
 def terminate(proc: subprocess.Popen[bytes], grace: float, new_session: bool) -> None:
-    """Waits *grace* seconds for the server to exit, then sends SIGTERM, then SIGKILL."""
-    try:
-        proc.wait(timeout=grace)
-        return
-    except subprocess.TimeoutExpired:
-        pass
-    log.warning(
-        "push-outbox pid %d did not exit %.1fs after stdin closed; sending SIGTERM",
-        proc.pid,
-        grace,
-    )
-    send_signal(proc, SIGTERM, new_session)
-    try:
-        proc.wait(timeout=TERM_TIMEOUT)
-        return
-    except subprocess.TimeoutExpired:
-        pass
-    log.warning("push-outbox pid %d ignored SIGTERM; sending SIGKILL", proc.pid)
-    send_signal(proc, SIGKILL, new_session)
-    proc.wait()
-    try:
-        proc.stdin.close()  # type: ignore[union-attr]
-    except OSError:
-        pass
+    """Stops the server by :func:`stop_ladder`; after a SIGKILL, closes its stdin too."""
+    for sig, wait in stop_ladder(proc, grace):
+        if sig is not None:
+            send_signal(proc, sig, new_session)
+        try:
+            proc.wait(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    if sig == SIGKILL:
+        try:
+            proc.stdin.close()  # type: ignore[union-attr]
+        except OSError:
+            pass

@@ -7,8 +7,7 @@ import threading
 from typing import IO, Any, Callable, Dict, List, Optional, Tuple
 
 from . import _protocol as P
-from ._core import Outcome, Session
-from ._process import StderrSink
+from ._core import ClientBase, Outcome, Session
 from .errors import ServerExited, TransportError
 
 
@@ -21,20 +20,16 @@ class _Slot:
         self.error: Optional[BaseException] = None
 
 
-class SyncPipes:
+class SyncPipes(ClientBase):
     """Reads the server's stdout and stderr on two threads and writes requests to its stdin.
 
     Mixed into :class:`Outbox`, which sets these attributes.
     """
 
-    close_timeout: float
     _proc: subprocess.Popen[bytes]
     _lock: threading.RLock
     _session: Session[_Slot]
     _write_lock: threading.Lock
-    _closed: bool
-    _exit: Optional[ServerExited]
-    _stderr: StderrSink
     _stderr_thread: threading.Thread
     _reader_thread: threading.Thread
 

@@ -11,7 +11,6 @@ from typing import (
     Callable,
     Dict,
     Generator,
-    List,
     Mapping,
     Optional,
     Sequence,
@@ -27,7 +26,7 @@ from ._async_io import AsyncPipes
 from ._async_methods import AsyncMethods
 from ._core import Session, result_of
 from ._discovery import find_binary
-from .errors import CallTimeout, ServerExited, TransportError
+from .errors import CallTimeout, TransportError
 
 __all__ = ["AsyncOutbox"]
 
@@ -61,19 +60,13 @@ class AsyncOutbox(AsyncPipes, AsyncMethods):
         close_timeout: float = P.DEFAULT_CLOSE_TIMEOUT,
         stderr_handler: Optional[StderrHandler] = None,
     ) -> None:
-        self.argv: List[str] = list(argv)
-        self.timeout = timeout
-        self.close_timeout = close_timeout
-        self._env = dict(env) if env is not None else None
-        self._cwd = os.fspath(cwd) if cwd is not None else None
-        self._new_session = os.name == "posix"
+        super().__init__(argv, timeout, close_timeout, stderr_handler)
+        self._launch = _process.launch(argv, env, cwd)
+        self._new_session = self._launch.new_session
         self._proc: Optional[asyncio.subprocess.Process] = None
         self._session: Session[asyncio.Future[Dict[str, Any]]] = Session()
         self._write_lock: Optional[asyncio.Lock] = None
-        self._closed = False
         self._close_task: Optional[asyncio.Task[Optional[int]]] = None
-        self._exit: Optional[ServerExited] = None
-        self._stderr = _process.StderrSink(stderr_handler)
         self._reader_task: Optional[asyncio.Task[None]] = None
         self._stderr_task: Optional[asyncio.Task[None]] = None
 
@@ -114,7 +107,7 @@ class AsyncOutbox(AsyncPipes, AsyncMethods):
         if self._closed:
             raise TransportError("AsyncOutbox is closed")
         self._write_lock = asyncio.Lock()
-        self._proc = await create_process(self.argv, self._env, self._cwd, self._new_session)
+        self._proc = await create_process(self._launch)
         loop = asyncio.get_running_loop()
         self._stderr_task = loop.create_task(self._drain_stderr())
         self._reader_task = loop.create_task(self._read_stdout())
@@ -133,14 +126,6 @@ class AsyncOutbox(AsyncPipes, AsyncMethods):
     def returncode(self) -> Optional[int]:
         return self._proc.returncode if self._proc is not None else None
 
-    @property
-    def stderr_tail(self) -> str:
-        return self._stderr.text()
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
     # --- generic calls -----------------------------------------------------------------------
 
     async def _roundtrip(
@@ -153,8 +138,7 @@ class AsyncOutbox(AsyncPipes, AsyncMethods):
         self, method: str, params: P.Params = None, *, timeout: Optional[float] = P.MISSING
     ) -> Any:
         """Call *method* and return its result (see :meth:`Outbox.call`)."""
-        if timeout is P.MISSING:
-            timeout = self.timeout
+        timeout = self._call_timeout(timeout)
         fut: asyncio.Future[Dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._check_open()
         request_id, data = self._session.open_call(method, params, fut)

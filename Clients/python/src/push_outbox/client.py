@@ -10,7 +10,6 @@ from types import TracebackType
 from typing import (
     Any,
     Callable,
-    List,
     Mapping,
     Optional,
     Sequence,
@@ -28,7 +27,6 @@ from ._sync_methods import SyncMethods
 from .errors import (
     CallTimeout,
     ServerExited,
-    TransportError,
 )
 
 __all__ = ["Outbox"]
@@ -64,18 +62,13 @@ class Outbox(SyncPipes, SyncMethods):
         assert (
             process.stdin is not None and process.stdout is not None and process.stderr is not None
         )
+        super().__init__(argv, timeout, close_timeout, stderr_handler)
         self._proc = process
-        self.argv: List[str] = list(argv)
-        self.timeout = timeout
-        self.close_timeout = close_timeout
         self._new_session = new_session
         self._lock = threading.RLock()  # guards the session's pending table and _exit
         self._session: Session[_Slot] = Session(self._lock)
         self._write_lock = threading.Lock()
         self._close_lock = threading.Lock()
-        self._closed = False
-        self._exit: Optional[ServerExited] = None  # set once stdout reached EOF
-        self._stderr = _process.StderrSink(stderr_handler)
         self._stderr_thread = threading.Thread(
             target=self._drain_stderr, name=f"push-outbox-stderr-{process.pid}", daemon=True
         )
@@ -115,13 +108,13 @@ class Outbox(SyncPipes, SyncMethods):
             (stderr is always drained; its last 64 KiB are kept for :class:`ServerExited`).
         """
         argv = _process.build_argv(find_binary(binary), store=store, memory=memory, args=args)
-        proc, new_session = _process.popen(argv, env, cwd)
+        launch = _process.launch(argv, env, cwd)
         return cls(
-            proc,
+            _process.popen(launch),
             argv=argv,
             timeout=timeout,
             close_timeout=close_timeout,
-            new_session=new_session,
+            new_session=launch.new_session,
             stderr_handler=stderr_handler,
         )
 
@@ -136,15 +129,6 @@ class Outbox(SyncPipes, SyncMethods):
         """Exit status once the server has exited (negative: killed by that signal)."""
         return self._proc.poll()
 
-    @property
-    def stderr_tail(self) -> str:
-        """The last ~64 KiB the server wrote to stderr."""
-        return self._stderr.text()
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
     # --- generic calls -----------------------------------------------------------------------
 
     def call(
@@ -156,15 +140,10 @@ class Outbox(SyncPipes, SyncMethods):
         :class:`CallTimeout` after *timeout* seconds (default: the client's
         ``timeout``), and :class:`ServerExited` if the server dies first.
         """
-        if timeout is P.MISSING:
-            timeout = self.timeout
+        timeout = self._call_timeout(timeout)
         slot = _Slot()
         with self._lock:
-            if self._exit is not None:
-                exited = self._exit
-                raise exited.copy()
-            if self._closed:
-                raise TransportError("Outbox is closed")
+            self._raise_if_unusable()
             request_id, data = self._session.open_call(method, params, slot)
         try:
             self._write(data)
@@ -188,11 +167,7 @@ class Outbox(SyncPipes, SyncMethods):
         """Send a notification: the server runs it but never answers (errors are silent)."""
         data = P.encode_notification(method, params)
         with self._lock:
-            if self._exit is not None:
-                exited = self._exit
-                raise exited.copy()
-            if self._closed:
-                raise TransportError("Outbox is closed")
+            self._raise_if_unusable()
         self._write(data)
 
     # --- shutdown ----------------------------------------------------------------------------
