@@ -1,11 +1,12 @@
 package import OutboxSupport
 
+// Public: the inlinable comparisons call memcmp.
 #if canImport(Glibc)
-import Glibc
+public import Glibc
 #elseif canImport(Musl)
-import Musl
+public import Musl
 #elseif canImport(Darwin)
-import Darwin
+public import Darwin
 #endif
 
 // Reading values out of a tape: typed scalars, decoded strings, byte comparison, `JSONValue`
@@ -58,7 +59,7 @@ extension JSONTape {
 
   /// Calls `body` with the decoded UTF-8 of string node `n`: the input bytes themselves when
   /// the string has no escapes.
-  @inline(__always)
+  @usableFromInline
   package func withString<R>(_ n: Int, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
     let raw = rawContents(n)
     if !isEscaped(n) { return body(raw) }
@@ -73,8 +74,8 @@ extension JSONTape {
   }
 
   /// True when string node `n` holds exactly the code points of `word`.
-  @inline(__always)
-  package func stringEquals(_ n: Int, _ word: StaticString) -> Bool {
+  @inlinable @inline(__always)
+  public func stringEquals(_ n: Int, _ word: StaticString) -> Bool {
     let node = nodes[n]
     let length = Int(node.end &- node.start) &- 2
     if node.aux & JSONNode.escaped == 0 {
@@ -86,8 +87,8 @@ extension JSONTape {
   }
 
   /// True when string node `n` holds exactly the UTF-8 `bytes`.
-  @inline(__always)
-  package func stringEquals(_ n: Int, bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+  @inlinable @inline(__always)
+  public func stringEquals(_ n: Int, bytes: UnsafeBufferPointer<UInt8>) -> Bool {
     let node = nodes[n]
     if node.aux & JSONNode.escaped == 0 {
       let length = Int(node.end &- node.start) &- 2

@@ -3,24 +3,24 @@ package import OutboxSupport
 /// One JSON value of a tape: where its text sits in the input, and how to step over it.
 ///
 /// The kind is the value's first byte (`{`, `[`, `"`, `t`, `f`, `n`, or a number). 12 bytes.
-package struct JSONNode: Sendable {
+public struct JSONNode: Sendable {
   /// Offset of the first byte: the opening quote, brace or bracket, or the first character.
-  package var start: UInt32
+  public var start: UInt32
   /// Offset just past the last byte: past the closing quote, brace or bracket.
-  package var end: UInt32
+  public var end: UInt32
   /// Strings: `JSONNode.escaped`, `.lineSeparator`. Containers: the index of the node after the
   /// whole subtree (bits 0–29), plus `.duplicateKey` and `.nonCanonical`.
-  package var aux: UInt32
+  public var aux: UInt32
 
   /// A string with at least one `\` escape.
-  static let escaped: UInt32 = 1
+  @usableFromInline static let escaped: UInt32 = 1
   /// A string holding U+2028 or U+2029 raw (the writer escapes them).
-  static let lineSeparator: UInt32 = 2
+  @usableFromInline static let lineSeparator: UInt32 = 2
   /// An object with a key that appears more than once (by code points, not by canonical equivalence).
-  static let duplicateKey: UInt32 = 1 << 30
+  @usableFromInline static let duplicateKey: UInt32 = 1 << 30
   /// A container whose text is not what `JSONWriter` would write: whitespace, or an escaped string inside.
-  static let nonCanonical: UInt32 = 1 << 31
-  static let skipMask: UInt32 = (1 << 30) - 1
+  @usableFromInline static let nonCanonical: UInt32 = 1 << 31
+  @usableFromInline static let skipMask: UInt32 = (1 << 30) - 1
 }
 
 /// A JSON text read in one pass into a flat list of nodes in document order ("ordered pairs":
@@ -38,10 +38,10 @@ package struct JSONNode: Sendable {
 /// read early (`JSONParseError.batchLimit`).
 ///
 /// The tape borrows the input: use it only while the bytes it was read from are alive.
-package final class JSONTape: @unchecked Sendable {
-  package let base: UnsafePointer<UInt8>
-  package let count: Int
-  let nodes: UnsafeMutablePointer<JSONNode>
+public final class JSONTape: @unchecked Sendable {
+  public let base: UnsafePointer<UInt8>
+  public let count: Int
+  @usableFromInline let nodes: UnsafeMutablePointer<JSONNode>
   package let nodeCount: Int
   /// True when some object held a key twice.
   package let sawDuplicateKey: Bool
@@ -74,15 +74,15 @@ package final class JSONTape: @unchecked Sendable {
   @inline(__always) package subscript(_ n: Int) -> JSONNode { nodes[n] }
 
   /// The first byte of node `n`, which tells its kind.
-  @inline(__always) package func lead(_ n: Int) -> UInt8 { base[Int(nodes[n].start)] }
+  @inlinable @inline(__always) public func lead(_ n: Int) -> UInt8 { base[Int(nodes[n].start)] }
 
-  @inline(__always) package func isObject(_ n: Int) -> Bool { lead(n) == UInt8(ascii: "{") }
-  @inline(__always) package func isArray(_ n: Int) -> Bool { lead(n) == UInt8(ascii: "[") }
-  @inline(__always) package func isString(_ n: Int) -> Bool { lead(n) == UInt8(ascii: "\"") }
-  @inline(__always) package func isNull(_ n: Int) -> Bool { lead(n) == UInt8(ascii: "n") }
+  @inlinable @inline(__always) public func isObject(_ n: Int) -> Bool { lead(n) == UInt8(ascii: "{") }
+  @inlinable @inline(__always) public func isArray(_ n: Int) -> Bool { lead(n) == UInt8(ascii: "[") }
+  @inlinable @inline(__always) public func isString(_ n: Int) -> Bool { lead(n) == UInt8(ascii: "\"") }
+  @inlinable @inline(__always) public func isNull(_ n: Int) -> Bool { lead(n) == UInt8(ascii: "n") }
 
   /// The index just past node `n` and everything inside it.
-  @inline(__always) package func next(_ n: Int) -> Int {
+  @inlinable @inline(__always) public func next(_ n: Int) -> Int {
     let node = nodes[n]
     let b = base[Int(node.start)]
     if b == UInt8(ascii: "{") || b == UInt8(ascii: "[") { return Int(node.aux & JSONNode.skipMask) }
@@ -90,18 +90,18 @@ package final class JSONTape: @unchecked Sendable {
   }
 
   /// The exact input text of node `n`.
-  @inline(__always) package func text(_ n: Int) -> UnsafeBufferPointer<UInt8> {
+  @inlinable @inline(__always) public func text(_ n: Int) -> UnsafeBufferPointer<UInt8> {
     let node = nodes[n]
     return UnsafeBufferPointer(start: base + Int(node.start), count: Int(node.end &- node.start))
   }
 
   /// The raw bytes between the quotes of string node `n` (decoded only when it has no escapes).
-  @inline(__always) package func rawContents(_ n: Int) -> UnsafeBufferPointer<UInt8> {
+  @inlinable @inline(__always) public func rawContents(_ n: Int) -> UnsafeBufferPointer<UInt8> {
     let node = nodes[n]
     return UnsafeBufferPointer(start: base + Int(node.start) + 1, count: Int(node.end &- node.start) - 2)
   }
 
-  @inline(__always) package func isEscaped(_ n: Int) -> Bool { nodes[n].aux & JSONNode.escaped != 0 }
+  @inlinable @inline(__always) public func isEscaped(_ n: Int) -> Bool { nodes[n].aux & JSONNode.escaped != 0 }
 
   /// True when the text of node `n` is exactly what `JSONWriter` writes for its value.
   package func isCanonical(_ n: Int) -> Bool {
@@ -114,17 +114,17 @@ package final class JSONTape: @unchecked Sendable {
   }
 
   /// True for an object node that holds a key twice.
-  @inline(__always) package func hasDuplicateKey(_ n: Int) -> Bool {
+  @inlinable @inline(__always) public func hasDuplicateKey(_ n: Int) -> Bool {
     isObject(n) && nodes[n].aux & JSONNode.duplicateKey != 0
   }
 
   /// The members of object `n`: (key node, value node) pairs in order. Also the elements of an
   /// array when used with `elements`.
-  package func members(_ n: Int) -> MemberSequence {
+  @inlinable public func members(_ n: Int) -> MemberSequence {
     MemberSequence(tape: self, index: n + 1, end: next(n), pairs: true)
   }
 
-  package func elements(_ n: Int) -> MemberSequence {
+  @inlinable public func elements(_ n: Int) -> MemberSequence {
     MemberSequence(tape: self, index: n + 1, end: next(n), pairs: false)
   }
 
@@ -142,15 +142,22 @@ package final class JSONTape: @unchecked Sendable {
   }
 
   /// Iterates over a container's children without allocating.
-  package struct MemberSequence: Sequence, IteratorProtocol {
+  public struct MemberSequence: Sequence, IteratorProtocol {
     /// Iteration happens while the caller holds the tape; no reference counting per loop.
-    unowned(unsafe) let tape: JSONTape
-    var index: Int
-    let end: Int
-    let pairs: Bool
+    @usableFromInline unowned(unsafe) let tape: JSONTape
+    @usableFromInline var index: Int
+    @usableFromInline let end: Int
+    @usableFromInline let pairs: Bool
+
+    @usableFromInline init(tape: JSONTape, index: Int, end: Int, pairs: Bool) {
+      self.tape = tape
+      self.index = index
+      self.end = end
+      self.pairs = pairs
+    }
 
     /// `(key, value)` for objects; `(value, value)` for arrays.
-    package mutating func next() -> (key: Int, value: Int)? {
+    @inlinable public mutating func next() -> (key: Int, value: Int)? {
       guard index < end else { return nil }
       let key = index
       let value = pairs ? index + 1 : index

@@ -2,14 +2,14 @@
 /// primitives every writer of replies, records and log lines shares (JSON's writer, `Log`).
 extension Array where Element == UInt8 {
   /// Appends ASCII text known at compile time.
-  @inline(__always)
-  package mutating func appendASCII(_ s: StaticString) {
+  @inlinable @inline(__always)
+  public mutating func appendASCII(_ s: StaticString) {
     s.withUTF8Buffer { append(contentsOf: $0) }
   }
 
   /// Appends the UTF-8 bytes of `s` without escaping.
-  @inline(__always)
-  package mutating func appendUTF8(_ s: String) {
+  @inlinable @inline(__always)
+  public mutating func appendUTF8(_ s: String) {
     var s = s
     s.withUTF8 { append(contentsOf: $0) }
   }
