@@ -41,6 +41,7 @@ package enum DeliverCommand {
     let terminal = isatty(2) == 1
     var total = Deliverer.PassResult()
     for round in 1...maxRounds {
+      service.expireLeases()  // a client's lease that ran out gives its items to this pass
       let pass = delivery.runPass(max: Int.max)
       total.delivered += pass.delivered
       total.deadLettered += pass.deadLettered

@@ -70,6 +70,7 @@ struct FlushSession {
   /// removes nothing; a kill between the write and the removal writes them again next time.
   private mutating func plainRound(max: Int, _ shape: Shape) -> Outcome {
     let service = caller.server.service
+    service.expireLeases()  // items whose lease ran out while nothing ran are pending again
     let result = FlushPending.peek(max: max, shape, service)
     remaining = result.remaining
     skipped += result.skipped.count

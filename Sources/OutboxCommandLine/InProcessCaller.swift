@@ -8,11 +8,13 @@ package import OutboxSupport
 package import OutboxTransport
 
 /// Calls wire methods of an in-process `Server` exactly as a client would over the pipe: a request
-/// line in, `render()`, the reply line out. The one-shot commands use it, so they run the very code
-/// (rules, leases, commits) that serves requests.
+/// line into the real loop over a memory transport, the reply line out. The one-shot commands use
+/// it, so they run the very code (framing, rules, leases, commits, periodic work) that serves requests.
 struct InProcessCaller {
-  let server: Server
+  private var loop: RequestLoop<MemoryTransport>
   private var lastID: Int64 = 0
+
+  var server: Server { loop.server }
 
   /// A JSON-RPC error reply.
   struct Failure: Error {
@@ -21,7 +23,7 @@ struct InProcessCaller {
   }
 
   init(server: Server) {
-    self.server = server
+    loop = RequestLoop(server: server, transport: MemoryTransport())
   }
 
   mutating func call(_ method: String, _ params: [JSONMember]) -> Result<JSONValue, Failure> {
@@ -31,10 +33,11 @@ struct InProcessCaller {
       JSONMember("jsonrpc", .string("2.0")), JSONMember("id", .int(lastID)), JSONMember("method", .string(method)),
       JSONMember("params", .object(params)),
     ]).encodeJSON(into: &line)
-    line.withUnsafeBufferPointer { server.handle(line: $0) }
-    server.render()
-    defer { server.output.removeAll(keepingCapacity: true) }
-    guard let reply = try? JSONReader.parse(server.output, maxDepth: 1000) else {
+    line.append(UInt8(ascii: "\n"))
+    loop.push(line)
+    _ = loop.runUntilIdle()
+    let output = loop.takeOutput()
+    guard let reply = try? JSONReader.parse(Array(output.dropLast()), maxDepth: 1000) else {
       return .failure(Failure(code: ErrorCode.internalError.rawValue, text: "no reply to \(method)"))
     }
     if let result = reply["result"] { return .success(result) }

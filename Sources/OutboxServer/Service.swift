@@ -46,11 +46,38 @@ package final class Service {
   package func newID(at ms: Int64) -> String { ids.make(ms: ms) }
 
   /// Ends leases whose time is up.
-  package func expireLeases() {
-    for lease in store.expireLeases(now: clock.now()) {
+  package func expireLeases(now: Int64? = nil) {
+    for lease in store.expireLeases(now: now ?? clock.now()) {
       log.info("lease \(lease.flushId) expired; \(lease.seqs.count) items are pending again")
     }
   }
+
+  /// All periodic work, in one place, for the loop and the one-shots: leases whose time is up come
+  /// back first (so delivery and flushes see their items), then delivery starts what it can, then
+  /// the disk takes a snapshot when one is due. `busy`: requests are waiting.
+  package func tick(now: Int64, busy: Bool = false) {
+    expireLeases(now: now)
+    delivery?.tick(busy: busy)
+    disk?.tick(store, now: now)
+  }
+
+  /// How long the loop may wait for input before `tick` has work (-1: until input comes).
+  package func pollTimeoutMs() -> Int32 {
+    var timeout = Self.sooner(disk?.pollTimeoutMs(store) ?? -1, delivery?.pollTimeoutMs() ?? -1)
+    if let expiry = store.nextLeaseExpiry {
+      timeout = Self.sooner(timeout, Int32(clamping: max(0, expiry - clock.now()) + 1))
+    }
+    return timeout
+  }
+
+  /// The last work before exit: requests in flight settle, then the final snapshot.
+  package func finish() {
+    delivery?.finish()
+    disk?.finish(store, now: clock.now())
+  }
+
+  /// The shorter of two poll timeouts (-1: none).
+  private static func sooner(_ a: Int32, _ b: Int32) -> Int32 { a < 0 ? b : b < 0 ? a : min(a, b) }
 }
 
 /// The answer to every save: the item's id, its seq and how many items are held.

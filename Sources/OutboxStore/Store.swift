@@ -131,11 +131,14 @@ package final class Store {
     return end(leases.remove(at: n), .released)
   }
 
+  /// When the next lease ends (ms since the epoch), if any.
+  package var nextLeaseExpiry: Int64? { leases.lazy.map(\.expiresAt).min() }
+
   /// Ends every lease whose time is up: its items are pending again, one delivery more.
   @discardableResult
   package func expireLeases(now: Int64) -> [Lease] {
+    guard leases.contains(where: { now >= $0.expiresAt }) else { return [] }  // the loop asks often
     let expired = leases.filter { now >= $0.expiresAt }
-    guard !expired.isEmpty else { return [] }
     leases.removeAll { now >= $0.expiresAt }
     for lease in expired { end(lease, .expired) }
     return expired

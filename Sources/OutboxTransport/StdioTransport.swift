@@ -9,19 +9,12 @@ import Musl
 import Darwin
 #endif
 
-/// Why the run loop stopped.
-package enum StopReason: Sendable, Equatable {
-  case endOfInput
-  case signal
-  case outputClosed
-}
-
 /// Blocking reads of stdin in 64 KiB chunks and chunked writes to stdout. Every wait, for input or
 /// for room on stdout, also watches the signal pipe.
 ///
 /// It never changes the descriptors' flags: if a parent handed over non-blocking pipes,
 /// EAGAIN is met with `poll`, not with a busy loop.
-package struct StdioTransport {
+package struct StdioTransport: Transport {
   package let input: Int32
   package let output: Int32
   private let wakeup: Int32
@@ -33,16 +26,8 @@ package struct StdioTransport {
     self.wakeup = wakeup
   }
 
-  /// What waiting for input produced.
-  package enum Event {
-    case data(Int)
-    case endOfInput
-    case signal
-    case timeout
-  }
-
   /// Waits up to `timeoutMs` (-1: forever) for input or a signal, then reads one chunk.
-  package mutating func next(timeoutMs: Int32, _ body: (UnsafeBufferPointer<UInt8>) -> Void) -> Event {
+  package mutating func next(timeoutMs: Int32, _ body: (UnsafeBufferPointer<UInt8>) -> Void) -> TransportEvent {
     var fds = [
       pollfd(fd: input, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeup, events: Int16(POLLIN), revents: 0),
     ]

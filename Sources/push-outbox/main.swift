@@ -129,7 +129,7 @@ case .run(let config):
     fail(error.message, error.rpcError, exitCode: error.exitCode)
   }
   if isatty(0) == 1 { Log.stderr(HelpText.terminalHint(store: config.effectiveStorePath)) }
-  var loop = RunLoop(server: Server(service: service), transport: StdioTransport(wakeup: wakeup))
+  var loop = RequestLoop(server: Server(service: service), transport: StdioTransport(wakeup: wakeup))
   _ = loop.run()
   exit(0)
 }

@@ -16,9 +16,11 @@ import Musl
 import Darwin
 #endif
 
-/// Runs lines through a `Server` in this process and returns the output lines.
+/// Runs lines through the real loop over a memory transport, in this process, and returns the
+/// output lines.
 final class InProcessServer {
-  let server: Server
+  private var loop: RequestLoop<MemoryTransport>
+  var server: Server { loop.server }
 
   init(_ configure: (inout Configuration) -> Void = { _ in }) {
     var config = Configuration()
@@ -26,25 +28,17 @@ final class InProcessServer {
     config.fixedClock = ISO8601.parseDateTime("2026-01-01T00:00:00.000Z")
     config.idSeed = 1
     configure(&config)
-    server = Server(service: Service(config: config, log: Log(level: .error)))
+    loop = RequestLoop(
+      server: Server(service: Service(config: config, log: Log(level: .error))), transport: MemoryTransport())
   }
 
   var service: Service { server.service }
 
   /// Sends raw lines (each framed as the transport would) and returns the reply lines.
   func send(_ lines: String...) -> [String] {
-    var framer = LineFramer(maxLineBytes: server.service.config.maxLineBytes)
-    for line in lines {
-      framer.feed(Array((line + "\n").utf8)) { framed in
-        switch framed {
-        case .line(let bytes): server.handle(line: bytes)
-        case .tooLong(let n): server.handleOversizedLine(length: n)
-        }
-      }
-    }
-    server.render()
-    let text = String(decoding: server.output, as: UTF8.self)
-    server.output.removeAll()
+    loop.push(Array(lines.map { $0 + "\n" }.joined().utf8))
+    _ = loop.runUntilIdle()
+    let text = String(decoding: loop.takeOutput(), as: UTF8.self)
     return text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
   }
 

@@ -1,6 +1,6 @@
 // Fuzz target: the whole line path. Arbitrary bytes, cut into chunks whose sizes come from the
 // input, go through `LineFramer` into `Server.handle`, with a render after every chunk (one burst
-// per chunk, as `RunLoop` does when no more input is waiting).
+// per chunk, as `RequestLoop` does when no more input is waiting).
 //
 // Input: byte 0 holds flags (bit 0: a store in a temp dir instead of memory; bit 1: a 64-byte
 // `--max-line-bytes`; bit 2: `--max-batch 3`), bytes 1–4 are chunk sizes (1–255; 0 means the whole
@@ -112,7 +112,7 @@ private func runWithStore(_ setup: Setup, expected: Expected, input: [UInt8]) {
   again.disk?.finish(again.store, now: again.clock.now())
 }
 
-/// Serves the stream with a store, stops as `RunLoop` does (final snapshot), and returns how many
+/// Serves the stream with a store, stops as `RequestLoop` does (final snapshot), and returns how many
 /// items are held. The service (and with it the store's lock) is gone when this returns.
 private func serveOnce(_ setup: Setup, directory: String, expected: Expected, input: [UInt8]) -> Int {
   let service = makeService(setup, store: directory)

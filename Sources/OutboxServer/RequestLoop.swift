@@ -1,0 +1,85 @@
+package import OutboxTransport
+
+/// The process's one loop: read a chunk, handle its lines in order, write all responses once, and
+/// do the periodic work (`Service.tick`). Stops on end of input, a stopping signal or a closed
+/// output. Generic over its transport: stdin/stdout in the executable, memory in process.
+package struct RequestLoop<T: Transport> {
+  package let server: Server
+  package private(set) var transport: T
+  private var framer: LineFramer
+  /// Requests are waiting: background delivery starts sends less often.
+  private var busy = false
+
+  package init(server: Server, transport: T) {
+    self.server = server
+    self.transport = transport
+    self.framer = LineFramer(maxLineBytes: server.service.config.maxLineBytes)
+  }
+
+  /// Serves until input ends or a signal arrives, then takes the final snapshot.
+  package mutating func run() -> StopReason {
+    busy = transport.inputIsWaiting()
+    var reason: StopReason? = nil
+    while reason == nil {
+      reason = step(timeoutMs: server.service.pollTimeoutMs())
+    }
+    server.service.finish()
+    server.service.log.info("stopped: \(reason!)")
+    return reason!
+  }
+
+  /// Handles everything the transport holds now and writes the replies; nil while it could go on
+  /// (the transport had nothing more), else why it stopped. For callers in process.
+  package mutating func runUntilIdle() -> StopReason? {
+    while true {
+      let before = transport.inputIsWaiting()
+      if let reason = step(timeoutMs: 0) { return reason }
+      if !before && !transport.inputIsWaiting() { return nil }
+    }
+  }
+
+  /// Queues input for a loop over a memory transport.
+  package mutating func push(_ bytes: [UInt8]) where T == MemoryTransport { transport.push(bytes) }
+
+  /// Takes the replies a loop over a memory transport wrote.
+  package mutating func takeOutput() -> [UInt8] where T == MemoryTransport { transport.takeOutput() }
+
+  /// One turn: the periodic work, one wait for input, and a write when the burst is done.
+  private mutating func step(timeoutMs: Int32) -> StopReason? {
+    server.service.tick(now: server.service.clock.now(), busy: busy)
+    let server = self.server
+    let event = transport.next(timeoutMs: timeoutMs) { chunk in
+      framer.feed(chunk) { Self.dispatch($0, server) }
+    }
+    switch event {
+    case .data:
+      // Keep answering while more input is already waiting; write before we would block.
+      busy = server.burstBytes >= 1 << 16 || transport.inputIsWaiting()
+      if server.burstBytes < 1 << 16 && busy { return nil }
+      return flush() ? nil : .outputClosed
+    case .timeout:
+      busy = false
+      return flush() ? nil : .outputClosed
+    case .signal:
+      return flush() ? .signal : .outputClosed
+    case .endOfInput:
+      framer.finish { Self.dispatch($0, server) }
+      return flush() ? .endOfInput : .outputClosed
+    }
+  }
+
+  private static func dispatch(_ framed: FramedLine, _ server: Server) {
+    switch framed {
+    case .line(let bytes): server.handle(line: bytes)
+    case .tooLong(let length): server.handleOversizedLine(length: length)
+    }
+  }
+
+  /// Commits the burst's journal records, then writes its responses. False when the output is gone.
+  private mutating func flush() -> Bool {
+    server.render()
+    guard !server.output.isEmpty else { return true }
+    defer { server.output.removeAll(keepingCapacity: server.output.capacity <= 1 << 22) }
+    return transport.write(server.output)
+  }
+}
