@@ -27,7 +27,9 @@ import replay  # noqa: E402  (Protocol/tests/replay.py, standard library only)
 
 SOURCES = ROOT / "Sources"
 # A call of one of the two builders of -32007, with its first argument.
-BUILDER_CALL = re.compile(r"\.(refused|startupFailed)\(\s*(\S)")
+# (Neither `case .refused(let reason, …)`, which maps the value to the wire, nor the builder's own
+# `.refused(reason: reason, …)` is a call with a reason to read.)
+BUILDER_CALL = re.compile(r"(?<!case )\.(refused|startupFailed)\(\s*(?!reason:)(\S)")
 LITERAL_REASON = re.compile(r'\.(?:refused|startupFailed)\(\s*"([a-z_]+)"')
 
 
@@ -49,22 +51,32 @@ def reasons_in_sources() -> Set[str]:
 
 def test_only_the_two_builders_make_a_startup_failed_error() -> None:
     """Every -32007 comes from `refused` or `startupFailed`, so their literal reasons are all."""
-    makers = []
+    # The code is named once, as ErrorCode.startupFailed.
+    named = []
     for path, text in swift_sources():
-        for match in re.finditer(r"-32007\b", text):
-            line = text[text.rfind("\n", 0, match.start()) + 1 : text.find("\n", match.end())]
-            if line.lstrip().startswith("///"):
-                continue  # documentation
-            before = text[: match.start()]
-            function = re.findall(r"static func (\w+)\(", before)
-            makers.append((path.relative_to(ROOT).as_posix(), function[-1] if function else None))
-    assert sorted(makers) == [
-        ("Sources/PushOutbox/Server/Configuration.swift", "startupFailed"),
-        ("Sources/PushOutbox/Store/StartupError.swift", "refused"),
+        for line in text.splitlines():
+            if re.search(r"-32007\b", line) and not line.lstrip().startswith("///"):
+                named.append((path.relative_to(ROOT).as_posix(), line.strip()))
+    assert named == [
+        (
+            "Sources/OutboxJSONRPC/RPCError.swift",
+            "package static let startupFailed = ErrorCode(rawValue: -32007)",
+        )
     ]
-    # A StartupError without an rpcError is sent as store_unavailable (main.swift's fallback).
-    main = (SOURCES / "push-outbox" / "main.swift").read_text(encoding="utf-8")
-    assert re.search(r'error\.rpcError \?\? \.startupFailed\("store_unavailable"', main)
+    # It is used in one place: where a StartupError (whose `refused` takes the literal reason) or a
+    # usage failure (`startupFailed`, with a literal reason) becomes the wire's error.
+    users = sorted(
+        path.relative_to(ROOT).as_posix()
+        for path, text in swift_sources()
+        if re.search(r"\(\.startupFailed,|ErrorCode\.startupFailed", text)
+    )
+    assert users == ["Sources/OutboxServer/StartupError+Wire.swift"]
+    wire = (SOURCES / "OutboxServer" / "StartupError+Wire.swift").read_text(encoding="utf-8")
+    assert (
+        len(re.findall(r"\.app\(\s*\.startupFailed,", wire)) == 2
+    )  # `refused`, and `startupFailed`
+    # A StartupError of kind `unavailable` (a file that cannot be read) is sent as store_unavailable.
+    assert re.search(r'case \.unavailable:\s*\.startupFailed\("store_unavailable", message\)', wire)
 
 
 def documented_in_openrpc() -> Set[str]:

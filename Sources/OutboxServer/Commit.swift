@@ -44,13 +44,11 @@ extension Server {
           output.append(contentsOf: UnsafeBufferPointer(rebasing: draft[cursor..<hole.offset]))
         }
         if case .some(.some(let refusal)) = hole.outcome {
-          Server.appendError(refusal, id: hole.id, to: &output)
+          ResponseWriter.append(Response(id: hole.id, .error(refusal)), to: &output)
         } else if case .save(let save) = hole.reply {
           Server.appendReply(save, id: hole.id, to: &output)
         } else if case .other(let result) = hole.reply {
-          Server.appendPrefix(id: hole.id, to: &output)
-          result.encodeJSON(into: &output)
-          output.append(UInt8(ascii: "}"))
+          ResponseWriter.append(Response(id: hole.id, .result(result)), to: &output)
         }
         cursor = hole.offset
       }
@@ -64,29 +62,24 @@ extension Server {
 }
 
 extension Server {
-  /// Appends `{"jsonrpc":"2.0","id":…,"result":{…}}` for a save: one pass, no intermediate values
-  /// in the common case (an integer request id, a generated item id, no warnings).
+  /// Writes a save's reply: in one pass through the writer's cursor form in the common case (an
+  /// integer request id, a generated item id, no warnings), else as any other result.
   static func appendReply(_ result: SaveResult, id: RequestID, to out: inout [UInt8]) {
     guard case .int(let number) = id, number >= 0, result.receipt.id.client.isEmpty, !result.receipt.duplicate,
       result.warnings.isEmpty
     else {
-      appendPrefix(id: id, to: &out)
-      result.encodeJSON(into: &out)
-      out.append(UInt8(ascii: "}"))
-      return
+      return ResponseWriter.append(Response(id: id, .result(result)), to: &out)
     }
     let receipt = result.receipt
-    ByteCursor.append(to: &out, capacity: 160) { cursor in
-      cursor.put("{\"jsonrpc\":\"2.0\",\"id\":")
-      cursor.put(decimal: UInt64(number))
-      cursor.put(",\"result\":{\"id\":\"")
+    ResponseWriter.appendResult(id: UInt64(number), capacity: 112, to: &out) { cursor in
+      cursor.put("{\"id\":\"")
       IDGenerator.writeText(high: receipt.id.high, low: receipt.id.low, to: cursor.p)
       cursor.advance(by: IDGenerator.length)
       cursor.put("\",\"seq\":")
       cursor.put(decimal: receipt.seq)
       cursor.put(",\"pending\":")
       cursor.put(decimal: UInt64(receipt.pending))
-      cursor.put("}}")
+      cursor.put(UInt8(ascii: "}"))
     }
   }
 }
@@ -104,14 +97,5 @@ struct ReplyLedger {
     }
     requested = 0
     rendered = 0
-  }
-}
-
-extension Server {
-  /// The one stdout line for a store refusal at start-up, with `id: null`.
-  package static func startupFailureLine(_ error: RPCError) -> String {
-    var out: [UInt8] = []
-    appendError(error, id: .null, to: &out)
-    return String(decoding: out, as: UTF8.self)
   }
 }

@@ -115,7 +115,7 @@ package final class Server {
     if table.commitsFirst(request.method) { commit() }
     let mark = draft.count
     if request.id != nil { ledger.requested += 1 }
-    appendPrefix(id: request.id ?? .null)
+    ResponseWriter.beginResult(id: request.id ?? .null, to: &draft)
     do {
       let waiting = try table.call(request, service, into: &draft)
       if let waiting, let id = request.id {
@@ -123,13 +123,13 @@ package final class Server {
         holes.append(Hole(offset: draft.count, id: id, reply: waiting))
         return true
       }
-      draft.append(UInt8(ascii: "}"))
+      ResponseWriter.endResult(to: &draft)
     } catch {
       draft.removeSubrange(mark...)
       if request.isNotification {
         service.log.debug("notification \(request.method) failed: \(error.message)")
       } else {
-        Server.appendError(error, id: request.id ?? .null, to: &draft)
+        ResponseWriter.append(Response(id: request.id ?? .null, .error(error)), to: &draft)
       }
     }
     guard request.id != nil else {
@@ -141,16 +141,6 @@ package final class Server {
   }
 
   // MARK: - Writing
-
-  private func appendPrefix(id: RequestID) {
-    Server.appendPrefix(id: id, to: &draft)
-  }
-
-  static func appendPrefix(id: RequestID, to out: inout [UInt8]) {
-    out.appendASCII("{\"jsonrpc\":\"2.0\",\"id\":")
-    id.encodeJSON(into: &out)
-    out.appendASCII(",\"result\":")
-  }
 
   /// Records a save's reply: a hole when it waits for the commit, else its bytes at once.
   func reply(to id: RequestID, _ result: SaveResult) {
@@ -165,16 +155,8 @@ package final class Server {
   }
 
   private func appendError(_ error: RPCError, id: RequestID) {
-    Server.appendError(error, id: id, to: &draft)
+    ResponseWriter.append(Response(id: id, .error(error)), to: &draft)
     ledger.rendered += 1
-  }
-
-  package static func appendError(_ error: RPCError, id: RequestID, to out: inout [UInt8]) {
-    out.appendASCII("{\"jsonrpc\":\"2.0\",\"id\":")
-    id.encodeJSON(into: &out)
-    out.appendASCII(",\"error\":")
-    error.encodeJSON(into: &out)
-    out.append(UInt8(ascii: "}"))
   }
 
   private func writeError(_ error: RPCError, id: RequestID) {

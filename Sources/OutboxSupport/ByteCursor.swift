@@ -1,45 +1,45 @@
 /// Writes bytes through a pointer into memory sized beforehand: no capacity checks per piece.
 ///
 /// The caller reserves enough room (see each use) and reads `count` afterwards.
-package struct ByteCursor {
-  package let start: UnsafeMutablePointer<UInt8>
-  package private(set) var p: UnsafeMutablePointer<UInt8>
+public struct ByteCursor {
+  public let start: UnsafeMutablePointer<UInt8>
+  public var p: UnsafeMutablePointer<UInt8>
 
-  package init(_ start: UnsafeMutablePointer<UInt8>) {
+  @inlinable public init(_ start: UnsafeMutablePointer<UInt8>) {
     self.start = start
     self.p = start
   }
 
   /// Bytes written so far.
-  package var count: Int { p - start }
+  @inlinable public var count: Int { p - start }
 
   /// Moves past `n` bytes written through `p` directly.
-  @inline(__always)
-  package mutating func advance(by n: Int) { p += n }
+  @inlinable @inline(__always)
+  public mutating func advance(by n: Int) { p += n }
 
-  @inline(__always)
-  package mutating func put(_ byte: UInt8) {
+  @inlinable @inline(__always)
+  public mutating func put(_ byte: UInt8) {
     p.initialize(to: byte)
     p += 1
   }
 
-  @inline(__always)
-  package mutating func put(_ text: StaticString) {
+  @inlinable @inline(__always)
+  public mutating func put(_ text: StaticString) {
     put(text.utf8Start, text.utf8CodeUnitCount)
   }
 
-  @inline(__always)
-  package mutating func put(_ bytes: UnsafePointer<UInt8>, _ n: Int) {
+  @inlinable @inline(__always)
+  public mutating func put(_ bytes: UnsafePointer<UInt8>, _ n: Int) {
     p.initialize(from: bytes, count: n)
     p += n
   }
 
-  package mutating func put(_ bytes: UnsafeBufferPointer<UInt8>) {
+  @inlinable public mutating func put(_ bytes: UnsafeBufferPointer<UInt8>) {
     if let base = bytes.baseAddress { put(base, bytes.count) }
   }
 
   /// A decimal number (at most 20 bytes).
-  package mutating func put(decimal value: UInt64) {
+  @inlinable public mutating func put(decimal value: UInt64) {
     var digits = 1
     var v = value
     while v >= 10 {
@@ -57,8 +57,8 @@ package struct ByteCursor {
   }
 
   /// Runs `body` with a cursor over a temporary buffer of `capacity` bytes, then appends what it wrote to `out`.
-  @inline(__always)
-  package static func append(to out: inout [UInt8], capacity: Int, _ body: (inout ByteCursor) -> Void) {
+  @inlinable @inline(__always)
+  public static func append(to out: inout [UInt8], capacity: Int, _ body: (inout ByteCursor) -> Void) {
     withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { buffer in
       var cursor = ByteCursor(buffer.baseAddress!)
       body(&cursor)

@@ -55,7 +55,7 @@ func infoName(_ command: Command) -> String {
 
 func fail(_ message: String, _ rpcError: RPCError, exitCode: Int32) -> Never {
   Log.stderr("push-outbox: \(message)")
-  print(Server.startupFailureLine(rpcError))
+  print(ResponseWriter.line(Response(id: .null, .error(rpcError))))
   exit(exitCode)
 }
 
