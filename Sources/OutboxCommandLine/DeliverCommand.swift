@@ -33,7 +33,7 @@ package enum DeliverCommand {
       Log.stderr("push-outbox deliver: \(error.message)")
       return error.exitCode
     }
-    defer { service.disk?.finish(service.store, now: service.clock.now()) }
+    defer { service.finish() }
     guard let delivery = service.delivery else {
       Log.stderr("push-outbox deliver: needs --braze-endpoint (or PUSH_OUTBOX_BRAZE_ENDPOINT) and an API key")
       return 2

@@ -76,7 +76,7 @@ package enum FlushCommand {
       Log.stderr("push-outbox flush: \(error.message)")
       return error.exitCode
     }
-    defer { service.disk?.finish(service.store, now: service.clock.now()) }
+    defer { service.finish() }
     var session = FlushSession(
       options: options, caller: InProcessCaller(server: Server(service: service)), wakeup: wakeup)
     let code = session.run()

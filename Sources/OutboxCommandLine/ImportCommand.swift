@@ -77,7 +77,7 @@ package enum ImportCommand {
       Log.stderr("push-outbox import: \(error.message)")
       return error.exitCode
     }
-    defer { service.disk?.finish(service.store, now: service.clock.now()) }
+    defer { service.finish() }
     return bytes.withUnsafeBufferPointer { buffer in
       do {
         let tape = try JSONTape(buffer, maxDepth: config.maxDepth)

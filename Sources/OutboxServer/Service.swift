@@ -70,9 +70,13 @@ package final class Service {
     return timeout
   }
 
-  /// The last work before exit: requests in flight settle, then the final snapshot.
+  /// The last work before exit: requests in flight settle, what they changed is committed to the
+  /// journal (a one-shot has no reply to commit it before), then the final snapshot.
   package func finish() {
     delivery?.finish()
+    if let failure = store.commit() {
+      log.error("journal write failed at exit (\(failure)); the last changes are not kept")
+    }
     disk?.finish(store, now: clock.now())
   }
 

@@ -55,20 +55,23 @@ enum DeadLetterRecords {
     return cursor.u32().map(Int.init) ?? 0
   }
 
-  static func apply(_ record: SegmentReader.Record, to store: PendingStore) -> Bool {
+  /// Sets the recorded states; returns the seqs the record names, or nil if it does not decode.
+  static func apply(_ record: SegmentReader.Record, to store: PendingStore) -> [UInt64]? {
     var cursor = PayloadCursor(record.payload)
     if record.type == .requeue {
-      guard let seqs = cursor.seqs() else { return false }
+      guard let seqs = cursor.seqs() else { return nil }
       store.setDead(seqs, reason: nil)
-      return true
+      return seqs
     }
-    guard let count = cursor.u32(), Int(count) <= cursor.remaining / 10 else { return false }
+    guard let count = cursor.u32(), Int(count) <= cursor.remaining / 10 else { return nil }
+    var named: [UInt64] = []
     for _ in 0..<count {
       guard let seq = cursor.u64(), let low = cursor.u8(), let high = cursor.u8(),
         let reason = cursor.take(Int(low) | Int(high) << 8)
-      else { return false }
+      else { return nil }
       store.setDead([seq], reason: String(decoding: reason, as: UTF8.self))
+      named.append(seq)
     }
-    return true
+    return named
   }
 }

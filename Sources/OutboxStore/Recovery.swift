@@ -35,9 +35,10 @@ package struct Recovery {
   let log: Log
   var outcome = RecoveryOutcome()
   private var leaseTable: [Lease] = []
-  /// Items whose delivery count a lease-end record raised above their item record's: their segments
-  /// must be rewritten before that record may be dropped.
-  private var raised: [UInt64] = []
+  /// Items whose state a later record changed: a delivery count a lease end raised above their item
+  /// record's, or a dead letter or requeue journaled after it. Their segments must be rewritten (with
+  /// that state) before the record may be dropped.
+  private var restated: [UInt64] = []
   /// One buffer for every segment read.
   private let buffer = ReadBuffer()
   /// Seqs the checkpoint covers that left the pending set by a record written after it (removals,
@@ -217,15 +218,18 @@ package struct Recovery {
       noteExits(record, seqs.reduce(0) { $0 + ($1 <= covers ? 1 : 0) })
       store.items.remove(seqs: seqs)
     case .deadLetter, .requeue:
-      guard DeadLetterRecords.apply(record, to: store.items) else { return false }
+      guard let seqs = DeadLetterRecords.apply(record, to: store.items) else { return false }
       if record.type == .deadLetter { noteExits(record, DeadLetterRecords.count(record)) }
       if record.type == .requeue || record.seq >= store.items.nextSeq {  // journaled, not a rewrite's copy
         info.otherBytes += record.payload.count + SegmentFormat.recordHeaderSize
+        // The state lives only in this record until the items' own segments are rewritten with it:
+        // mark them, or a snapshot that drops this segment would bring back the state before.
+        restated.append(contentsOf: seqs)
       }
     case .lease, .leaseEnd:
       guard
         LeaseRecords.apply(
-          record, to: &leaseTable, finished: &outcome.finished, raised: &raised, store: store.items,
+          record, to: &leaseTable, finished: &outcome.finished, raised: &restated, store: store.items,
           covers: outcome.checkpoint?.coversSeq)
       else { return false }
       info.otherBytes += record.payload.count + SegmentFormat.recordHeaderSize
@@ -281,7 +285,7 @@ package struct Recovery {
   /// Item records whose items are no longer held, and held items whose counts rose, per segment.
   private mutating func countDead() {
     let firsts = outcome.segments.map(\.first)
-    for seq in raised where store.items.contains(seq: seq) {
+    for seq in restated where store.items.contains(seq: seq) {
       if let n = firsts.lastIndex(where: { $0 <= seq }) { outcome.segments[n].changed += 1 }
     }
     let table = store.items.table

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 
 from braze_stub import Reply
-from conftest import API_KEY, binary
+from conftest import API_KEY, Outbox, binary
 
 
 def one_shot(stub, store_dir, *args):
@@ -74,3 +74,20 @@ def test_the_summary_adds_up_after_every_round_failed(stub, outbox, store_dir):
     assert (
         last == "push-outbox deliver: delivered 0, dead-lettered 0, still pending 5 (retrying 5)"
     ), last
+
+
+def test_dead_letters_made_by_deliver_are_kept(stub, store_dir):
+    """`push-outbox deliver` dead-letters an item with no identifier; the next start still holds it
+    as a dead letter (it was reported, then lost: the journal record was never committed before the
+    final snapshot, which was abandoned)."""
+    box = Outbox(store_dir, [], env={})
+    box.save_event("anon", None)
+    assert box.close() == 0
+    done = one_shot(stub, store_dir)
+    assert b"dead-lettered 1" in done.stderr, done.stderr
+    assert b"snapshot abandoned" not in done.stderr, done.stderr
+    box = Outbox(store_dir, [], env={})
+    dead = box.result("listDeadLetters")["deadLetters"]
+    assert [d["reason"] for d in dead] == ["no_identifier"]
+    assert box.result("status")["pending"]["total"] == 0
+    assert box.close() == 0
