@@ -904,10 +904,25 @@ class Session:
     # -- the check after each restart
 
     def check(self, store: Path) -> None:
-        """Restarts on the store and compares every id it holds with the model."""
+        """Restarts on the store and compares every id it holds with the model; then restarts once
+        more (the first check's requests change nothing) and wants exactly the same again, so a
+        state that only a recovery's replay held and its next snapshot dropped is seen at once."""
         self.stats.restarts += 1
         time.sleep(0.06)  # 50 ms leases have expired
         self.in_flight = 1
+        pending, dead = self.observe(store)
+        self.compare(pending, dead)
+        again = self.observe(store)
+        if again != (pending, dead):
+            changed = sorted(set(pending) ^ set(again[0]) | set(dead) ^ set(again[1]))
+            raise Divergence(
+                f"a second restart with nothing done in between changed the store:"
+                f" {len(pending)} pending and {len(dead)} dead became {len(again[0])} and"
+                f" {len(again[1])} ({changed[:5]})"
+            )
+
+    def observe(self, store: Path) -> Tuple[List[str], List[str]]:
+        """The ids the store holds, pending (in seq order) and dead, from a fresh process."""
         proc = Process(self.binary, store, self.delivery_flags(), self.env)  # delivery leases end
         try:
             # Every held item, handed out by one lease. A live lease (known or from an unanswered
@@ -943,7 +958,7 @@ class Session:
                 proc.proc.kill()
         for item in found + dead_items:  # saves never answered are learnt here
             self.register(item["id"], signature(item), "user" in item)
-        self.compare([i["id"] for i in found], [i["id"] for i in dead_items])
+        return [i["id"] for i in found], [i["id"] for i in dead_items]
 
     def compare(self, pending: List[str], dead: List[str]) -> None:
         m = self.model
