@@ -772,7 +772,8 @@ class Session:
         for ids, n in m.dead_counts:
             if len(found & ids) != n:
                 raise Divergence(
-                    f"{len(found & ids)} of {len(ids)} items with no user are dead; {n}"
+                    f"{len(found & ids)} of the {len(ids)} items without a user are dead letters;"
+                    f" the pass said {n} became dead letters (no_identifier)"
                 )
         m.dead_counts = []
         for item in list(m.maybe):
@@ -877,8 +878,10 @@ class Session:
         mark = self.braze.mark()
         run, point = self.one_shot(["deliver", "--store", str(store), *self.delivery_flags()])
         requests = self.braze.since(mark)
+        # (builds before issue 17 print "retrying R, remaining P" instead of "still pending P")
         summary = re.search(
-            rb"delivered (\d+), dead-lettered (\d+), still pending (\d+)", run.stderr
+            rb"delivered (\d+), dead-lettered (\d+), (?:still pending|retrying \d+, remaining) (\d+)",
+            run.stderr,
         )
         if run.returncode not in (0, 1) or summary is None:
             if run.returncode != -signal.SIGKILL or not point:
@@ -995,7 +998,8 @@ class Session:
         for ids, n in m.dead_counts:
             if len(found_dead & ids) != n:
                 raise Divergence(
-                    f"{len(found_dead & ids)} of {len(ids)} items with no user are dead; {n}"
+                    f"{len(found_dead & ids)} of the {len(ids)} items without a user are dead letters;"
+                    f" the pass said {n} became dead letters (no_identifier)"
                 )
         self.log(f"restart: {len(pending)} pending, {len(dead)} dead, as the model says")
         m.removed |= {i for i in m.maybe if i not in actual}
