@@ -273,8 +273,11 @@ class Session:
         self.env["BRAZE_API_KEY"] = API_KEY
         self.ids: Dict[Tuple[str, str], str] = {}  # content signature -> item id
         self.no_user: Set[str] = set()  # items saved without a user (never sent: no_identifier)
+        self.removed_at: Dict[str, float] = {}  # when the model learnt of a removal (monotonic)
         self.braze: Optional[Braze] = None
         self.in_flight = 1
+        self.background = False  # this server process runs with --deliver
+        self.side_rng = random.Random(seed * 7919 + 1)  # picks --deliver; the main draws stay put
 
     def log(self, text: str) -> None:
         self.history.append(text)
@@ -343,6 +346,7 @@ class Session:
                 m.dead.add(item)
             else:
                 m.removed.add(item)
+                self.removed_at.setdefault(item, time.monotonic())
 
     def uncertain(self, items: List[str], also: str) -> None:
         """An unanswered request may have moved these items to `also` (or left them)."""
@@ -379,18 +383,35 @@ class Session:
         point = self.kill_point(env)
         assert self.braze
         args = ["--fsync", fsync, "--snapshot-interval", interval, *self.delivery_flags()]
+        self.background = self.side_rng.random() < 0.2
+        if self.background:
+            self.in_flight = 1
+            args.append("--deliver")
+            self.stats.count(self.stats.ops, "server --deliver (process)")
         self.log(
             f"start --fsync {fsync} --snapshot-interval {interval} --braze-max-in-flight "
-            f"{self.in_flight}" + (f" KILL_AT={point}" if point else "")
+            f"{self.in_flight}"
+            + (" --deliver" if self.background else "")
+            + (f" KILL_AT={point}" if point else "")
         )
+        mark = self.braze.mark()
         proc = Process(self.binary, store, args, env)
+        try:
+            self.serve(proc, point)
+        finally:
+            if self.background:
+                self.settle_background(mark)
+                self.background = False
+
+    def serve(self, proc: Process, point: Optional[str]) -> None:
+        rng = self.rng
         for _ in range(rng.randint(5, 40)):
             if not self.operation(proc):
                 self.log("the process died (kill point)")
                 self.count_kill(point)
                 proc.end("eof")
                 return
-        how = rng.choice(["eof", "eof", "term", "kill", "pass"])
+        how = rng.choice(["eof", "eof", "term", "kill"] + ([] if self.background else ["pass"]))
         if how == "pass":  # ended by kill -9 or SIGTERM while a deliverPending pass runs
             how = rng.choice(["kill", "term"])
             self.log(f"end by {how} during deliverPending")
@@ -430,6 +451,8 @@ class Session:
         """One random operation; False when the process died before answering."""
         rng = self.rng
         roll = rng.random()
+        if self.background:  # only what background delivery cannot make ambiguous
+            roll = roll / 0.7 * 0.52 if roll < 0.7 else 0.95
         if roll < 0.36:
             return self.save(proc)
         if roll < 0.42:
@@ -702,11 +725,14 @@ class Session:
             out.append((item, new))
         return out
 
-    def sent_check(self, item: str) -> None:
+    def sent_check(self, item: str, at: float) -> None:
+        """An item a request carried, which arrived at the stub at `at` (monotonic)."""
         m = self.model
         leased = {i for ids in m.leases.values() for i in ids}
         if item in m.removed:
-            raise Divergence(f"{item} was sent to Braze after its removal was acknowledged")
+            if self.removed_at.get(item, 0.0) < at:
+                raise Divergence(f"{item} was sent to Braze after its removal was acknowledged")
+            return  # background delivery failed to send it, then a drain took it
         if item in m.dead:
             raise Divergence(f"dead letter {item} was sent to Braze")
         if item in leased:
@@ -719,7 +745,7 @@ class Session:
         delivered = dead = 0
         for record in requests:
             for item, new in self.outcomes(record):
-                self.sent_check(item)
+                self.sent_check(item, record.at)
                 if new != PENDING:
                     self.set_state([item], new)
                     delivered += new == GONE
@@ -735,12 +761,22 @@ class Session:
         high = low
         for record in requests[len(certain) :]:
             for item, new in self.outcomes(record):
-                self.sent_check(item)
+                self.sent_check(item, record.at)
                 if new != PENDING:
                     self.uncertain([item], new)
                     high += new == GONE
         self.uncertain([i for i in candidates if self.state(i) == PENDING], DEAD)
         return low, high
+
+    def settle_background(self, mark: int) -> None:
+        """After a server process with --deliver: every request the stub saw is settled as for a
+        pass that never answered (there is no reply to a background request); which items without
+        a user a background scan reached is unknown, so each may be dead."""
+        assert self.braze
+        requests = self.braze.since(mark)
+        candidates = [i for i in self.available() if i in self.no_user]
+        self.settle_unanswered(requests, candidates)
+        self.log(f"background delivery sent {len(requests)} requests")
 
     def list_dead(self, proc: Process, k: Optional[int]) -> bool:
         self.op("listDeadLetters")
@@ -1002,7 +1038,10 @@ class Session:
                     f" the pass said {n} became dead letters (no_identifier)"
                 )
         self.log(f"restart: {len(pending)} pending, {len(dead)} dead, as the model says")
-        m.removed |= {i for i in m.maybe if i not in actual}
+        for item in m.maybe:
+            if item not in actual:
+                m.removed.add(item)
+                self.removed_at.setdefault(item, time.monotonic())
         m.held = list(pending)  # in seq order
         m.dead = found_dead
         m.leases = {}  # released by the check

@@ -27,6 +27,7 @@ KINDS = {
     "flush",
     "flush --lease",
     "deliver (command)",
+    "server --deliver (process)",
 }
 
 
