@@ -278,6 +278,12 @@ class Session:
         self.in_flight = 1
         self.background = False  # this server process runs with --deliver
         self.side_rng = random.Random(seed * 7919 + 1)  # picks --deliver; the main draws stay put
+        self.processes: List[Process] = []  # killed when the run ends, so none outlives its store
+
+    def spawn(self, store: Path, args: List[str], env: Dict[str, str]) -> Process:
+        proc = Process(self.binary, store, args, env)
+        self.processes.append(proc)
+        return proc
 
     def log(self, text: str) -> None:
         self.history.append(text)
@@ -319,6 +325,10 @@ class Session:
                 f"seed {self.seed}, step {len(self.history)}: {error}\n  last steps:\n    {tail}"
             ) from None
         finally:
+            for proc in self.processes:  # a divergence can leave one running
+                if proc.proc.poll() is None:
+                    proc.proc.kill()
+                    proc.proc.wait(timeout=60)
             self.braze.stop()
             for kind, n in self.braze.kinds.items():
                 self.stats.answers[kind] = self.stats.answers.get(kind, 0) + n
@@ -395,7 +405,7 @@ class Session:
             + (f" KILL_AT={point}" if point else "")
         )
         mark = self.braze.mark()
-        proc = Process(self.binary, store, args, env)
+        proc = self.spawn(store, args, env)
         try:
             self.serve(proc, point)
         finally:
@@ -962,7 +972,7 @@ class Session:
 
     def observe(self, store: Path) -> Tuple[List[str], List[str]]:
         """The ids the store holds, pending (in seq order) and dead, from a fresh process."""
-        proc = Process(self.binary, store, self.delivery_flags(), self.env)  # delivery leases end
+        proc = self.spawn(store, self.delivery_flags(), self.env)  # delivery leases end
         try:
             # Every held item, handed out by one lease. A live lease (known or from an unanswered
             # request) is answered instead, so release what came and ask again until it is all.
