@@ -52,14 +52,6 @@ extension Configuration {
     case values(OptionValues)
   }
 
-  /// The service's settings alone (`push-outbox [FLAGS]`, no subcommand).
-  package static func parse(_ arguments: [String], env: (String) -> String?) throws(UsageError) -> Invocation {
-    switch try read(arguments, for: nil, env: env) {
-    case .info(let info): info
-    case .values(let values): .serve(values.config)
-    }
-  }
-
   /// The flags `command` takes, from the environment twins and then `arguments`. The import's FILE
   /// (the one argument that is not a flag or a flag's value) is skipped.
   static func read(
