@@ -63,7 +63,8 @@ def test_a_clean_import_exits_0_and_a_server_on_the_store_sees_every_item(tmp_pa
     done = run_import(["--store", str(store), str(write(tmp_path, APP_GROUP))])
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout == b"", "the import writes nothing on stdout"
-    [summary] = done.stderr.decode().splitlines()
+    [warning, summary] = done.stderr.decode().splitlines()
+    assert warning.startswith("push-outbox import: no --user: the imported items have no user")
     assert summary == "push-outbox import: imported 5 of 5 elements, rejected 0; 5 items pending"
     items = drained(store)
     assert [i.get("name") for i in items[:2]] == ["push_game_won", "push_stamp"]
@@ -139,7 +140,8 @@ def test_rejected_elements_are_listed_on_stderr_the_rest_saved_and_exit_1(tmp_pa
     }
     done = run_import(["--store", str(store), str(write(tmp_path, content))])
     assert done.returncode == 1
-    lines = done.stderr.decode().splitlines()
+    warning, *lines = done.stderr.decode().splitlines()
+    assert "no_identifier" in warning
     assert lines[:-1] == [
         'push-outbox import: rejected pending_custom_events[1]: event_name: missing: a pending custom event needs "event_name" (or the demo\'s "Event Name")',
         "push-outbox import: rejected pending_custom_events[2]: properties.$tag: key_dollar_prefix: property keys must not start with $",

@@ -7,7 +7,8 @@ package import OutboxStore
 package import OutboxSupport
 package import OutboxTransport
 
-/// The flags, each with its environment twin (`--max-line-bytes` ↔ `PUSH_OUTBOX_MAX_LINE_BYTES`).
+/// The flags: the service's, each with its environment twin (`--max-line-bytes` ↔
+/// `PUSH_OUTBOX_MAX_LINE_BYTES`) and taken by every subcommand too, and each subcommand's own.
 /// This table drives the parser, `--help`, the man page and the shell completions.
 package struct CommandLineOption: Sendable {
   package var name: String
@@ -17,16 +18,24 @@ package struct CommandLineOption: Sendable {
   package var choices: [String]? = nil
   /// A value that names a directory, for completions.
   package var isDirectory = false
+  /// The subcommand whose own flag this is (no environment twin); nil for the service's flags.
+  package var command: Subcommand? = nil
   /// Throws a `UsageError` whose message completes the sentence "`--flag VALUE` …".
-  fileprivate var apply: @Sendable (inout Configuration, String) throws(UsageError) -> Void
+  fileprivate var apply: @Sendable (inout OptionValues, String) throws(UsageError) -> Void
 
   package var environmentName: String {
     "PUSH_OUTBOX_" + String(name.dropFirst(2).map { $0 == "-" ? "_" : Character($0.uppercased()) })
   }
 
-  package func set(_ config: inout Configuration, _ value: String) throws(UsageError) {
-    try apply(&config, value)
+  package func set(_ values: inout OptionValues, _ value: String) throws(UsageError) {
+    try apply(&values, value)
   }
+
+  /// Whether `command` (nil: the service) takes this flag.
+  package func applies(to command: Subcommand?) -> Bool { self.command == nil || self.command == command }
+
+  /// A switch counts as given only when it is on: `--memory=false` asks for nothing.
+  package func isGiven(_ value: String) -> Bool { valueName != nil || (try? Configuration.bool(value)) == true }
 }
 
 /// The flags that print something and exit, in `--help` and the man page.
@@ -45,115 +54,145 @@ extension Configuration {
     .init(short: "-V", name: "--version", help: "print the version and exit"),
   ]
 
-  package static let options: [CommandLineOption] = [
-    .init(name: "--store", valueName: "DIR", help: "store directory", isDirectory: true) { c, v throws(UsageError) in
-      guard !v.isEmpty else { throw UsageError("needs a directory, not an empty string") }
-      c.storePath = v
-    },
-    .init(name: "--memory", valueName: nil, help: "keep everything in memory; write no files") {
-      c, v throws(UsageError) in
-      c.memory = try bool(v)
-    },
-    .init(name: "--accept-loss", valueName: nil, help: "start even if store files are missing; report the loss") {
-      c, v throws(UsageError) in
-      c.acceptLoss = try bool(v)
-    },
-    .init(name: "--snapshot-interval", valueName: "SECONDS", help: "snapshot period when dirty (default 1)") {
-      c, v throws(UsageError) in c.snapshotInterval = try number(v, min: 0.01, max: 86_400)
-    },
-    .init(name: "--max-line-bytes", valueName: "N", help: "longest accepted line (default 16777216)") {
-      c, v throws(UsageError) in c.maxLineBytes = try int(v, min: 64, max: Limits.bytes)
-    },
-    .init(name: "--max-depth", valueName: "N", help: "deepest JSON nesting (default 128, at most 1000)") {
-      c, v throws(UsageError) in c.maxDepth = try int(v, min: 2, max: 1000)
-    },
-    .init(name: "--max-batch", valueName: "N", help: "most requests in one batch (default 10000)") {
-      c, v throws(UsageError) in c.maxBatch = try int(v, min: 1, max: 1_000_000)
-    },
+  package static let options: [CommandLineOption] =
+    [
+      .init(name: "--store", valueName: "DIR", help: "store directory", isDirectory: true) { c, v throws(UsageError) in
+        guard !v.isEmpty else { throw UsageError("needs a directory, not an empty string") }
+        c.storePath = v
+      },
+      .init(name: "--memory", valueName: nil, help: "keep everything in memory; write no files") {
+        c, v throws(UsageError) in
+        c.memory = try bool(v)
+      },
+      .init(name: "--accept-loss", valueName: nil, help: "start even if store files are missing; report the loss") {
+        c, v throws(UsageError) in
+        c.acceptLoss = try bool(v)
+      },
+      .init(name: "--snapshot-interval", valueName: "SECONDS", help: "snapshot period when dirty (default 1)") {
+        c, v throws(UsageError) in c.snapshotInterval = try number(v, min: 0.01, max: 86_400)
+      },
+      .init(name: "--max-line-bytes", valueName: "N", help: "longest accepted line (default 16777216)") {
+        c, v throws(UsageError) in c.maxLineBytes = try int(v, min: 64, max: Limits.bytes)
+      },
+      .init(name: "--max-depth", valueName: "N", help: "deepest JSON nesting (default 128, at most 1000)") {
+        c, v throws(UsageError) in c.maxDepth = try int(v, min: 2, max: 1000)
+      },
+      .init(name: "--max-batch", valueName: "N", help: "most requests in one batch (default 10000)") {
+        c, v throws(UsageError) in c.maxBatch = try int(v, min: 1, max: 1_000_000)
+      },
+      .init(
+        name: "--log-level", valueName: "LEVEL", help: "error, warn, info or debug (default warn)",
+        choices: LogLevel.allCases.map(\.name)
+      ) { c, v throws(UsageError) in c.logLevel = try choice(v, LogLevel.allCases, \.name) },
+      .init(
+        name: "--log-format", valueName: "FORMAT", help: "stderr lines: text or json (default text)",
+        choices: LogFormat.allCases.map(\.rawValue)
+      ) { c, v throws(UsageError) in c.logFormat = try choice(v, LogFormat.allCases, \.rawValue) },
+      .init(
+        name: "--strings", valueName: "POLICY", help: "over-long strings: reject or truncate (default reject)",
+        choices: stringPolicies.map(\.rawValue)
+      ) { c, v throws(UsageError) in c.domain.strings = try choice(v, stringPolicies, \.rawValue) },
+      .init(name: "--array-limit", valueName: "N", help: "longest custom attribute array (default 25)") {
+        c, v throws(UsageError) in c.domain.arrayLimit = try int(v, min: 1, max: 1_000_000)
+      },
+      .init(name: "--max-properties-bytes", valueName: "N", help: "largest event properties (default 51200)") {
+        c, v throws(UsageError) in c.domain.maxPropertiesBytes = try int(v, min: 2, max: Limits.bytes)
+      },
+      .init(
+        name: "--max-nested-attribute-bytes", valueName: "N", help: "largest nested custom attribute (default 102400)"
+      ) {
+        c, v throws(UsageError) in c.domain.maxNestedAttributeBytes = try int(v, min: 2, max: Limits.bytes)
+      },
+      .init(name: "--track-batch-limit", valueName: "N", help: "objects per /users/track array (default 75)") {
+        c, v throws(UsageError) in c.trackBatchLimit = try int(v, min: 1, max: 10_000)
+      },
+      .init(
+        name: "--fsync", valueName: "POLICY", help: "always, everysec or never (default everysec)",
+        choices: FsyncPolicy.allCases.map(\.rawValue)
+      ) { c, v throws(UsageError) in c.fsync = try choice(v, FsyncPolicy.allCases, \.rawValue) },
+      .init(name: "--max-pending", valueName: "N", help: "most items held (default unlimited)") {
+        c, v throws(UsageError) in c.store.maxPending = try int(v, min: 1, max: Limits.items)
+      },
+      .init(name: "--max-pending-bytes", valueName: "N", help: "most bytes held (default unlimited)") {
+        c, v throws(UsageError) in c.store.maxPendingBytes = try int(v, min: 1, max: Limits.storeBytes)
+      },
+      .init(name: "--max-item-bytes", valueName: "N", help: "largest single item (default unlimited)") {
+        c, v throws(UsageError) in c.store.maxItemBytes = try int(v, min: 1, max: Limits.bytes)
+      },
+      .init(name: "--fixed-clock", valueName: "ISO8601", help: "testing: every timestamp is this instant") {
+        c, v throws(UsageError) in
+        guard let ms = ISO8601.parseDateTime(v) else { throw UsageError("needs an ISO 8601 date-time") }
+        c.fixedClock = ms
+      },
+      .init(name: "--id-seed", valueName: "N", help: "testing: make ids deterministic") { c, v throws(UsageError) in
+        guard let seed = UInt64(v) else { throw UsageError("needs a non-negative integer") }
+        c.idSeed = seed
+      },
+      .init(name: "--track-batch-mode", valueName: "MODE", help: "combined (default) or per-array /users/track limit") {
+        c, v throws(UsageError) in
+        guard let mode = TrackBatchMode(rawValue: v) else { throw UsageError("must be combined or per-array") }
+        c.trackBatchMode = mode
+      },
+      .init(name: "--braze-endpoint", valueName: "URL", help: "Braze REST endpoint, e.g. https://rest.iad-01.braze.com")
+      {
+        c, v throws(UsageError) in
+        do throws(SettingError) { c.delivery.endpoint = try DeliverySettings.endpoint(v) } catch {
+          throw UsageError(error.description)
+        }
+      },
+      .init(
+        name: "--braze-api-key-file", valueName: "PATH",
+        help: "file holding the Braze REST API key (else $BRAZE_API_KEY)"
+      ) {
+        c, v throws(UsageError) in
+        c.apiKeyFile = v
+      },
+      .init(name: "--deliver", valueName: nil, help: "deliver pending items to Braze in the background") {
+        c, v throws(UsageError) in
+        c.delivery.background = try bool(v)
+      },
+      .init(name: "--braze-rate", valueName: "N/S", help: "at most N requests per S seconds (default 500/1)") {
+        c, v throws(UsageError) in
+        do throws(SettingError) { c.delivery.rate = try RateLimit(v) } catch { throw UsageError(error.description) }
+      },
+      .init(name: "--braze-max-in-flight", valueName: "N", help: "most requests in flight at once (default 4)") {
+        c, v throws(UsageError) in c.delivery.maxInFlight = try int(v, min: 1, max: 64)
+      },
+      .init(name: "--braze-timeout-ms", valueName: "MS", help: "whole-request timeout (default 30000)") {
+        c, v throws(UsageError) in c.delivery.timeoutMs = try int(v, min: 100, max: 600_000)
+      },
+      .init(name: "--braze-backoff-ms", valueName: "MS", help: "first retry delay, doubled per failure (default 1000)")
+      {
+        c, v throws(UsageError) in
+        c.delivery.backoffMs = try int(v, min: 1, max: 3_600_000)
+        c.delivery.maxBackoffMs = max(c.delivery.maxBackoffMs, c.delivery.backoffMs)
+      },
+    ] + commandOptions
+
+  /// The subcommands' own flags (`push-outbox flush --format …`, `push-outbox import --user …`).
+  private static let commandOptions: [CommandLineOption] = [
     .init(
-      name: "--log-level", valueName: "LEVEL", help: "error, warn, info or debug (default warn)",
-      choices: LogLevel.allCases.map(\.name)
-    ) { c, v throws(UsageError) in c.logLevel = try choice(v, LogLevel.allCases, \.name) },
+      name: "--format", valueName: "FORMAT", help: "items or usersTrack (/users/track bodies) (default items)",
+      choices: FlushCommand.Options.formats, command: .flush
+    ) { c, v throws(UsageError) in c.flush.format = try choice(v, FlushCommand.Options.formats, \.self) },
     .init(
-      name: "--log-format", valueName: "FORMAT", help: "stderr lines: text or json (default text)",
-      choices: LogFormat.allCases.map(\.rawValue)
-    ) { c, v throws(UsageError) in c.logFormat = try choice(v, LogFormat.allCases, \.rawValue) },
+      name: "--lease", valueName: "MS", help: "lease the items for MS ms instead; ack the printed flushId later",
+      command: .flush
+    ) { c, v throws(UsageError) in c.flush.leaseMs = try int(v, min: 1, max: 3_155_760_000_000) },
     .init(
-      name: "--strings", valueName: "POLICY", help: "over-long strings: reject or truncate (default reject)",
-      choices: stringPolicies.map(\.rawValue)
-    ) { c, v throws(UsageError) in c.domain.strings = try choice(v, stringPolicies, \.rawValue) },
-    .init(name: "--array-limit", valueName: "N", help: "longest custom attribute array (default 25)") {
-      c, v throws(UsageError) in c.domain.arrayLimit = try int(v, min: 1, max: 1_000_000)
-    },
-    .init(name: "--max-properties-bytes", valueName: "N", help: "largest event properties (default 51200)") {
-      c, v throws(UsageError) in c.domain.maxPropertiesBytes = try int(v, min: 2, max: Limits.bytes)
-    },
+      name: "--default-user", valueName: "JSON", help: "the user for items saved without one (usersTrack)",
+      command: .flush
+    ) { c, v throws(UsageError) in c.flush.defaultUser = v },
     .init(
-      name: "--max-nested-attribute-bytes", valueName: "N", help: "largest nested custom attribute (default 102400)"
+      name: "--max", valueName: "N", help: "write at most N items (default all; 10000 with --lease)", command: .flush
     ) {
-      c, v throws(UsageError) in c.domain.maxNestedAttributeBytes = try int(v, min: 2, max: Limits.bytes)
-    },
-    .init(name: "--track-batch-limit", valueName: "N", help: "objects per /users/track array (default 75)") {
-      c, v throws(UsageError) in c.trackBatchLimit = try int(v, min: 1, max: 10_000)
+      c, v throws(UsageError) in c.flush.max = try int(v, min: 1, max: Int(Int32.max))
     },
     .init(
-      name: "--fsync", valueName: "POLICY", help: "always, everysec or never (default everysec)",
-      choices: FsyncPolicy.allCases.map(\.rawValue)
-    ) { c, v throws(UsageError) in c.fsync = try choice(v, FsyncPolicy.allCases, \.rawValue) },
-    .init(name: "--max-pending", valueName: "N", help: "most items held (default unlimited)") {
-      c, v throws(UsageError) in c.store.maxPending = try int(v, min: 1, max: Limits.items)
-    },
-    .init(name: "--max-pending-bytes", valueName: "N", help: "most bytes held (default unlimited)") {
-      c, v throws(UsageError) in c.store.maxPendingBytes = try int(v, min: 1, max: Limits.storeBytes)
-    },
-    .init(name: "--max-item-bytes", valueName: "N", help: "largest single item (default unlimited)") {
-      c, v throws(UsageError) in c.store.maxItemBytes = try int(v, min: 1, max: Limits.bytes)
-    },
-    .init(name: "--fixed-clock", valueName: "ISO8601", help: "testing: every timestamp is this instant") {
-      c, v throws(UsageError) in
-      guard let ms = ISO8601.parseDateTime(v) else { throw UsageError("needs an ISO 8601 date-time") }
-      c.fixedClock = ms
-    },
-    .init(name: "--id-seed", valueName: "N", help: "testing: make ids deterministic") { c, v throws(UsageError) in
-      guard let seed = UInt64(v) else { throw UsageError("needs a non-negative integer") }
-      c.idSeed = seed
-    },
-    .init(name: "--track-batch-mode", valueName: "MODE", help: "combined (default) or per-array /users/track limit") {
-      c, v throws(UsageError) in
-      guard let mode = TrackBatchMode(rawValue: v) else { throw UsageError("must be combined or per-array") }
-      c.trackBatchMode = mode
-    },
-    .init(name: "--braze-endpoint", valueName: "URL", help: "Braze REST endpoint, e.g. https://rest.iad-01.braze.com") {
-      c, v throws(UsageError) in
-      do throws(SettingError) { c.delivery.endpoint = try DeliverySettings.endpoint(v) } catch {
-        throw UsageError(error.description)
-      }
-    },
-    .init(
-      name: "--braze-api-key-file", valueName: "PATH", help: "file holding the Braze REST API key (else $BRAZE_API_KEY)"
-    ) {
-      c, v throws(UsageError) in
-      c.apiKeyFile = v
-    },
-    .init(name: "--deliver", valueName: nil, help: "deliver pending items to Braze in the background") {
-      c, v throws(UsageError) in
-      c.delivery.background = try bool(v)
-    },
-    .init(name: "--braze-rate", valueName: "N/S", help: "at most N requests per S seconds (default 500/1)") {
-      c, v throws(UsageError) in
-      do throws(SettingError) { c.delivery.rate = try RateLimit(v) } catch { throw UsageError(error.description) }
-    },
-    .init(name: "--braze-max-in-flight", valueName: "N", help: "most requests in flight at once (default 4)") {
-      c, v throws(UsageError) in c.delivery.maxInFlight = try int(v, min: 1, max: 64)
-    },
-    .init(name: "--braze-timeout-ms", valueName: "MS", help: "whole-request timeout (default 30000)") {
-      c, v throws(UsageError) in c.delivery.timeoutMs = try int(v, min: 100, max: 600_000)
-    },
-    .init(name: "--braze-backoff-ms", valueName: "MS", help: "first retry delay, doubled per failure (default 1000)") {
-      c, v throws(UsageError) in
-      c.delivery.backoffMs = try int(v, min: 1, max: 3_600_000)
-      c.delivery.maxBackoffMs = max(c.delivery.maxBackoffMs, c.delivery.backoffMs)
-    },
+      name: "--user", valueName: "JSON",
+      help: "the user every imported item is saved for, e.g. {\"externalId\":\"u1\"}",
+      command: .import
+    ) { c, v throws(UsageError) in c.user = try ImportCommand.parseUser(v) },
   ]
 
   private static let stringPolicies: [StringPolicy] = [.reject, .truncate]
@@ -182,7 +221,7 @@ extension Configuration {
     return n
   }
 
-  private static func bool(_ v: String) throws(UsageError) -> Bool {
+  fileprivate static func bool(_ v: String) throws(UsageError) -> Bool {
     switch v {
     case "true", "1", "yes": return true
     case "false", "0", "no": return false

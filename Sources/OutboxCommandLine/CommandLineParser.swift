@@ -1,42 +1,79 @@
 package import OutboxDelivery
-package import OutboxDomain
-package import OutboxJSON
-package import OutboxJSONRPC
 package import OutboxServer
 package import OutboxStore
 package import OutboxSupport
-package import OutboxTransport
 
-/// Reading the command line and the environment twins into a `Command`.
+/// Reading the command line and the environment twins into an `Invocation`, in one parse.
+extension Invocation {
+  /// `[SUBCOMMAND] [FLAGS]`: the environment twins first, then the arguments (which win).
+  package static func parse(_ arguments: [String], env: (String) -> String?) throws(UsageError) -> Invocation {
+    var flags = arguments[...]
+    var command: Subcommand? = nil
+    if let first = flags.first, !first.hasPrefix("-") {
+      guard let named = Subcommand(rawValue: first) else { throw unknownCommand(first) }
+      command = named
+      flags = flags.dropFirst()
+    }
+    var file: String? = nil
+    if command == .import { (file, _) = try ImportCommand.split(Array(flags)) }
+    let values: OptionValues
+    switch try Configuration.read(Array(flags), for: command, env: env) {
+    case .info(let info): return info
+    case .values(let read): values = read
+    }
+    switch command {
+    case nil: return .serve(values.config)
+    case .deliver:
+      if let missing = values.config.missingDelivery { throw UsageError("needs " + missing) }
+      return .deliver(values.config)
+    case .flush: return .flush(values.config, values.flush)
+    case .import:
+      guard let file else { throw UsageError("needs FILE (a path, or - for stdin)") }
+      return .import(values.config, file: file, user: values.user)
+    }
+  }
+
+  private static func unknownCommand(_ word: String) -> UsageError {
+    let names = Subcommand.allCases.map(\.rawValue)
+    guard let best = Configuration.nearest(word, names) else {
+      return UsageError("unknown command \(word); the commands are " + EnglishList.or(names))
+    }
+    return UsageError("unknown command \(word); did you mean \(best)?")
+  }
+}
+
 extension Configuration {
   /// Where a setting came from: `--flag` on the command line or `PUSH_OUTBOX_FLAG` in the environment.
   private enum Source { case argument, environment }
 
-  /// Reads the environment twins first, then the arguments (which win).
-  package static func parse(_ arguments: [String], env: (String) -> String?) throws(UsageError) -> Command {
-    var config = Configuration(storePath: defaultStorePath(env: env))
+  /// The settings of `command` (nil: the service), or the information command the flags ask for.
+  enum Reading {
+    case info(Invocation)
+    case values(OptionValues)
+  }
+
+  /// The flags `command` takes, from the environment twins and then `arguments`. The import's FILE
+  /// (the one argument that is not a flag or a flag's value) is skipped.
+  static func read(
+    _ arguments: [String], for command: Subcommand?, env: (String) -> String?
+  ) throws(UsageError) -> Reading {
+    var values = OptionValues(config: Configuration(storePath: defaultStorePath(env: env)))
     var given: [String: Source] = [:]
-    for option in options {
+    for option in options where option.command == nil {
       guard let value = env(option.environmentName), !value.isEmpty else { continue }
-      do { try option.set(&config, value) } catch {
+      do { try option.set(&values, value) } catch {
         throw UsageError("\(option.environmentName)=\(value) \(error.message)")
       }
-      if option.valueName != nil || config.memory { given[option.name] = .environment }
+      if option.isGiven(value) { given[option.name] = .environment }
     }
     var rest = arguments[...]
     while let arg = rest.popFirst() {
-      if let info = infoOptions.first(where: { $0.name == arg || $0.short == arg }) {
-        return info.name == "--help" ? .help : .version
-      }
-      if arg == "--generate-man" { return .manPage }
-      if arg == "--generate-completion" {
-        guard let shell = rest.popFirst(), let kind = Shell(rawValue: shell) else {
-          throw UsageError("--generate-completion needs bash, zsh or fish")
-        }
-        return .completion(kind)
-      }
+      if let info = try information(arg, &rest, command) { return .info(info) }
+      if command == .import && (arg == "-" || !arg.hasPrefix("-")) { continue }
       let (name, inline) = splitInline(arg)
-      guard let option = options.first(where: { $0.name == name }) else { throw unknown(arg) }
+      guard let option = options.first(where: { $0.name == name && $0.applies(to: command) }) else {
+        throw unknown(arg, command)
+      }
       let value: String
       if option.valueName == nil {
         value = inline ?? "true"
@@ -46,20 +83,43 @@ extension Configuration {
         }
         value = v
       }
-      do { try option.set(&config, value) } catch { throw UsageError("\(name) \(error.message)") }
-      given[name] = .argument
+      do { try option.set(&values, value) } catch {
+        throw UsageError(error.message.hasPrefix(name) ? error.message : "\(name) \(error.message)")
+      }
+      if option.isGiven(value) { given[name] = .argument } else { given[name] = nil }
     }
-    try resolveConflicts(&config, given)
-    try loadAPIKey(&config, env: env)
-    if config.delivery.background && (config.delivery.endpoint == nil || config.delivery.apiKey == nil) {
-      throw UsageError(
-        "--deliver needs --braze-endpoint (or PUSH_OUTBOX_BRAZE_ENDPOINT) and an API key ($BRAZE_API_KEY or --braze-api-key-file)"
-      )
+    try resolveConflicts(&values.config, given)
+    try loadAPIKey(&values.config, env: env)
+    if values.config.delivery.background, let missing = values.config.missingDelivery {
+      throw UsageError("--deliver needs " + missing)
     }
-    if !config.memory && config.storePath == nil {
+    if !values.config.memory && values.config.storePath == nil {
       throw UsageError("no store directory: set --store, $XDG_STATE_HOME or $HOME, or pass --memory")
     }
-    return .run(config)
+    return .values(values)
+  }
+
+  /// `--help`, `--version`, `--generate-man`, `--generate-completion SHELL`; nil for any other flag.
+  private static func information(
+    _ arg: String, _ rest: inout ArraySlice<String>, _ command: Subcommand?
+  ) throws(UsageError) -> Invocation? {
+    if let info = infoOptions.first(where: { $0.name == arg || $0.short == arg }) {
+      return info.name == "--help" ? .help(command) : .version
+    }
+    if arg == "--generate-man" { return .manPage }
+    guard arg == "--generate-completion" else { return nil }
+    guard let shell = rest.popFirst(), let kind = Shell(rawValue: shell) else {
+      throw UsageError("--generate-completion needs bash, zsh or fish")
+    }
+    return .completion(kind)
+  }
+
+  /// What delivery lacks, naming where each piece is set; nil when it has an endpoint and a key.
+  package var missingDelivery: String? {
+    var missing: [String] = []
+    if delivery.endpoint == nil { missing.append("--braze-endpoint URL (or PUSH_OUTBOX_BRAZE_ENDPOINT)") }
+    if delivery.apiKey == nil { missing.append("an API key (BRAZE_API_KEY, or --braze-api-key-file PATH)") }
+    return missing.isEmpty ? nil : missing.joined(separator: " and ")
   }
 
   /// Two conflicting settings from the same place are a usage error; across places the argument wins.
@@ -79,13 +139,19 @@ extension Configuration {
     options.first(where: { $0.name == flag })?.environmentName ?? flag
   }
 
-  private static func unknown(_ arg: String) -> UsageError {
+  private static func unknown(_ arg: String, _ command: Subcommand?) -> UsageError {
     let (name, _) = splitInline(arg)
-    let known = options.map(\.name) + infoOptions.flatMap { [$0.name, $0.short] }
-    guard let best = known.min(by: { editDistance($0, name) < editDistance($1, name) }),
-      editDistance(best, name) <= max(2, name.count / 3)
-    else { return UsageError("unknown option \(arg)") }
+    let known = options.filter { $0.applies(to: command) }.map(\.name) + infoOptions.flatMap { [$0.name, $0.short] }
+    guard let best = nearest(name, known) else { return UsageError("unknown option \(arg)") }
     return UsageError("unknown option \(arg); did you mean \(best)?")
+  }
+
+  /// The word of `known` nearest to `word`, when it is near enough to be a slip.
+  static func nearest(_ word: String, _ known: [String]) -> String? {
+    guard let best = known.min(by: { editDistance($0, word) < editDistance($1, word) }),
+      editDistance(best, word) <= max(2, word.count / 3)
+    else { return nil }
+    return best
   }
 
   /// Levenshtein distance, for "did you mean".
@@ -108,7 +174,6 @@ extension Configuration {
     guard arg.hasPrefix("--"), let eq = arg.firstIndex(of: "=") else { return (arg, nil) }
     return (String(arg[..<eq]), String(arg[arg.index(after: eq)...]))
   }
-
   /// Braze keys are UUID-like (36 bytes); a few hundred bytes leaves room without taking a whole file.
   static let maxKeyBytes = 512
 

@@ -26,17 +26,17 @@ package enum DeliverCommand {
   static let maxWaitMs: Int64 = 30_000
 
   /// Runs the one-shot and returns the exit code.
-  package static func run(_ config: Configuration) -> Int32 {
+  package static func run(_ config: Configuration) -> ExitCode {
     _ = Signals.install()
     let service = Service(config: config)
     do { try service.openDisk() } catch {
       Log.stderr("push-outbox deliver: \(error.message)")
-      return error.exitCode
+      return error.exit
     }
     defer { service.finish() }
     guard let delivery = service.delivery else {
-      Log.stderr("push-outbox deliver: needs --braze-endpoint (or PUSH_OUTBOX_BRAZE_ENDPOINT) and an API key")
-      return 2
+      Log.stderr("push-outbox deliver: needs " + (config.missingDelivery ?? "--braze-endpoint and an API key"))
+      return .usage
     }
     let terminal = isatty(2) == 1
     var total = Deliverer.PassResult()
@@ -63,7 +63,7 @@ package enum DeliverCommand {
       + (delivery.stats.configError.map { "; stopped: Braze answered \($0)" } ?? "")
       + (StopRequest.isRequested ? "; stopped by a signal" : "")
     Log.stderr(line)
-    return total.retrying == 0 && total.remaining == 0 ? 0 : 1
+    return total.retrying == 0 && total.remaining == 0 ? .success : .failure
   }
 
   /// Delivered, dead-lettered and still pending add up to what was pending; `retrying` counts the

@@ -31,50 +31,24 @@ import Darwin
 package enum FlushCommand {
   static let roundSize = 10_000
 
+  /// The flush's own flags, rows of the option table (`--format`, `--lease`, `--default-user`, `--max`).
   package struct Options: Sendable, Equatable {
-    var format = "\(FlushPending.formats.items)"
-    var usersTrack: Bool { format == "\(FlushPending.formats.usersTrack)" }
+    static let formats = ["\(FlushPending.formats.items)", "\(FlushPending.formats.usersTrack)"]
+    var format = Options.formats[0]
+    var usersTrack: Bool { format == Options.formats[1] }
     var max: Int?
     var defaultUser: String?
     var leaseMs: Int?
   }
 
-  /// Splits the flush's own flags from the service's.
-  package static func options(_ arguments: [String]) throws(UsageError) -> (Options, [String]) {
-    var options = Options()
-    let (values, rest) = try OwnFlags.take(["--format", "--max", "--default-user", "--lease"], from: arguments)
-    for (name, value) in values { try apply(name, value, to: &options) }
-    return (options, rest)
-  }
-
-  private static func apply(_ name: String, _ value: String, to options: inout Options) throws(UsageError) {
-    switch name {
-    case "--format":
-      guard ["\(FlushPending.formats.items)", "\(FlushPending.formats.usersTrack)"].contains(value) else {
-        throw UsageError("--format must be items or usersTrack, not \(value)")
-      }
-      options.format = value
-    case "--max": options.max = try number(name, value, max: Int(Int32.max))
-    case "--lease": options.leaseMs = try number(name, value, max: 3_155_760_000_000)
-    default: options.defaultUser = value
-    }
-  }
-
-  private static func number(_ name: String, _ value: String, max: Int) throws(UsageError) -> Int {
-    guard let n = Int(value), (1...max).contains(n) else {
-      throw UsageError("\(name) must be an integer in 1...\(max)")
-    }
-    return n
-  }
-
   /// Runs the one-shot and returns the exit code.
-  package static func run(_ options: Options, _ config: Configuration) -> Int32 {
+  package static func run(_ options: Options, _ config: Configuration) -> ExitCode {
     // A closed stdout releases the round (SIGPIPE is ignored); a stopping signal ends a blocked write.
     let wakeup = Signals.install()
     let service = Service(config: config)
     do { try service.openDisk() } catch {
       Log.stderr("push-outbox flush: \(error.message)")
-      return error.exitCode
+      return error.exit
     }
     defer { service.finish() }
     var session = FlushSession(

@@ -35,13 +35,13 @@ struct FlushSession {
   }
 
   /// Runs rounds until nothing is left, `--max` is reached, or a round fails. Returns the exit code.
-  mutating func run() -> Int32 {
+  mutating func run() -> ExitCode {
     var left = options.max ?? (options.leaseMs == nil ? Int.max : FlushCommand.roundSize)
     var defaultUser: JSONValue?
     if let text = options.defaultUser {
       guard let user = try? JSONReader.parse(text, maxDepth: 16) else {
         problem = "--default-user is not JSON"
-        return 2
+        return .usage
       }
       defaultUser = user
     }
@@ -50,7 +50,7 @@ struct FlushSession {
     let user = defaultUser.flatMap { UserIdentifier.parse($0, path: "--default-user", issues: &issues) }
     guard issues.isEmpty else {
       problem = issues.errors.map { "\($0.path): \($0.message)" }.joined(separator: "; ")
-      return 2
+      return .usage
     }
     let shape = Shape(usersTrack: options.usersTrack, defaultUser: user)
     while left > 0 {
@@ -58,12 +58,12 @@ struct FlushSession {
       let outcome = plainRound(max: min(left, FlushCommand.roundSize), shape)
       guard case .wrote(let items) = outcome else {
         if case .stop(let code) = outcome { return code }
-        return 1
+        return .failure
       }
       left -= items
       if items == 0 || remaining == 0 { break }
     }
-    return 0
+    return .success
   }
 
   /// Writes up to `max` items' lines, then removes exactly those items (durably). A failed write
@@ -88,26 +88,26 @@ struct FlushSession {
     return .wrote(result.items.count)
   }
 
-  private mutating func stopBySignal() -> Int32 {
+  private mutating func stopBySignal() -> ExitCode {
     problem = "stopped by a signal; what is left stays pending"
-    return 1
+    return .failure
   }
 
   private mutating func stop(_ reason: String) -> Outcome {
     problem = reason
-    return .stop(1)
+    return .stop(.failure)
   }
 
   enum Outcome {
     /// Items written and removed.
     case wrote(Int)
     /// The exit code to stop with.
-    case stop(Int32)
+    case stop(ExitCode)
   }
 
   /// `--lease`: one `flushPending` lease through the wire method, written and kept for a later ack.
   /// A flush lease that is already live is handed out again (the method's repeat rule).
-  private mutating func leaseRound(max: Int, leaseMs: Int, defaultUser: JSONValue?) -> Int32 {
+  private mutating func leaseRound(max: Int, leaseMs: Int, defaultUser: JSONValue?) -> ExitCode {
     var params = [
       JSONMember("format", .string(options.format)), JSONMember("max", .int(Int64(max))),
       JSONMember("leaseMs", .int(Int64(leaseMs))),
@@ -119,7 +119,7 @@ struct FlushSession {
     let values = result["requests"]?.arrayValue ?? result["items"]?.arrayValue ?? []
     remaining = Int(result["remaining"]?.intValue ?? 0)
     skipped += result["skipped"]?.arrayValue?.count ?? 0
-    guard !values.isEmpty else { return 0 }
+    guard !values.isEmpty else { return .success }
     var out: [UInt8] = []
     for value in values {
       value.encodeJSON(into: &out)
@@ -128,12 +128,12 @@ struct FlushSession {
     guard transport.write(out) else {
       _ = caller.call(ReleaseFlush.name, [JSONMember("flushId", .string(flushId))])
       problem = Self.why + "; the lease was released and its items stay pending"
-      return 1
+      return .failure
     }
     lines += values.count
     objects += result["requests"] == nil ? values.count : values.reduce(0) { $0 + Self.objectCount($1) }
     kept = (flushId, result["leaseExpiresAt"]?.stringValue ?? "?")
-    return 0
+    return .success
   }
 
   /// Why a write stopped: a signal, or the reader went away.
@@ -143,9 +143,9 @@ struct FlushSession {
     (body["attributes"]?.arrayValue?.count ?? 0) + (body["events"]?.arrayValue?.count ?? 0)
   }
 
-  private mutating func fail(_ answer: Result<JSONValue, InProcessCaller.Failure>) -> Int32 {
-    guard case .failure(let failure) = answer else { return 1 }
+  private mutating func fail(_ answer: Result<JSONValue, InProcessCaller.Failure>) -> ExitCode {
+    guard case .failure(let failure) = answer else { return .failure }
     problem = failure.text
-    return failure.code == ErrorCode.invalidParams.rawValue ? 2 : 1
+    return failure.code == ErrorCode.invalidParams.rawValue ? .usage : .failure
   }
 }

@@ -13,52 +13,36 @@ package enum HelpText {
 
   package static let summary = "a pending-analytics outbox for Braze push data, speaking line-delimited JSON-RPC 2.0"
 
-  /// Exit codes, for `--help` and the man page (Protocol/README.md "Shutdown and exit codes").
-  package static let exitCodes: [(code: Int32, meaning: String)] = [
-    (0, "clean stop: end of input, SIGTERM, SIGINT, or a closed stdout"),
-    (1, "start-up failure: the store cannot be created, read or recovered"),
-    (2, "usage error, or a store written by a newer format"),
-    (3, "the store is locked by another push-outbox"),
-  ]
+  /// Exit codes, for `--help` and the man page: the `ExitCode` table.
+  package static var exitCodes: [(code: Int32, meaning: String)] { ExitCode.allCases.map { ($0.rawValue, $0.meaning) } }
 
-  /// The one-shot subcommands, for `--help`, the man page and the completions: name, arguments, help.
-  package static let subcommands: [(name: String, arguments: String, help: String)] = [
-    ("deliver", "[options]", "deliver to Braze once, then exit (0: nothing left retrying)"),
-    (
-      "import", "[--user JSON] [options] FILE",
-      "import the guide's App Group storage from FILE (plutil -convert json; - for stdin), then exit (1: some rejected)"
-    ),
-    (
-      "flush", "[options]",
-      "write pending items (--format items|usersTrack, --max N, --default-user JSON, --lease MS) to stdout,"
-        + " one per line; each leaves the store once written"
-    ),
-  ]
-
-  /// `defaultStore` is the directory this run would use without `--store` (nil when there is none).
-  package static func usage(defaultStore: String?) -> String {
-    var lines = [
-      "push-outbox \(version): \(summary)",
-      "on stdin/stdout (one request per line, one response per line).",
-      "",
-      "USAGE: push-outbox [options]",
-    ]
-    for command in subcommands {
-      lines.append("       push-outbox \(command.name) \(command.arguments)".padding(to: 42) + command.help)
+  /// `push-outbox --help`, or a subcommand's own (`push-outbox flush --help`). `defaultStore` is the
+  /// directory this run would use without `--store` (nil when there is none).
+  package static func usage(_ command: Subcommand? = nil, defaultStore: String?) -> String {
+    var lines: [String]
+    if let command {
+      lines = ["USAGE: push-outbox \(command) \(command.arguments)", "", command.help + "."]
+      let own = Configuration.options.filter { $0.command == command }
+      if !own.isEmpty { lines += ["", "OPTIONS OF \(command.rawValue.uppercased()):"] + rows(own, defaultStore) }
+      lines += ["", "SERVICE OPTIONS (each also read from its environment variable, e.g. PUSH_OUTBOX_STORE):"]
+    } else {
+      lines = [
+        "push-outbox \(version): \(summary)", "on stdin/stdout (one request per line, one response per line).", "",
+        "USAGE: push-outbox [options]",
+      ]
+      for command in Subcommand.allCases {
+        lines.append("       push-outbox \(command) \(command.arguments)".padding(to: 42) + command.help)
+        lines += rows(Configuration.options.filter { $0.command == command }, defaultStore).map { "    " + $0 }
+      }
+      lines += ["", "OPTIONS (each also read from its environment variable, e.g. PUSH_OUTBOX_STORE):"]
     }
-    lines += [
-      "",
-      "OPTIONS (each also read from its environment variable, e.g. PUSH_OUTBOX_STORE):",
-    ]
-    for option in Configuration.options {
-      let flag = option.name + (option.valueName.map { " " + $0 } ?? "")
-      lines.append("  " + flag.padding(to: 32) + optionHelp(option, defaultStore: defaultStore))
-    }
+    lines += rows(Configuration.options.filter { $0.command == nil }, defaultStore)
     for info in Configuration.infoOptions {
       lines.append("  " + "\(info.short), \(info.name)".padding(to: 32) + info.help)
     }
     lines += ["", "EXIT CODES:"]
     lines += exitCodes.map { "  \($0.code)  \($0.meaning)" }
+    guard command == nil else { return lines.joined(separator: "\n") }
     lines += [
       "",
       "EXAMPLE:",
@@ -68,6 +52,13 @@ package enum HelpText {
       "Stdout carries only JSON-RPC responses; logs go to stderr. Methods: see Protocol/openrpc.json.",
     ]
     return lines.joined(separator: "\n")
+  }
+
+  private static func rows(_ options: [CommandLineOption], _ defaultStore: String?) -> [String] {
+    options.map { option in
+      let flag = option.name + (option.valueName.map { " " + $0 } ?? "")
+      return "  " + flag.padding(to: 32) + optionHelp(option, defaultStore: defaultStore)
+    }
   }
 
   /// The option's help, with the store default spelled out.

@@ -27,30 +27,6 @@ import Darwin
 /// then a summary line. Exit 0: everything imported; 1: some elements rejected (the valid ones are
 /// saved); 2: usage error, or FILE unreadable or not the expected JSON; else the store's start-up code.
 package enum ImportCommand {
-  /// What the arguments after `import` ask for: an import, or an information command (`--help`,
-  /// `--version`, …) for the executable to print.
-  package enum Invocation {
-    case run(Configuration, file: String, user: [UInt8]?)
-    case info(Command)
-  }
-
-  package static func parse(_ arguments: [String], env: (String) -> String?) throws(UsageError) -> Invocation {
-    let (userText, others) = try takeUser(arguments)
-    let user = try userText.map(parseUser)
-    let (path, flags) = try split(others)
-    let command = try Configuration.parse(flags, env: env)
-    guard case .run(let config) = command else { return .info(command) }
-    guard let path else { throw UsageError("needs FILE (a path, or - for stdin)") }
-    return .run(config, file: path, user: user)
-  }
-
-  /// `--user JSON` (or `--user=JSON`): the user every imported item is saved for (one App Group's
-  /// storage belongs to one install); the other arguments.
-  static func takeUser(_ arguments: [String]) throws(UsageError) -> (String?, [String]) {
-    let (values, rest) = try OwnFlags.take(["--user"], from: arguments, hint: "a user object as JSON")
-    return (values.last?.value, rest)
-  }
-
   /// The `--user` value, checked by the same rules as a save's `user` and written back as JSON:
   /// `{"externalId": …}`, `{"alias": {…}}`, `{"brazeId": …}` and so on.
   static func parseUser(_ text: String) throws(UsageError) -> [UInt8] {
@@ -65,17 +41,17 @@ package enum ImportCommand {
   }
 
   /// Imports `file` into the store `config` names, every item for `user` when given.
-  package static func run(_ config: Configuration, file: String, user: [UInt8]? = nil) -> Int32 {
+  package static func run(_ config: Configuration, file: String, user: [UInt8]? = nil) -> ExitCode {
     _ = Signals.install()  // a signal while the file is read ends the import before anything is saved
     let bytes: [UInt8]
     do { bytes = try readFile(file, limit: config.maxLineBytes) } catch {
       Log.stderr("push-outbox import: \(error.message)")
-      return StopRequest.isRequested ? 1 : 2
+      return StopRequest.isRequested ? .failure : .usage
     }
     let service = Service(config: config)
     do { try service.openDisk() } catch {
       Log.stderr("push-outbox import: \(error.message)")
-      return error.exitCode
+      return error.exit
     }
     defer { service.finish() }
     return bytes.withUnsafeBufferPointer { buffer in
@@ -87,6 +63,7 @@ package enum ImportCommand {
             "push-outbox import: \(file) holds no element under pending_custom_events, pending_custom_attributes or pending_user_attributes"
           )
         }
+        if user == nil && !elements.isEmpty { Log.stderr(noUserWarning) }
         return importAll(tape, elements, user, service)
       } catch let error as UsageError {
         Log.stderr("push-outbox import: \(file): \(error.message)")
@@ -95,14 +72,19 @@ package enum ImportCommand {
       } catch {
         Log.stderr("push-outbox import: \(file): \(error)")
       }
-      return 2
+      return .usage
     }
   }
+
+  /// Said when the items are imported without `--user`: how they will (not) be delivered.
+  static let noUserWarning =
+    "push-outbox import: no --user: the imported items have no user, so delivery and a usersTrack flush"
+    + " move them to the dead letters (no_identifier) unless a later flush gives --default-user JSON"
 
   /// Imports in chunks of `--max-batch`, committing each; prints rejections and the summary.
   private static func importAll(
     _ tape: JSONTape, _ elements: [LegacyElement], _ user: [UInt8]?, _ service: Service
-  ) -> Int32 {
+  ) -> ExitCode {
     var saved = 0
     var failed = 0
     var start = 0
@@ -125,7 +107,7 @@ package enum ImportCommand {
     Log.stderr(
       "push-outbox import: imported \(saved) of \(total) elements, rejected \(failed); \(service.store.count) items pending"
     )
-    return failed == 0 ? 0 : 1
+    return failed == 0 ? .success : .failure
   }
 
   /// FILE (the one argument that is `-` or not a flag or a flag's value) and the flags.

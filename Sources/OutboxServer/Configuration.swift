@@ -52,19 +52,3 @@ package struct UsageError: Error, Sendable, Equatable {
   package var message: String
   package init(_ message: String) { self.message = message }
 }
-
-/// What the command line asks for.
-package enum Command: Sendable {
-  case run(Configuration)
-  case help
-  case version
-  /// `--generate-man`: the man page (roff), from the option table.
-  case manPage
-  /// `--generate-completion SHELL`: a completion script, from the option table.
-  case completion(Shell)
-}
-
-/// The shells `--generate-completion` writes for.
-package enum Shell: String, Sendable, CaseIterable {
-  case bash, zsh, fish
-}

@@ -3,7 +3,7 @@ package import OutboxJSONRPC
 package import OutboxStore
 
 /// The one place where a store's start-up failure becomes the wire's error (`-32007`, `-32005`,
-/// `-32006`) and the process's exit code.
+/// `-32006`); its exit code is `StartupError.exit` (OutboxCommandLine).
 extension StartupError {
   package var rpcError: RPCError {
     switch kind {
@@ -17,15 +17,6 @@ extension StartupError {
         [JSONMember("file", .string(file)), JSONMember("version", version)])
     case .unavailable:
       .startupFailed("store_unavailable", message)
-    }
-  }
-
-  /// 1 for a store that cannot be used, 2 for a newer format, 3 for a store in use.
-  package var exitCode: Int32 {
-    switch kind {
-    case .refused, .unavailable: 1
-    case .unsupportedVersion: 2
-    case .locked: 3
     }
   }
 }

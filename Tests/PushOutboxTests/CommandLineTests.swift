@@ -14,12 +14,12 @@ import Testing
 @Suite struct CommandLineTests {
   private static let home: [String: String] = ["HOME": "/home/u"]
 
-  private func parse(_ args: [String], _ env: [String: String] = home) throws(UsageError) -> Command {
-    try Configuration.parse(args, env: { env[$0] })
+  private func parse(_ args: [String], _ env: [String: String] = home) throws(UsageError) -> Invocation {
+    try Invocation.parse(args, env: { env[$0] })
   }
 
   private func config(_ args: [String], _ env: [String: String] = home) throws -> Configuration {
-    guard case .run(let config) = try parse(args, env) else { throw UsageError("not a run") }
+    guard case .serve(let config) = try parse(args, env) else { throw UsageError("not a run") }
     return config
   }
 
@@ -32,7 +32,7 @@ import Testing
       guard case .version = try parse([flag]) else { Testing.Issue.record("\(flag)"); continue }
     }
     for flag in ["-h", "--help"] {
-      guard case .help = try parse([flag]) else { Testing.Issue.record("\(flag)"); continue }
+      guard case .help(nil) = try parse([flag]) else { Testing.Issue.record("\(flag)"); continue }
     }
   }
 
@@ -91,12 +91,27 @@ import Testing
     for option in Configuration.options {
       #expect(help.contains(option.name))
       #expect(man.contains(option.name.replacing("-", with: "\\-")))
-      #expect(man.contains(option.environmentName.replacing("-", with: "\\-")))
+      if option.command == nil { #expect(man.contains(option.environmentName.replacing("-", with: "\\-"))) }
       for shell in Shell.allCases { #expect(CommandLineDocs.completion(shell).contains(option.name.dropFirst(2))) }
     }
     for (code, _) in HelpText.exitCodes { #expect(help.contains("  \(code)  ")) }
     #expect(help.contains("here: /here/push-outbox") && help.contains("~/.local/state/push-outbox"))
     #expect(help.contains("-V, --version"))
+  }
+
+  @Test func subcommandsParseIntoOneValue() throws {
+    guard case .flush(_, let options) = try parse(["flush", "--format=usersTrack", "--max", "5", "--memory"]) else {
+      Testing.Issue.record("flush"); return
+    }
+    #expect(options.usersTrack && options.max == 5)
+    guard case .import(_, "a.json", let user?) = try parse(["import", "--user", #"{"externalId":"u"}"#, "a.json"])
+    else { Testing.Issue.record("import"); return }
+    #expect(String(decoding: user, as: UTF8.self).contains("u"))
+    guard case .help(.deliver) = try parse(["deliver", "-h"]) else { Testing.Issue.record("help"); return }
+    #expect(usageError(["flush", "--user", "{}"]) == "unknown option --user")
+    #expect(usageError(["import", "--formt", "x"]) == "unknown option --formt")
+    #expect(usageError(["flsuh"]) == "unknown command flsuh; did you mean flush?")
+    #expect(try config(["--memory=false", "--store", "/x"]).effectiveStorePath == "/x")
   }
 
   @Test func editDistance() {

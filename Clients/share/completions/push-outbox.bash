@@ -27,13 +27,23 @@ _push_outbox() {
     --braze-max-in-flight) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --braze-timeout-ms) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --braze-backoff-ms) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --format) COMPREPLY=($(compgen -W "items usersTrack" -- "$cur")); return ;;
+    --lease) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --default-user) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --max) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --user) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
   esac
   if [ "$COMP_CWORD" -eq 1 ] && [[ $cur != -* ]]; then
-    COMPREPLY=($(compgen -W "deliver import flush" -- "$cur")); return
+    COMPREPLY=($(compgen -W "deliver flush import" -- "$cur")); return
   fi
   if [ "${COMP_WORDS[1]}" = import ] && [[ $cur != -* ]]; then
     COMPREPLY=($(compgen -f -- "$cur")); return
   fi
-  COMPREPLY=($(compgen -W "--store --memory --accept-loss --snapshot-interval --max-line-bytes --max-depth --max-batch --log-level --log-format --strings --array-limit --max-properties-bytes --max-nested-attribute-bytes --track-batch-limit --fsync --max-pending --max-pending-bytes --max-item-bytes --fixed-clock --id-seed --track-batch-mode --braze-endpoint --braze-api-key-file --deliver --braze-rate --braze-max-in-flight --braze-timeout-ms --braze-backoff-ms -h --help -V --version" -- "$cur"))
+  local flags="--store --memory --accept-loss --snapshot-interval --max-line-bytes --max-depth --max-batch --log-level --log-format --strings --array-limit --max-properties-bytes --max-nested-attribute-bytes --track-batch-limit --fsync --max-pending --max-pending-bytes --max-item-bytes --fixed-clock --id-seed --track-batch-mode --braze-endpoint --braze-api-key-file --deliver --braze-rate --braze-max-in-flight --braze-timeout-ms --braze-backoff-ms -h --help -V --version"
+  case ${COMP_WORDS[1]} in
+    flush) flags+=" --format --lease --default-user --max" ;;
+    import) flags+=" --user" ;;
+  esac
+  COMPREPLY=($(compgen -W "$flags" -- "$cur"))
 }
 complete -F _push_outbox push-outbox

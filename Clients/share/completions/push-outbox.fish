@@ -27,7 +27,12 @@ complete -c push-outbox -l braze-rate -d 'at most N requests per S seconds (defa
 complete -c push-outbox -l braze-max-in-flight -d 'most requests in flight at once (default 4)' -r -f
 complete -c push-outbox -l braze-timeout-ms -d 'whole-request timeout (default 30000)' -r -f
 complete -c push-outbox -l braze-backoff-ms -d 'first retry delay, doubled per failure (default 1000)' -r -f
-complete -c push-outbox -n __fish_use_subcommand -f -a 'deliver import flush'
+complete -c push-outbox -l format -d 'items or usersTrack (/users/track bodies) (default items)' -n '__fish_seen_subcommand_from flush' -r -f -a 'items usersTrack'
+complete -c push-outbox -l lease -d 'lease the items for MS ms instead; ack the printed flushId later' -n '__fish_seen_subcommand_from flush' -r -f
+complete -c push-outbox -l default-user -d 'the user for items saved without one (usersTrack)' -n '__fish_seen_subcommand_from flush' -r -f
+complete -c push-outbox -l max -d 'write at most N items (default all; 10000 with --lease)' -n '__fish_seen_subcommand_from flush' -r -f
+complete -c push-outbox -l user -d 'the user every imported item is saved for, e.g. {"externalId":"u1"}' -n '__fish_seen_subcommand_from import' -r -f
+complete -c push-outbox -n __fish_use_subcommand -f -a 'deliver flush import'
 complete -c push-outbox -n '__fish_seen_subcommand_from import' -F
 complete -c push-outbox -s h -l help -d 'show this help and exit'
 complete -c push-outbox -s V -l version -d 'print the version and exit'

@@ -145,7 +145,7 @@ import Testing
       try session(dir) { _ in }
       Issue.record("a world-writable store was accepted")
     } catch let error as StartupError {
-      #expect(error.exitCode == 1 && error.message.contains("others"))
+      #expect(error.exit == .failure && error.message.contains("others"))
     }
   }
 

@@ -83,7 +83,7 @@ extension Service {
         try openDisk()
         return
       } catch let error as StartupError {
-        guard error.exitCode == 3 else { throw error }
+        guard error.exit == .locked else { throw error }
         usleep(5000)
       }
     }

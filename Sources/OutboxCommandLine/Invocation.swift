@@ -1,0 +1,68 @@
+package import OutboxServer
+
+/// The subcommands: one-shots that open the same store with the same flags, then exit.
+package enum Subcommand: String, CaseIterable, Sendable {
+  case deliver, flush, `import`
+
+  /// The arguments after the name, for `--help`, the man page and the completions.
+  package var arguments: String {
+    switch self {
+    case .deliver, .flush: "[options]"
+    case .import: "[--user JSON] [options] FILE"
+    }
+  }
+
+  package var help: String {
+    switch self {
+    case .deliver: "deliver to Braze once, then exit (0: nothing left retrying)"
+    case .import:
+      "import the guide's App Group storage from FILE (plutil -convert json; - for stdin), then exit (1: some rejected)"
+    case .flush: "write pending items to stdout, one per line; each leaves the store once written"
+    }
+  }
+}
+
+/// What one command line asks for: the one parse (`Invocation.parse`) makes this value, and the
+/// executable runs it.
+package enum Invocation: Sendable {
+  /// No subcommand: serve JSON-RPC on stdin/stdout.
+  case serve(Configuration)
+  case deliver(Configuration)
+  case flush(Configuration, FlushCommand.Options)
+  case `import`(Configuration, file: String, user: [UInt8]?)
+  /// `--help` (`-h`), of the service or of a subcommand.
+  case help(Subcommand?)
+  case version
+  /// `--generate-man`: the man page (roff), from the option table.
+  case manPage
+  /// `--generate-completion SHELL`: a completion script, from the option table.
+  case completion(Shell)
+
+  /// The settings a run uses; nil for the commands that print something.
+  package var configuration: Configuration? {
+    switch self {
+    case .serve(let config), .deliver(let config), .flush(let config, _), .import(let config, _, _): config
+    case .help, .version, .manPage, .completion: nil
+    }
+  }
+}
+
+/// What the option table's rows write into: the service's settings (read through, so a row says
+/// `c.storePath = …`) and the subcommands' own values.
+@dynamicMemberLookup
+package struct OptionValues: Sendable {
+  package var config: Configuration
+  package var flush = FlushCommand.Options()
+  /// `import --user`, checked and written back as JSON.
+  package var user: [UInt8]?
+
+  package subscript<T>(dynamicMember path: WritableKeyPath<Configuration, T>) -> T {
+    get { config[keyPath: path] }
+    set { config[keyPath: path] = newValue }
+  }
+}
+
+/// The shells `--generate-completion` writes for.
+package enum Shell: String, Sendable, CaseIterable {
+  case bash, zsh, fish
+}
