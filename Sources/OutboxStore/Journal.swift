@@ -265,15 +265,10 @@ package final class Journal {
     return low == 0 ? nil : low - 1
   }
 
-  /// An item that was written to a segment is no longer held.
-  package func noteRemoved(_ seq: UInt64) {
-    if let n = segmentIndex(of: seq) { segments[n].dead += 1 }
-  }
-
-  /// A held item's delivery count changed.
-  package func noteChanged(_ seq: UInt64) {
-    if let n = segmentIndex(of: seq) { segments[n].changed += 1 }
-  }
+  /// An item written to a segment is no longer held (`noteRemoved`), or its state changed: delivery
+  /// count, dead or requeued (`noteChanged`); either makes the segment's next rewrite worth doing.
+  package func noteRemoved(_ seq: UInt64) { if let n = segmentIndex(of: seq) { segments[n].dead += 1 } }
+  package func noteChanged(_ seq: UInt64) { if let n = segmentIndex(of: seq) { segments[n].changed += 1 } }
 
   /// True when the open segment holds something a compaction should drop.
   package var currentNeedsRewrite: Bool { fd >= 0 && (segments.last?.needsRewrite ?? false) }
