@@ -104,15 +104,15 @@ final class ScriptedPoster: HTTPPoster {
     let delivery = try #require(server.service.delivery)
     delivery.busyStartSeconds = 3600
     delivery.tick(busy: true)  // requests waiting at start go first
-    #expect(delivery.flights.isEmpty)
+    #expect(delivery.inFlight == 0)
     delivery.tick(busy: false)
-    #expect(delivery.flights.count == 1)
+    #expect(delivery.inFlight == 1)
     delivery.waitForAnswer(seconds: 10)
     delivery.tick(busy: true)  // applies the answer, but starts nothing within the interval
     #expect(delivery.stats.delivered == 1)
-    #expect(delivery.flights.isEmpty)
+    #expect(delivery.inFlight == 0)
     delivery.tick(busy: false)  // idle: starts at once
-    #expect(delivery.flights.count == 1)
+    #expect(delivery.inFlight == 1)
     delivery.finish()
     #expect(delivery.stats.delivered == 2)
   }
