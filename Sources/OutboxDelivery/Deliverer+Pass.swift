@@ -1,7 +1,5 @@
-package import OutboxDomain
-package import OutboxJSON
-package import OutboxStore
-package import OutboxSupport
+import OutboxStore
+import OutboxSupport
 
 extension Deliverer {
   /// The answer to `deliverPending`.

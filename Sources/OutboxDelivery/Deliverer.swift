@@ -1,6 +1,5 @@
 import Dispatch
-package import OutboxDomain
-package import OutboxJSON
+import OutboxJSON
 package import OutboxStore
 package import OutboxSupport
 

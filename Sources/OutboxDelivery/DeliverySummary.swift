@@ -1,5 +1,5 @@
 package import OutboxJSON
-package import OutboxSupport
+import OutboxSupport
 
 /// Counters for `status.delivery` and the results of a pass.
 struct DeliveryStats: Sendable {

@@ -1,4 +1,3 @@
-import OutboxDomain
 import OutboxStore
 import OutboxSupport
 
