@@ -48,9 +48,9 @@ package enum DeliverCommand {
       total.retrying = pass.retrying
       total.remaining = pass.remaining
       if terminal { Log.stderr("pass \(round): " + summary(pass)) }
-      guard pass.retrying > 0 || pass.remaining > 0, delivery.stats.configError == nil, !StopRequest.isRequested
+      guard pass.retrying > 0 || pass.remaining > 0, delivery.summary.configError == nil, !StopRequest.isRequested
       else { break }
-      let wait = delivery.pausedUntil - service.clock.now()
+      let wait = delivery.summary.pausedUntil - service.clock.now()
       guard wait <= maxWaitMs else { break }
       let until = Clock.monotonicSeconds() + Double(max(0, wait)) / 1000
       while Clock.monotonicSeconds() < until && !StopRequest.isRequested { usleep(50_000) }
@@ -60,7 +60,7 @@ package enum DeliverCommand {
     total.remaining = service.store.count
     let line =
       "push-outbox deliver: " + summary(total)
-      + (delivery.stats.configError.map { "; stopped: Braze answered \($0)" } ?? "")
+      + (delivery.summary.configError.map { "; stopped: Braze answered \($0)" } ?? "")
       + (StopRequest.isRequested ? "; stopped by a signal" : "")
     Log.stderr(line)
     return total.retrying == 0 && total.remaining == 0 ? .success : .failure

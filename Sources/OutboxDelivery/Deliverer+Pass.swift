@@ -1,7 +1,5 @@
-package import OutboxDomain
-package import OutboxJSON
-package import OutboxStore
-package import OutboxSupport
+import OutboxStore
+import OutboxSupport
 
 extension Deliverer {
   /// The answer to `deliverPending`.
@@ -14,29 +12,31 @@ extension Deliverer {
     package init() {}
   }
 
-  /// One delivery pass, run to its end on the calling (loop) thread: sends until nothing more can be
-  /// sent now (everything delivered, or a failure paused delivery), at most `max` objects. After a
-  /// failure it starts nothing more (requests already in flight are awaited): the next pass retries.
   /// Items a request failed for at least once since start, still pending (to be retried).
   package var failedStillPending: Int {
     stats.retrying.lazy.filter { self.store.items.contains(seq: $0) && !self.store.items.isDead(seq: $0) }.count
   }
 
+  /// One delivery pass, run to its end on the calling (loop) thread: sends until nothing more can be
+  /// sent now (everything delivered, or a failure paused delivery), at most `max` objects. After a
+  /// failure it starts nothing more (requests already in flight are awaited): the next pass retries.
   package func runPass(max: Int) -> PassResult {
     let before = stats
-    let setbacksAtStart = setbacks
-    quietUntil = 0
+    let setbacksAtStart = throttle.setbacks
+    picking.wake()
     var sent = 0
     var retried: Set<UInt64> = []
     while !StopRequest.isRequested {  // a signal abandons the pass; leases of requests in flight expire
       collect()
       var progress = false
-      while sent < max, setbacks == setbacksAtStart, case .started(let objects) = startOne(maxObjects: max - sent) {
+      while sent < max, throttle.setbacks == setbacksAtStart,
+        case .started(let objects) = startOne(maxObjects: max - sent)
+      {
         sent += objects
         progress = true
       }
-      if flights.isEmpty {
-        guard !progress, sent < max, setbacks == setbacksAtStart, let wait = paceWait() else { break }
+      if inFlight == 0 {
+        guard !progress, sent < max, throttle.setbacks == setbacksAtStart, let wait = paceWait() else { break }
         waitForAnswer(seconds: min(wait, 0.1))  // only the limiter holds us back: wait for its next slot
         continue
       }
@@ -56,30 +56,17 @@ extension Deliverer {
 
   /// Seconds until the limiter frees a slot, when it is the only thing holding delivery back.
   private func paceWait() -> Double? {
-    guard clock.now() >= pausedUntil, store.count - store.items.leasedCount > 0 else { return nil }
-    let now = Clock.monotonicSeconds()
-    return pacing.blockedUntil(now).map { Swift.max(0.001, $0 - now) }
-  }
-
-  /// Background delivery (`--deliver`), from the loop's tick: apply answers, start what may start.
-  /// While requests are waiting (`busy`), new sends start at most every `busyStartSeconds`: the
-  /// loop serves requests first, and delivery catches up in its idle time.
-  package func tick(busy: Bool = false) {
-    collect()
-    guard settings.background else { return }
-    let now = Clock.monotonicSeconds()
-    if busy && now < nextBusyStart { return }
-    nextBusyStart = now + busyStartSeconds
-    while case .started = startOne(maxObjects: Int.max) {}
+    guard !throttle.isPaused(clock.now()), store.count - store.items.leasedCount > 0 else { return nil }
+    return paceBlockedUntil().map { Swift.max(0.001, $0 - Clock.monotonicSeconds()) }
   }
 
   /// How long the loop may sleep before delivery has work (-1: until input).
   package func pollTimeoutMs() -> Int32 {
-    if !flights.isEmpty { return 5 }
+    if inFlight > 0 { return 5 }
     guard settings.background, store.count - store.items.leasedCount > 0 else { return -1 }
-    let now = clock.now()
+    let (now, pausedUntil) = (clock.now(), throttle.pausedUntil)
     if now < pausedUntil { return Int32(clamping: Swift.min(pausedUntil - now + 1, 60_000)) }
-    if let slot = pacing.blockedUntil(Clock.monotonicSeconds()) {
+    if let slot = paceBlockedUntil() {
       return Int32(clamping: Int(Swift.max(1, (slot - Clock.monotonicSeconds()) * 1000 + 1)))
     }
     return 1000  // items are held back only by users in flight or the scan: look again soon
@@ -88,27 +75,25 @@ extension Deliverer {
   /// Waits a little for requests in flight to finish (at exit), so fewer are sent twice.
   package func finish(seconds: Double = 2) {
     let deadline = Clock.monotonicSeconds() + (StopRequest.isRequested ? min(seconds, 0.2) : seconds)
-    while !flights.isEmpty && Clock.monotonicSeconds() < deadline {
+    while inFlight > 0 && Clock.monotonicSeconds() < deadline {
       waitForAnswer(seconds: 0.05)
       collect()
     }
   }
 
-  /// `status.delivery`.
-  package var statusJSON: JSONValue {
-    let now = clock.now()
-    let retrying = failedStillPending
-    return .object([
-      JSONMember("background", .bool(settings.background)),
-      JSONMember("delivered", .int(Int64(stats.delivered))),
-      JSONMember("inFlight", .int(Int64(flights.count))),
-      JSONMember("retrying", .int(Int64(retrying))),
-      JSONMember("nextAttemptAt", pausedUntil > now ? .string(UTCTime.format(ms: pausedUntil)) : .null),
-      JSONMember("deadLettered", .int(Int64(stats.deadLettered))),
-      JSONMember("lastError", stats.lastError.map(JSONValue.string) ?? .null),
-      JSONMember("configError", stats.configError.map(JSONValue.string) ?? .null),
-      JSONMember("rate", .string(settings.rate.text)),
-      JSONMember("recentRequests", .int(Int64(pacing.recent(Clock.monotonicSeconds())))),
-    ])
+  /// What delivery is doing, for `status.delivery` and `push-outbox deliver`.
+  package var summary: DeliverySummary {
+    var summary = DeliverySummary()
+    summary.background = settings.background
+    summary.delivered = stats.delivered
+    summary.inFlight = inFlight
+    summary.retrying = failedStillPending
+    summary.pausedUntil = throttle.pausedUntil
+    summary.deadLettered = stats.deadLettered
+    summary.lastError = stats.lastError
+    summary.configError = stats.configError
+    summary.rate = settings.rate.text
+    summary.recentRequests = recentRequests
+    return summary
   }
 }

@@ -1,6 +1,5 @@
 import Dispatch
-package import OutboxDomain
-package import OutboxJSON
+import OutboxJSON
 package import OutboxStore
 package import OutboxSupport
 
@@ -11,15 +10,18 @@ package import OutboxSupport
 /// background queue, and applies the answer on the loop thread when `collect` finds it in the inbox:
 /// ack after a 2xx, dead letters for the objects Braze named, release with backoff otherwise.
 /// No two requests in flight hold the same user, so a later value never overtakes an earlier one.
+///
+/// Its parts own their state: `PickingQueue` what is sent next (users in flight, splits),
+/// `Throttle` the pause after setbacks, `Pacing` the request-rate limiter.
 package final class Deliverer {
-  struct Flight {
+  private struct Flight {
     var seqs: [UInt64]
     var users: Set<UserNumber>
     /// Its slot in the limiter.
     var pacingToken = 0
   }
 
-  struct Completion: Sendable {
+  private struct Completion: Sendable {
     var flushId: String
     /// The body that was sent, built on the background queue from the flight's cut.
     var batch: TrackBatch
@@ -31,39 +33,20 @@ package final class Deliverer {
   let settings: DeliverySettings
   let store: Store
   let clock: Clock
-  let log: Log
-  let batchLimit: Int
-  let mode: TrackBatchMode
+  private let log: Log
   private let poster: any HTTPPoster
   private let queue = DispatchQueue(label: "push-outbox.delivery", attributes: .concurrent)
   private let inbox = Inbox<Completion>()
   private let wakeup = DispatchSemaphore(value: 0)
-  var flights: [String: Flight] = [:]
-  var busyUsers: Set<UserNumber> = []
-  /// Halves of batches Braze refused with a 400, sent before anything else.
-  var splits: [[UInt64]] = []
-  var pacing: Pacing
-  var failures = 0
-  /// Wall-clock ms before which nothing is sent (after a failure).
-  package var pausedUntil: Int64 = 0
-  package var stats = DeliveryStats()
-  /// Users of items looked at, by seq, as numbers handed out by `users`.
-  var userOfSeq: [UInt64: UserNumber] = [:]
-  var users = UserNumbers()
-  /// After a scan found nothing to send: nothing is scanned again before this monotonic time
-  /// unless an answer arrives or the item count moves, so a loop tick costs nothing while every
-  /// waiting item's user is busy. A pass (`runPass`) always scans.
-  var quietUntil = 0.0
-  /// The answers applied and the item count when that scan ran.
-  var quietSeen: (changes: Int, count: Int)?
+  let picking: PickingQueue
+  private var flights: [String: Flight] = [:]
+  private var pacing: Pacing
+  private(set) var throttle: Throttle
+  private(set) var stats = DeliveryStats()
   /// While the loop is busy with requests, no send starts before this monotonic time (the local
   /// stub benchmark: at 20 ms, 1M saves ran 0.84× as fast; at 100 ms, within noise).
-  var nextBusyStart = 0.0
+  private var nextBusyStart = 0.0
   var busyStartSeconds = 0.1
-  /// Bumped by every answer applied: the items or users a scan saw may have changed.
-  var changes = 0
-  /// Failures and stops so far: a pass stops starting requests after its first one.
-  var setbacks = 0
   private var counter = 0
 
   package init(
@@ -74,10 +57,12 @@ package final class Deliverer {
     self.store = store
     self.clock = clock
     self.log = log
-    self.batchLimit = batchLimit
-    self.mode = mode
     self.poster = poster
+    self.picking = PickingQueue(store: store, batchLimit: batchLimit, mode: mode)
     self.pacing = Pacing(settings.rate)
+    self.throttle = Throttle(
+      backoffMs: settings.backoffMs, maxBackoffMs: settings.maxBackoffMs,
+      configErrorBackoffMs: settings.configErrorBackoffMs)
     nextBusyStart = Clock.monotonicSeconds() + busyStartSeconds  // requests waiting at start go first
     releaseLeftovers()
   }
@@ -91,6 +76,15 @@ package final class Deliverer {
     log.info("delivery: \(stale.count) requests in flight at the last stop will be sent again")
   }
 
+  /// Requests in flight.
+  var inFlight: Int { flights.count }
+
+  /// Monotonic seconds when the limiter frees a slot; nil when it has one free now.
+  func paceBlockedUntil() -> Double? { pacing.blockedUntil(Clock.monotonicSeconds()) }
+
+  /// Requests the limiter counts in its current window.
+  var recentRequests: Int { pacing.recent(Clock.monotonicSeconds()) }
+
   // MARK: - Starting requests
 
   enum Start {
@@ -99,12 +93,26 @@ package final class Deliverer {
     case waiting
   }
 
+  /// Background delivery (`--deliver`), from the loop's tick: apply answers, start what may start.
+  /// While requests are waiting (`busy`), new sends start at most every `busyStartSeconds`: the
+  /// loop serves requests first, and delivery catches up in its idle time.
+  package func tick(busy: Bool = false) {
+    collect()
+    guard settings.background else { return }
+    let now = Clock.monotonicSeconds()
+    if busy && now < nextBusyStart { return }
+    nextBusyStart = now + busyStartSeconds
+    while case .started = startOne(maxObjects: Int.max) {}
+  }
+
   /// Starts one request if the limits allow and something can be sent; `maxObjects` caps its size.
   func startOne(maxObjects: Int) -> Start {
-    guard flights.count < settings.maxInFlight, clock.now() >= pausedUntil,
-      pacing.blockedUntil(Clock.monotonicSeconds()) == nil
+    guard flights.count < settings.maxInFlight, !throttle.isPaused(clock.now()), paceBlockedUntil() == nil
     else { return .waiting }
-    guard let cut = nextCut(maxObjects: maxObjects) else { return flights.isEmpty ? .nothingToSend : .waiting }
+    let noIdentifier = picking.noIdentifierCount
+    let cut = picking.next(maxObjects: maxObjects)
+    stats.deadLettered += picking.noIdentifierCount - noIdentifier
+    guard let cut else { return flights.isEmpty ? .nothingToSend : .waiting }
     counter += 1
     let now = clock.now()
     let flushId = "delivery-\(now)-\(counter)"
@@ -122,7 +130,7 @@ package final class Deliverer {
     }
     let token = pacing.record(Clock.monotonicSeconds())
     flights[flushId] = Flight(seqs: cut.seqs, users: cut.users, pacingToken: token)
-    busyUsers.formUnion(cut.users)
+    picking.hold(cut.users)
     send(flushId, cut)
     return .started(objects: cut.objects)
   }
@@ -152,7 +160,7 @@ package final class Deliverer {
   func collect() -> Int {
     let done = inbox.takeAll()
     for completion in done { apply(completion) }
-    if !done.isEmpty { changes += 1 }
+    if !done.isEmpty { picking.answered() }
     if !done.isEmpty, let error = store.commit() { log.error("delivery: cannot record results: \(error)") }
     return done.count
   }
@@ -162,22 +170,68 @@ package final class Deliverer {
     _ = wakeup.wait(timeout: .now() + seconds)
   }
 
-  func fail(reason: String, afterMs: Int?) {
-    failures += 1
-    setbacks += 1
-    let backoff = Backoff.delayMs(failures: failures, baseMs: settings.backoffMs, capMs: settings.maxBackoffMs)
-    pausedUntil = clock.now() + Int64(max(backoff, afterMs ?? 0))
-    stats.lastError = reason
-    log.warn("delivery: \(reason); retrying at \(UTCTime.format(ms: pausedUntil))")
+  /// Applies one answer to the store (on the loop thread).
+  private func apply(_ completion: Completion) {
+    guard let flight = flights.removeValue(forKey: completion.flushId) else { return }
+    picking.free(flight.users)
+    pacing.answered(flight.pacingToken, at: completion.answeredAt)
+    var batch = completion.batch
+    batch.seqs = flight.seqs  // the lease's items, whatever the body carried
+    switch Verdict.of(completion.result, batch, nowMs: clock.now(), key: settings.apiKey) {
+    case .delivered(let dead):
+      delivered(completion.flushId, batch, dead: dead)
+    case .retry(let afterMs, let reason):
+      store.settle(completion.flushId, delivered: [], dead: [])
+      stats.retrying.formUnion(batch.seqs)
+      fail(reason: reason, afterMs: afterMs)
+    case .split(let reason):
+      split(completion.flushId, batch, reason: reason)
+    case .stop(let reason):
+      store.settle(completion.flushId, delivered: [], dead: [])
+      stats.retrying.formUnion(batch.seqs)
+      stop(reason: reason)
+    }
   }
-}
 
-/// Counters for `status.delivery` and the results of a pass.
-package struct DeliveryStats: Sendable {
-  package var delivered = 0
-  package var deadLettered = 0
-  /// Seqs released after a failed attempt and not yet delivered.
-  package var retrying: Set<UInt64> = []
-  package var lastError: String?
-  package var configError: String?
+  private func delivered(_ flushId: String, _ batch: TrackBatch, dead: [UInt64: String]) {
+    let delivered = batch.seqs.filter { dead[$0] == nil }
+    store.settle(flushId, delivered: delivered, dead: dead.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+    stats.delivered += delivered.count
+    stats.deadLettered += dead.count
+    stats.retrying.subtract(batch.seqs)
+    picking.forget(batch.seqs)
+    throttle.delivered()
+    stats.configError = nil
+  }
+
+  /// A 400 for the whole request: halve the batch until the bad object is alone, then dead-letter it.
+  private func split(_ flushId: String, _ batch: TrackBatch, reason: String) {
+    let objects = batch.attributeSeqs + batch.eventSeqs
+    if objects.count <= 1 {
+      let dead = objects.map { ($0, reason) }
+      let rest = batch.seqs.filter { !objects.contains($0) }  // superseded values it carried
+      store.settle(flushId, delivered: rest, dead: dead)
+      stats.deadLettered += dead.count
+      stats.retrying.subtract(batch.seqs)
+      log.warn("delivery: Braze refused an object (\(reason)); it is a dead letter")
+      return
+    }
+    store.settle(flushId, delivered: [], dead: [])
+    picking.split(batch.seqs)
+  }
+
+  private func fail(reason: String, afterMs: Int?) {
+    let until = throttle.fail(nowMs: clock.now(), afterMs: afterMs)
+    stats.lastError = reason
+    log.warn("delivery: \(reason); retrying at \(UTCTime.format(ms: until))")
+  }
+
+  private func stop(reason: String) {
+    stats.configError = reason
+    stats.lastError = reason
+    let until = throttle.stop(nowMs: clock.now())
+    log.error(
+      "delivery stopped: Braze answered \(reason); check --braze-endpoint and the API key (needs users.track)."
+        + " Every item is kept; trying again at \(UTCTime.format(ms: until))")
+  }
 }

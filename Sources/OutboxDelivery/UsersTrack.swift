@@ -10,6 +10,34 @@ package enum TrackBatchMode: String, Sendable, CaseIterable {
   case perArray = "per-array"
 }
 
+/// The one body-cutting rule, for `UsersTrack.batches` and delivery's requests: a body is full at
+/// `limit` objects in all (`combined`) or at `limit` in the object's own array (`perArray`).
+struct BatchFill {
+  let limit: Int
+  let mode: TrackBatchMode
+  private(set) var attributes = 0
+  private(set) var events = 0
+
+  init(limit: Int, mode: TrackBatchMode) {
+    self.limit = max(1, limit)
+    self.mode = mode
+  }
+
+  var objects: Int { attributes + events }
+
+  /// True when the body has no room for one more object of this kind.
+  func isFull(adding isEvent: Bool) -> Bool {
+    switch mode {
+    case .combined: objects >= limit
+    case .perArray: (isEvent ? events : attributes) >= limit
+    }
+  }
+
+  mutating func add(isEvent: Bool) {
+    if isEvent { events += 1 } else { attributes += 1 }
+  }
+}
+
 /// One `/users/track` body and, for each of its objects, the seq of the item it came from.
 package struct TrackBatch: Sendable {
   package var attributes: [JSONValue] = []
@@ -55,9 +83,9 @@ package enum UsersTrack {
   package static func batches(
     _ items: [PendingItem], superseded: Set<UInt64>, defaultUser: UserIdentifier?, limit: Int, mode: TrackBatchMode
   ) -> [TrackBatch] {
-    let limit = max(1, limit)
     var batches: [TrackBatch] = []
     var current = TrackBatch()
+    var fill = BatchFill(limit: limit, mode: mode)
     var carried: [UInt64] = []  // superseded items, acked with the body that follows them
     for item in items {
       if superseded.contains(item.seq) {
@@ -67,10 +95,11 @@ package enum UsersTrack {
       let members = item.members  // the body, parsed once: the user and the object come from it
       guard let user = item.user(members) ?? defaultUser else { continue }
       let isEvent = item.kind == .customEvent
-      if isFull(current, isEvent: isEvent, limit: limit, mode: mode) {
+      if fill.isFull(adding: isEvent) {
         batches.append(current)
-        current = TrackBatch()
+        (current, fill) = (TrackBatch(), BatchFill(limit: limit, mode: mode))
       }
+      fill.add(isEvent: isEvent)
       current.seqs += carried
       carried.removeAll()
       current.seqs.append(item.seq)
@@ -87,13 +116,6 @@ package enum UsersTrack {
       batches.append(current)
     }
     return batches
-  }
-
-  private static func isFull(_ batch: TrackBatch, isEvent: Bool, limit: Int, mode: TrackBatchMode) -> Bool {
-    switch mode {
-    case .combined: batch.objectCount >= limit
-    case .perArray: (isEvent ? batch.events.count : batch.attributes.count) >= limit
-    }
   }
 
   private static func attribute(_ kind: ItemKind, _ members: [JSONMember]) -> JSONMember {

@@ -131,22 +131,6 @@ package final class PendingStore {
     return UnsafeRawBufferPointer(rebasing: all[idLength...])
   }
 
-  /// Rows of up to `max` held, unleased items that `eligible` accepts, in seq order. Unleased rows
-  /// that `eligible` refused on the way are added to `skipped`.
-  package func firstAvailable(max: Int, skipped: inout [Int], where eligible: (Int) -> Bool) -> [Int] {
-    var picked: [Int] = []
-    for row in table.rows where !table.has(.removed, row) && !table.has(.leased, row) && !table.has(.dead, row) {
-      guard wellFormed(row) else { continue }
-      guard eligible(row) else {
-        skipped.append(row)
-        continue
-      }
-      picked.append(row)
-      if picked.count == max { break }
-    }
-    return picked
-  }
-
   /// Seqs of loaded items whose bodies turned out not to be JSON members (a crafted record with a
   /// valid checksum); the store removes them at its next commit. They are never written out.
   package private(set) var malformed: [UInt64] = []

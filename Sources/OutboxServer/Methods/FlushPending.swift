@@ -66,15 +66,10 @@ package enum FlushPending: RPCMethod {
 
   /// The first `max` available items; for `/users/track` without a default user, only items that name one.
   private static func pick(max: Int, _ shape: Shape, _ service: Service) -> ([PendingItem], [String]) {
-    var skipped: [Int] = []
     let needsUser = shape.usersTrack && shape.defaultUser == nil
     let store = service.store.items
-    let rows = store.firstAvailable(max: max, skipped: &skipped) { !needsUser || store.table.has(.hasUser, $0) }
-    let items = rows.map(store.item(row:))
-    let ids = skipped.map { store.id(row: $0).text }
-    // No request can carry them: dead letters, so a drain loop ends (requeueDeadLetters brings them back).
-    service.store.deadLetter(skipped.map { (store.table.seqs[$0], "no_identifier") })
-    return (items, ids)
+    let pick = service.store.pickAvailable(max: max) { !needsUser || store.table.has(.hasUser, $0) }
+    return (pick.rows.map(store.item(row:)), pick.noIdentifier.map { store.id(row: $0).text })
   }
 
   private static func result(

@@ -35,7 +35,7 @@ package enum Status: RPCMethod {
       JSONMember("lease", service.store.leases.first { $0.origin == .flush }.map { leaseJSON($0) } ?? .null),
       JSONMember("recovery", .array(facts.recovery + service.store.notices)),
       JSONMember("deadLetters", .int(Int64(store.deadCount))),
-      JSONMember("delivery", service.delivery?.statusJSON ?? .null),
+      JSONMember("delivery", service.delivery?.summary.json(nowMs: service.clock.now()) ?? .null),
     ])
   }
 

@@ -103,19 +103,19 @@ final class ScriptedPoster: HTTPPoster {
     let delivery = try #require(server.service.delivery)
     delivery.busyStartSeconds = 3600
     delivery.tick(busy: true)  // requests waiting at start go first
-    #expect(delivery.flights.isEmpty)
+    #expect(delivery.inFlight == 0)
     // One burst of three saves; the loop's idle turn after it starts one send (the only one allowed).
     let saves = (1...3).map {
       #"{"jsonrpc":"2.0","id":\#($0),"method":"saveCustomEvent","params":{"name":"e","user":{"externalId":"u\#($0)"}}}"#
     }
     #expect(server.send(saves[0], saves[1], saves[2]).count == 3)
-    #expect(delivery.flights.count == 1)
+    #expect(delivery.inFlight == 1)
     delivery.waitForAnswer(seconds: 10)
     delivery.tick(busy: true)  // applies the answer, but starts nothing within the interval
     #expect(delivery.stats.delivered == 1)
-    #expect(delivery.flights.isEmpty)
+    #expect(delivery.inFlight == 0)
     delivery.tick(busy: false)  // idle: starts at once
-    #expect(delivery.flights.count == 1)
+    #expect(delivery.inFlight == 1)
     delivery.finish()
     #expect(delivery.stats.delivered == 2)
   }

@@ -87,8 +87,7 @@ import Testing
     fill(store, 3)
     #expect(store.setLeased([1, 2], true).count == 2)
     #expect(store.leasedCount == 2)
-    var skipped: [Int] = []
-    #expect(store.firstAvailable(max: 10, skipped: &skipped) { _ in true }.map { store.table.seqs[$0] } == [3])
+    #expect(store.table.rows.filter { !store.table.has(.leased, $0) }.map { store.table.seqs[$0] } == [3])
     let changed = store.setLeased([1, 2], false, countDelivery: true)
     #expect(changed.map(\.1) == [1, 1])
     #expect(store.item(seq: 1)?.deliveryCount == 1 && store.leasedCount == 0)

@@ -1,0 +1,45 @@
+package import OutboxJSON
+import OutboxSupport
+
+/// Counters for `status.delivery` and the results of a pass.
+struct DeliveryStats: Sendable {
+  var delivered = 0
+  var deadLettered = 0
+  /// Seqs released after a failed attempt and not yet delivered.
+  var retrying: Set<UInt64> = []
+  var lastError: String?
+  var configError: String?
+}
+
+/// What delivery is doing, read-only, for `status` and `push-outbox deliver`.
+package struct DeliverySummary: Sendable {
+  package var background = false
+  package var delivered = 0
+  package var inFlight = 0
+  /// Items a request failed for, still pending (to be retried).
+  package var retrying = 0
+  /// Wall-clock ms before which nothing is sent (after a failure or a stop).
+  package var pausedUntil: Int64 = 0
+  package var deadLettered = 0
+  package var lastError: String?
+  /// Why Braze refused the endpoint or key (401/403/404), until a request is delivered.
+  package var configError: String?
+  package var rate = ""
+  package var recentRequests = 0
+
+  /// `status.delivery` at wall-clock `nowMs`.
+  package func json(nowMs: Int64) -> JSONValue {
+    .object([
+      JSONMember("background", .bool(background)),
+      JSONMember("delivered", .int(Int64(delivered))),
+      JSONMember("inFlight", .int(Int64(inFlight))),
+      JSONMember("retrying", .int(Int64(retrying))),
+      JSONMember("nextAttemptAt", pausedUntil > nowMs ? .string(UTCTime.format(ms: pausedUntil)) : .null),
+      JSONMember("deadLettered", .int(Int64(deadLettered))),
+      JSONMember("lastError", lastError.map(JSONValue.string) ?? .null),
+      JSONMember("configError", configError.map(JSONValue.string) ?? .null),
+      JSONMember("rate", .string(rate)),
+      JSONMember("recentRequests", .int(Int64(recentRequests))),
+    ])
+  }
+}

@@ -1,0 +1,44 @@
+/// When delivery may send again after a setback: the backoff after failures (or Braze's
+/// Retry-After, whichever is longer), and the long pause after a 401/403/404.
+struct Throttle {
+  private let backoffMs: Int
+  private let maxBackoffMs: Int
+  private let configErrorBackoffMs: Int
+  /// Failures in a row since the last delivered request.
+  private(set) var failures = 0
+  /// Wall-clock ms before which nothing is sent.
+  private(set) var pausedUntil: Int64 = 0
+  /// Failures and stops so far: a pass stops starting requests after its first one.
+  private(set) var setbacks = 0
+
+  init(backoffMs: Int, maxBackoffMs: Int, configErrorBackoffMs: Int) {
+    self.backoffMs = backoffMs
+    self.maxBackoffMs = maxBackoffMs
+    self.configErrorBackoffMs = configErrorBackoffMs
+  }
+
+  /// True while a setback keeps delivery from sending at wall-clock `nowMs`.
+  func isPaused(_ nowMs: Int64) -> Bool { nowMs < pausedUntil }
+
+  /// A failed attempt: pauses for the backoff, or for `afterMs` (Retry-After) if longer.
+  /// Returns the end of the pause.
+  @discardableResult
+  mutating func fail(nowMs: Int64, afterMs: Int?) -> Int64 {
+    failures += 1
+    setbacks += 1
+    let backoff = Backoff.delayMs(failures: failures, baseMs: backoffMs, capMs: maxBackoffMs)
+    pausedUntil = nowMs + Int64(max(backoff, afterMs ?? 0))
+    return pausedUntil
+  }
+
+  /// Braze refused the endpoint or key: pauses for the configuration-error backoff.
+  @discardableResult
+  mutating func stop(nowMs: Int64) -> Int64 {
+    setbacks += 1
+    pausedUntil = nowMs + Int64(configErrorBackoffMs)
+    return pausedUntil
+  }
+
+  /// A delivered request ends the run of failures (the next one backs off from the start).
+  mutating func delivered() { failures = 0 }
+}
