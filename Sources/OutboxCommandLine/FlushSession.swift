@@ -25,11 +25,15 @@ struct FlushSession {
     transport = StdioTransport(wakeup: wakeup)
   }
 
-  /// One line for stderr: what was written and what is left.
+  /// One line for stderr: what was written and what is left in the store, counted there at the end
+  /// (items in a live lease and dead letters are held but not pending, and each is named).
   var summary: String {
     var text = "\(lines) lines, \(objects) \(options.usersTrack ? "objects" : "items")"
     if skipped > 0 { text += ", \(skipped) without an identifier moved to the dead letters (no_identifier)" }
-    text += ", \(remaining) still pending"
+    let store = caller.server.service.store
+    let leased = store.items.leasedCount
+    text += "; left in the store: \(store.count - leased) still pending, \(leased) leased"
+    text += ", \(store.items.deadCount) dead letters"
     if let kept { text += "; leased as flushId \(kept.flushId) until \(kept.expires): ack it with ackFlush" }
     return problem.map { text + "; stopped: " + $0 } ?? text
   }

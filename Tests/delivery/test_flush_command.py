@@ -16,7 +16,9 @@ def env() -> dict:
     return {k: v for k, v in os.environ.items() if not k.startswith(("PUSH_OUTBOX_", "BRAZE_"))}
 
 
-def fill(store: str, events: int = 0, attributes: int = 0, anonymous: int = 0, user: str = "u") -> None:
+def fill(
+    store: str, events: int = 0, attributes: int = 0, anonymous: int = 0, user: str = "u"
+) -> None:
     box = Outbox(store, [], env={})
     for n in range(attributes):
         box.result("saveCustomAttribute", {"key": "k", "value": n, "user": {"externalId": user}})
@@ -28,7 +30,9 @@ def fill(store: str, events: int = 0, attributes: int = 0, anonymous: int = 0, u
 
 
 def flush(store: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([binary(), "flush", "--store", store, *args], capture_output=True, env=env(), timeout=60)
+    return subprocess.run(
+        [binary(), "flush", "--store", store, *args], capture_output=True, env=env(), timeout=60
+    )
 
 
 def pending(store: str) -> int:
@@ -49,7 +53,9 @@ def test_users_track_bodies_follow_the_combined_limit_and_empty_the_store(store_
     sent = bodies(run.stdout)
     assert [len(b.get("attributes", [])) + len(b.get("events", [])) for b in sent] == [75, 45]
     assert [a["k"] for b in sent for a in b.get("attributes", [])] == list(range(60))
-    assert all(o["external_id"] == "u" for b in sent for o in b.get("attributes", []) + b.get("events", []))
+    assert all(
+        o["external_id"] == "u" for b in sent for o in b.get("attributes", []) + b.get("events", [])
+    )
     assert b"2 lines, 120 objects" in run.stderr
     assert pending(store_dir) == 0
     again = flush(store_dir, "--format", "usersTrack")
@@ -77,14 +83,23 @@ def test_items_without_an_identifier_become_dead_letters_unless_a_default_user_i
     assert len(box.result("listDeadLetters")["deadLetters"]) == 2
     assert box.result("requeueDeadLetters")["requeued"] == 2
     box.close()
-    named = flush(store_dir, "--format", "usersTrack", "--default-user", '{"externalId":"fallback"}')
-    assert [e["external_id"] for b in bodies(named.stdout) for e in b["events"]] == ["fallback", "fallback"]
+    named = flush(
+        store_dir, "--format", "usersTrack", "--default-user", '{"externalId":"fallback"}'
+    )
+    assert [e["external_id"] for b in bodies(named.stdout) for e in b["events"]] == [
+        "fallback",
+        "fallback",
+    ]
 
 
 def test_a_closed_stdout_keeps_every_item(store_dir):
     fill(store_dir, events=30_000)
-    reader = subprocess.Popen([binary(), "flush", "--store", store_dir], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, env=env())
+    reader = subprocess.Popen(
+        [binary(), "flush", "--store", store_dir],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env(),
+    )
     assert reader.stdout and reader.stderr
     reader.stdout.read(100)
     reader.stdout.close()  # the consumer dies after 100 bytes
@@ -124,8 +139,71 @@ def test_lease_mode_hands_out_one_lease_of_at_most_max_items(store_dir):
 
 
 def test_usage_errors_exit_2(store_dir):
-    for args in (["--format", "xml"], ["--max", "0"], ["--lease"], ["--default-user", "{"],
-                 ["--default-user", '{"nope":1}']):
+    for args in (
+        ["--format", "xml"],
+        ["--max", "0"],
+        ["--lease"],
+        ["--default-user", "{"],
+        ["--default-user", '{"nope":1}'],
+    ):
         run = flush(store_dir, *args)
         assert run.returncode == 2, (args, run.stderr)
         assert run.stdout == b"", args
+
+
+def summary_counts(stderr: bytes) -> tuple:
+    found = re.search(
+        rb"left in the store: (\d+) still pending, (\d+) leased, (\d+) dead letters", stderr
+    )
+    assert found, stderr
+    return tuple(int(n) for n in found.groups())
+
+
+def status_counts(store: str) -> tuple:
+    box = Outbox(store, [], env={})
+    status = box.result("status")
+    dead = len(box.result("listDeadLetters", {"max": 100000})["deadLetters"])
+    leased = sum(
+        len(lease.get("ids", [])) or lease.get("items", 0)
+        for lease in status.get("leases", []) or []
+    )
+    box.close()
+    return status["pending"]["total"], dead, leased
+
+
+def test_the_summary_names_pending_leased_and_dead_as_the_store_holds_them(tmp_path):
+    store = str(tmp_path / "store")
+    fill(store, events=30, anonymous=2)
+    box = Outbox(store, [], env={})
+    assert len(box.result("flushPending", {"leaseMs": 600000, "max": 10})["items"]) == 10
+    assert box.close() == 0
+    done = flush(store, "--max", "5")
+    assert done.returncode == 0, done.stderr
+    # 32 saved, 10 in a live lease, 5 written and removed.
+    assert summary_counts(done.stderr) == (17, 10, 0), done.stderr
+    done = flush(store, "--format", "usersTrack")
+    assert done.returncode == 0, done.stderr
+    pending, leased, dead = summary_counts(done.stderr)
+    # The other 15 events written and removed, the 2 without a user dead-lettered on the way.
+    assert (pending, leased, dead) == (0, 10, 2), done.stderr
+    total, listed_dead, _ = status_counts(store)
+    assert total == pending + leased and listed_dead == dead
+
+
+def test_the_summary_after_a_closed_stdout_agrees_with_status(tmp_path):
+    store = str(tmp_path / "store")
+    fill(store, events=20000)
+    with subprocess.Popen(
+        [binary(), "flush", "--store", store],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env(),
+    ) as proc:
+        assert proc.stdout and proc.stderr
+        proc.stdout.readline()
+        proc.stdout.close()  # the reader goes away after one line
+        err = proc.stderr.read()
+        proc.wait(timeout=60)
+    pending, leased, dead = summary_counts(err)
+    total, listed_dead, _ = status_counts(store)
+    assert (pending + leased, dead) == (total, listed_dead), err

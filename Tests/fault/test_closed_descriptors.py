@@ -179,7 +179,7 @@ def test_flush_with_stdin_or_stderr_closed_flushes_everything(
     assert rc == 0, err
     assert sorted(json.loads(line)["name"] for line in lines) == all_seeded()
     if closed == "stdin":
-        assert f"{N} lines, {N} items, 0 still pending" in err.decode()
+        assert f"{N} lines, {N} items; left in the store: 0 still pending, 0 leased, 0 dead letters" in err.decode()
     check_lock(store, str(proc.pid).encode())
     if lease:  # still in the store, leased for a later ackFlush
         status = status_only(outbox_bin, store)
