@@ -34,16 +34,24 @@ N = 40  # about 13 kB of flushed lines: more than a 4 kB pipe holds, so `flush` 
 REFUSED = "stdout is closed, but {} would go there; nothing was done"
 
 
-def start(binary: Path, closed: str, *args: str, env: dict[str, str] | None = None, **kw: Any) -> subprocess.Popen[bytes]:
+def start(
+    binary: Path, closed: str, *args: str, env: dict[str, str] | None = None, **kw: Any
+) -> subprocess.Popen[bytes]:
     """The binary with one standard descriptor closed; the others as `kw` says (default: pipes)."""
-    streams: dict[str, Any] = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    streams: dict[str, Any] = {
+        "stdin": subprocess.PIPE,
+        "stdout": subprocess.PIPE,
+        "stderr": subprocess.PIPE,
+    }
     streams.update(kw)
     clean = {k: v for k, v in os.environ.items() if not k.startswith("PUSH_OUTBOX_")} | (env or {})
     script = f'exec "$0" "$@" {CLOSE[closed]}'
     return subprocess.Popen(["sh", "-c", script, str(binary), *args], env=clean, **streams)
 
 
-def finish(proc: subprocess.Popen[bytes], input: bytes | None = None, timeout: float = 15.0) -> tuple[int, bytes, bytes]:
+def finish(
+    proc: subprocess.Popen[bytes], input: bytes | None = None, timeout: float = 15.0
+) -> tuple[int, bytes, bytes]:
     """Exit code, stdout, stderr; a process still running after `timeout` is killed and fails the test."""
     try:
         out, err = proc.communicate(input, timeout=timeout)
@@ -64,8 +72,16 @@ def probe(proc: subprocess.Popen[bytes], closed: str) -> None:
 def seed(binary: Path, store: Path, n: int = N) -> bytes:
     """`n` saves (names e0…), then the LOCK the seeding run left (its pid)."""
     saves = [
-        {"jsonrpc": "2.0", "id": k, "method": "saveCustomEvent",
-         "params": {"name": f"e{k}", "user": {"externalId": "u1"}, "properties": {"pad": "x" * 200}}}
+        {
+            "jsonrpc": "2.0",
+            "id": k,
+            "method": "saveCustomEvent",
+            "params": {
+                "name": f"e{k}",
+                "user": {"externalId": "u1"},
+                "properties": {"pad": "x" * 200},
+            },
+        }
         for k in range(n)
     ]
     done = run_once(binary, store, input="".join(json.dumps(s) + "\n" for s in saves).encode())
@@ -101,7 +117,9 @@ def small_pipe() -> tuple[int, int]:
 
 
 @pytest.mark.timeout(60)
-def test_server_with_stdin_closed_ends_at_once_and_releases_the_lock(outbox_bin: Path, store: Path) -> None:
+def test_server_with_stdin_closed_ends_at_once_and_releases_the_lock(
+    outbox_bin: Path, store: Path
+) -> None:
     seed(outbox_bin, store)
     proc = start(outbox_bin, "stdin", "--store", str(store))
     rc, out, err = finish(proc)
@@ -112,7 +130,9 @@ def test_server_with_stdin_closed_ends_at_once_and_releases_the_lock(outbox_bin:
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("closed", ["stdout", "stdout+stderr"])
-def test_server_with_stdout_closed_refuses_to_start(outbox_bin: Path, store: Path, closed: str) -> None:
+def test_server_with_stdout_closed_refuses_to_start(
+    outbox_bin: Path, store: Path, closed: str
+) -> None:
     before = seed(outbox_bin, store)
     proc = start(outbox_bin, closed, "--store", str(store))
     save = b'{"jsonrpc":"2.0","id":1,"method":"saveCustomEvent","params":{"name":"unseen"}}\n'
@@ -129,7 +149,9 @@ def test_server_with_stderr_closed_logs_to_dev_null(outbox_bin: Path, store: Pat
     seed(outbox_bin, store)
     proc = start(outbox_bin, "stderr", "--store", str(store), "--log-level", "debug", stderr=None)
     assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"saveCustomEvent","params":{"name":"late"}}\n')
+    proc.stdin.write(
+        b'{"jsonrpc":"2.0","id":1,"method":"saveCustomEvent","params":{"name":"late"}}\n'
+    )
     proc.stdin.flush()
     reply = json.loads(proc.stdout.readline())
     assert "result" in reply, reply
@@ -147,7 +169,9 @@ def test_server_with_stderr_closed_logs_to_dev_null(outbox_bin: Path, store: Pat
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("lease", [False, True], ids=["flush", "flush-lease"])
-def test_flush_with_stdout_closed_is_a_usage_error_and_takes_nothing(outbox_bin: Path, store: Path, lease: bool) -> None:
+def test_flush_with_stdout_closed_is_a_usage_error_and_takes_nothing(
+    outbox_bin: Path, store: Path, lease: bool
+) -> None:
     before = seed(outbox_bin, store)
     args = ["flush", "--store", str(store), *(["--lease", "60000"] if lease else [])]
     rc, out, err = finish(start(outbox_bin, "stdout", *args))
@@ -179,7 +203,11 @@ def test_flush_with_stdin_or_stderr_closed_flushes_everything(
     assert rc == 0, err
     assert sorted(json.loads(line)["name"] for line in lines) == all_seeded()
     if closed == "stdin":
-        assert f"{N} lines, {N} items; left in the store: 0 still pending, 0 leased, 0 dead letters" in err.decode()
+        leased = N if lease else 0
+        assert (
+            f"{N} lines, {N} items; left in the store: 0 still pending, {leased} leased, 0 dead letters"
+            in err.decode()
+        )
     check_lock(store, str(proc.pid).encode())
     if lease:  # still in the store, leased for a later ackFlush
         status = status_only(outbox_bin, store)
@@ -210,7 +238,9 @@ class HeldBraze:
             conn.recv(1 << 16)
             self.accepted.set()
             self.release.wait(30)
-            conn.sendall(b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            conn.sendall(
+                b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            )
 
     def close(self) -> None:
         self.release.set()
@@ -225,7 +255,13 @@ def test_deliver_runs_normally(outbox_bin: Path, store: Path, closed: str) -> No
     try:
         endpoint = f"http://127.0.0.1:{braze.port}"
         proc = start(
-            outbox_bin, closed, "deliver", "--store", str(store), "--braze-endpoint", endpoint,
+            outbox_bin,
+            closed,
+            "deliver",
+            "--store",
+            str(store),
+            "--braze-endpoint",
+            endpoint,
             env={"BRAZE_API_KEY": "test-key"},
         )
         assert braze.accepted.wait(20), "deliver never reached the stub"
@@ -252,11 +288,22 @@ def test_import_runs_normally(outbox_bin: Path, store: Path, tmp_path: Path, clo
     seed(outbox_bin, store)
     fifo = tmp_path / "group.json"
     os.mkfifo(fifo)
-    proc = start(outbox_bin, closed, "import", "--store", str(store), "--user", '{"externalId":"u1"}', str(fifo))
+    proc = start(
+        outbox_bin,
+        closed,
+        "import",
+        "--store",
+        str(store),
+        "--user",
+        '{"externalId":"u1"}',
+        str(fifo),
+    )
     try:
         writer = os.open(fifo, os.O_WRONLY)  # returns once import opened FILE
         probe(proc, closed)
-        group = {"pending_custom_events": [{"event_name": "imported_a"}, {"event_name": "imported_b"}]}
+        group = {
+            "pending_custom_events": [{"event_name": "imported_a"}, {"event_name": "imported_b"}]
+        }
         os.write(writer, json.dumps(group).encode())
         os.close(writer)
         rc, out, err = finish(proc)
