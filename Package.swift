@@ -49,7 +49,7 @@ if ProcessInfo.processInfo.environment["PUSH_OUTBOX_FUZZ"] == "1" {
     .target(
       name: "FuzzSupport", dependencies: ["PushOutbox"], path: "Tests/fuzz/Sources/FuzzSupport", swiftSettings: settings
     ))
-  for name in ["FuzzJSON", "FuzzDiff", "FuzzLine", "FuzzRecovery", "FuzzPayload", "FuzzDelivery"] {
+  for name in ["FuzzJSON", "FuzzDiff", "FuzzLine", "FuzzRecovery", "FuzzPayload", "FuzzDelivery", "FuzzStoreOps"] {
     package.targets.append(
       .executableTarget(
         name: name, dependencies: ["PushOutbox", "FuzzSupport"], path: "Tests/fuzz/Sources/\(name)",
