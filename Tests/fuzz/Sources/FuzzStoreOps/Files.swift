@@ -66,9 +66,11 @@ enum Files {
     var at = 16
     while at + 17 <= bytes.count {
       let length = Int(le(bytes, at, 4))
-      guard length <= bytes.count - at - 17, UInt32(le(bytes, at + 4, 4)) == CRC32C.checksum(bytes[(at + 8)..<(at + 17 + length)])
+      guard length <= bytes.count - at - 17,
+        UInt32(le(bytes, at + 4, 4)) == CRC32C.checksum(bytes[(at + 8)..<(at + 17 + length)])
       else { break }
-      if bytes[at + 8] == 16 && length >= 15 {  // item: i64 savedAt, u32 deliveries, u8 kind, u8 flags, u8 idLength, id, body
+      // An item (type 16): i64 savedAt, u32 deliveries, u8 kind, u8 flags, u8 idLength, id, body.
+      if bytes[at + 8] == 16 && length >= 15 {
         let payload = at + 17
         let idLength = Int(bytes[payload + 14])
         let bodyStart = payload + 15 + (idLength == 0 ? 16 : idLength)
@@ -88,7 +90,8 @@ enum Files {
     guard case .object(let end)? = try? JSONReader.parse(Array(lines[1])), case .int(let crc)? = end["crc32c"],
       crc == Int64(CRC32C.checksum(header))
     else { return .failure(Problem("checkpoint.json's trailer CRC does not match its header")) }
-    guard case .object(let m)? = try? JSONReader.parse(Array(lines[0])), m["format"] == .string("push-outbox-checkpoint"),
+    guard case .object(let m)? = try? JSONReader.parse(Array(lines[0])),
+      m["format"] == .string("push-outbox-checkpoint"),
       case .int(let covers)? = m["coversSeq"], case .int(let items)? = m["items"],
       case .array(let segments)? = m["segments"], case .array(let leases)? = m["leases"]
     else { return .failure(Problem("checkpoint.json's header lacks a field")) }

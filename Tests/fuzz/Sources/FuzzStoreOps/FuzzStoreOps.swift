@@ -147,7 +147,8 @@ final class Session {
     guard seqs == expected else { fail("\(what): handed out seqs \(seqs), the model expects \(expected)", input) }
     for item in items {
       let seq = item["seq"]!.uint!
-      guard item["deliveryCount"] == .int(Int64(model.items[seq]!.deliveries)), item["id"] == .string(model.items[seq]!.id)
+      guard item["deliveryCount"] == .int(Int64(model.items[seq]!.deliveries)),
+        item["id"] == .string(model.items[seq]!.id)
       else { fail("\(what): seq \(seq) handed out as \(text(item)), the model has \(model.items[seq]!)", input) }
     }
   }
@@ -270,7 +271,9 @@ final class Session {
   func checkStore(_ context: String) {
     let items = service.store.items
     guard items.count == model.items.count else {
-      fail("\(context): the store holds \(items.count) items, the model \(model.items.count) (\(model.items.keys.sorted()))", input)
+      fail(
+        "\(context): the store holds \(items.count) items, the model \(model.items.count) (\(model.items.keys.sorted()))",
+        input)
     }
     for (seq, want) in model.items {
       guard let item = items.item(seq: seq) else { fail("\(context): seq \(seq) is missing", input) }
@@ -278,7 +281,9 @@ final class Session {
         fail("\(context): seq \(seq) has body \(String(decoding: item.body, as: UTF8.self))", input)
       }
       guard item.id.text == want.id, item.deliveryCount == want.deliveries else {
-        fail("\(context): seq \(seq) is \(item.id.text) with \(item.deliveryCount) deliveries, the model has \(want)", input)
+        fail(
+          "\(context): seq \(seq) is \(item.id.text) with \(item.deliveryCount) deliveries, the model has \(want)",
+          input)
       }
     }
     let leases = service.store.leases.map { ($0.flushId, $0.seqs) }
@@ -302,7 +307,8 @@ final class Session {
       guard files.contains(first), let bytes = Files.read(directory + "/" + Files.segmentName(first)),
         let items = Files.itemRecords(bytes)
       else {
-        fail("after a snapshot: \(Files.segmentName(first)), listed in checkpoint.json, is missing or unreadable", input)
+        fail(
+          "after a snapshot: \(Files.segmentName(first)), listed in checkpoint.json, is missing or unreadable", input)
       }
       records[first] = items
     }
@@ -325,7 +331,9 @@ final class Session {
     }
     if let held = checkpoint.held {
       let counts = checkpoint.segments.map { found[$0] ?? 0 }
-      guard held == counts else { fail("after a snapshot: checkpoint.json's held \(held), the segments hold \(counts)", input) }
+      guard held == counts else {
+        fail("after a snapshot: checkpoint.json's held \(held), the segments hold \(counts)", input)
+      }
     }
     let leases = model.lease.map { [$0.flushId: $0.seqs] } ?? [:]
     guard checkpoint.leases == leases else {
@@ -350,7 +358,11 @@ public func fuzzStoreOps(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
   var restarts = 0
   for (step, byte) in input.enumerated() {
     let a = Int(byte >> 4)
-    if verbose { Log.stderr("op \(byte & 0x0F) a \(a): held \(session.model.items.keys.sorted()), lease \(session.model.lease.map { "\($0)" } ?? "none")") }
+    if verbose {
+      Log.stderr(
+        "op \(byte & 0x0F) a \(a): held \(session.model.items.keys.sorted()), lease \(session.model.lease.map { "\($0)" } ?? "none")"
+      )
+    }
     switch byte & 0x0F {
     case 5: session.drain(a)
     case 6: session.lease(a)
