@@ -72,7 +72,7 @@ if ProcessInfo.processInfo.environment["PUSH_OUTBOX_FUZZ"] == "1" {
     .target(
       name: "FuzzSupport", dependencies: allLayers, path: "Tests/fuzz/Sources/FuzzSupport", swiftSettings: settings
     ))
-  for name in ["FuzzJSON", "FuzzDiff", "FuzzLine", "FuzzRecovery", "FuzzPayload", "FuzzDelivery"] {
+  for name in ["FuzzJSON", "FuzzDiff", "FuzzLine", "FuzzRecovery", "FuzzPayload", "FuzzDelivery", "FuzzStoreOps"] {
     package.targets.append(
       .executableTarget(
         name: name, dependencies: allLayers + ["FuzzSupport"], path: "Tests/fuzz/Sources/\(name)",
