@@ -12,18 +12,18 @@ package import OutboxTransport
 /// This table drives the parser, `--help`, the man page and the shell completions.
 package struct CommandLineOption: Sendable {
   package var name: String
-  package var valueName: String?  // nil for a switch
-  package var help: String
+  var valueName: String?  // nil for a switch
+  var help: String
   /// The values it accepts, for completions (nil: free text).
   package var choices: [String]? = nil
   /// A value that names a directory, for completions.
-  package var isDirectory = false
+  var isDirectory = false
   /// The subcommand whose own flag this is (no environment twin); nil for the service's flags.
-  package var command: Subcommand? = nil
+  var command: Subcommand? = nil
   /// Throws a `UsageError` whose message completes the sentence "`--flag VALUE` …".
   fileprivate var apply: @Sendable (inout OptionValues, String) throws(UsageError) -> Void
 
-  package var environmentName: String {
+  var environmentName: String {
     "PUSH_OUTBOX_" + String(name.dropFirst(2).map { $0 == "-" ? "_" : Character($0.uppercased()) })
   }
 
@@ -32,24 +32,24 @@ package struct CommandLineOption: Sendable {
   }
 
   /// Whether `command` (nil: the service) takes this flag.
-  package func applies(to command: Subcommand?) -> Bool { self.command == nil || self.command == command }
+  func applies(to command: Subcommand?) -> Bool { self.command == nil || self.command == command }
 
   /// A switch counts as given only when it is on: `--memory=false` asks for nothing.
-  package func isGiven(_ value: String) -> Bool { valueName != nil || (try? Configuration.bool(value)) == true }
+  func isGiven(_ value: String) -> Bool { valueName != nil || (try? Configuration.bool(value)) == true }
 }
 
 /// The flags that print something and exit, in `--help` and the man page.
 package struct InfoOption: Sendable {
   package var short: String
   package var name: String
-  package var help: String
+  var help: String
 }
 
 /// The pairs that cannot be given together (a usage error, exit 2).
-package let conflictingOptions: [(String, String)] = [("--memory", "--store")]
+let conflictingOptions: [(String, String)] = [("--memory", "--store")]
 
 extension Configuration {
-  package static let infoOptions: [InfoOption] = [
+  static let infoOptions: [InfoOption] = [
     .init(short: "-h", name: "--help", help: "show this help and exit"),
     .init(short: "-V", name: "--version", help: "print the version and exit"),
   ]

@@ -115,7 +115,7 @@ extension Configuration {
   }
 
   /// What delivery lacks, naming where each piece is set; nil when it has an endpoint and a key.
-  package var missingDelivery: String? {
+  var missingDelivery: String? {
     var missing: [String] = []
     if delivery.endpoint == nil { missing.append("--braze-endpoint URL (or PUSH_OUTBOX_BRAZE_ENDPOINT)") }
     if delivery.apiKey == nil { missing.append("an API key (BRAZE_API_KEY, or --braze-api-key-file PATH)") }
@@ -155,7 +155,7 @@ extension Configuration {
   }
 
   /// Levenshtein distance, for "did you mean".
-  package static func editDistance(_ a: String, _ b: String) -> Int {
+  static func editDistance(_ a: String, _ b: String) -> Int {
     let a = Array(a.utf8), b = Array(b.utf8)
     var row = Array(0...b.count)
     for i in 1...max(a.count, 1) where !a.isEmpty {

@@ -8,7 +8,7 @@ package enum ExitCode: Int32, CaseIterable, Sendable {
   case usage = 2
   case locked = 3
 
-  package var meaning: String {
+  var meaning: String {
     switch self {
     case .success: "clean stop: end of input, SIGTERM, SIGINT, or a closed stdout"
     case .failure: "start-up failure: the store cannot be created, read or recovered"

@@ -14,11 +14,11 @@ package enum HelpText {
   package static let summary = "a pending-analytics outbox for Braze push data, speaking line-delimited JSON-RPC 2.0"
 
   /// Exit codes, for `--help` and the man page: the `ExitCode` table.
-  package static var exitCodes: [(code: Int32, meaning: String)] { ExitCode.allCases.map { ($0.rawValue, $0.meaning) } }
+  static var exitCodes: [(code: Int32, meaning: String)] { ExitCode.allCases.map { ($0.rawValue, $0.meaning) } }
 
   /// `push-outbox --help`, or a subcommand's own (`push-outbox flush --help`). `defaultStore` is the
   /// directory this run would use without `--store` (nil when there is none).
-  package static func usage(_ command: Subcommand? = nil, defaultStore: String?) -> String {
+  static func usage(_ command: Subcommand? = nil, defaultStore: String?) -> String {
     var lines: [String]
     if let command {
       lines = ["USAGE: push-outbox \(command) \(command.arguments)", "", command.help + "."]
@@ -62,14 +62,14 @@ package enum HelpText {
   }
 
   /// The option's help, with the store default spelled out.
-  package static func optionHelp(_ option: CommandLineOption, defaultStore: String?) -> String {
+  static func optionHelp(_ option: CommandLineOption, defaultStore: String?) -> String {
     guard option.name == "--store" else { return option.help }
     let rule = "\(option.help) (default \(Configuration.defaultStoreRule))"
     return defaultStore.map { rule + "; here: \($0)" } ?? rule
   }
 
   /// The one stderr line when stdin is a terminal, so a person knows what the silence means.
-  package static func terminalHint(store: String?) -> String {
+  static func terminalHint(store: String?) -> String {
     "push-outbox: reading JSON-RPC 2.0 requests, one per line, from stdin; store: "
       + (store ?? "memory") + ". Ctrl-D ends; --help for more."
   }

@@ -12,7 +12,7 @@ package enum Subcommand: String, CaseIterable, Sendable {
     }
   }
 
-  package var help: String {
+  var help: String {
     switch self {
     case .deliver: "deliver to Braze once, then exit (0: nothing left retrying)"
     case .import:
@@ -39,7 +39,7 @@ package enum Invocation: Sendable {
   case completion(Shell)
 
   /// The settings a run uses; nil for the commands that print something.
-  package var configuration: Configuration? {
+  var configuration: Configuration? {
     switch self {
     case .serve(let config), .deliver(let config), .flush(let config, _), .import(let config, _, _): config
     case .help, .version, .manPage, .completion: nil

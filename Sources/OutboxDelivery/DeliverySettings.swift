@@ -15,12 +15,12 @@ package struct DeliverySettings: Sendable {
   package var rate = RateLimit(count: 500, seconds: 1)
   package var maxInFlight = 4
   package var timeoutMs = 30_000
-  package var connectTimeoutMs = 10_000
+  var connectTimeoutMs = 10_000
   /// The first retry waits about this long; each failure in a row doubles it, up to `maxBackoffMs`.
   package var backoffMs = 1_000
   package var maxBackoffMs = 300_000
   /// After 401, 403 or 404 delivery pauses this long.
-  package var configErrorBackoffMs = 300_000
+  var configErrorBackoffMs = 300_000
 
   package init() {}
 

@@ -21,11 +21,11 @@ package struct DeliverySummary: Sendable {
   /// Wall-clock ms before which nothing is sent (after a failure or a stop).
   package var pausedUntil: Int64 = 0
   package var deadLettered = 0
-  package var lastError: String?
+  var lastError: String?
   /// Why Braze refused the endpoint or key (401/403/404), until a request is delivered.
   package var configError: String?
   package var rate = ""
-  package var recentRequests = 0
+  var recentRequests = 0
 
   /// `status.delivery` at wall-clock `nowMs`.
   package func json(nowMs: Int64) -> JSONValue {

@@ -25,7 +25,7 @@ package struct EndpointURL: Sendable, Equatable {
     (secure ? "https://" : "http://") + host + (port.map { ":\($0)" } ?? "") + path
   }
 
-  package var isLoopback: Bool {
+  var isLoopback: Bool {
     host == "localhost" || host == "[::1]" || (host.hasPrefix("127.") && Self.isDottedDecimal(host[...]))
   }
 

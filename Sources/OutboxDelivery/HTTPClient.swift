@@ -19,17 +19,17 @@ package enum DeliveryFailure: Error, Sendable, Equatable {
 /// One `POST`: the URL, the secret bearer token and the JSON body.
 package struct HTTPRequest: Sendable {
   package var url: String
-  package var bearer: Secret
+  var bearer: Secret
   package var body: [UInt8]
   package var timeoutMs: Int
-  package var connectTimeoutMs: Int
+  var connectTimeoutMs: Int
 }
 
 /// An HTTP answer: status, body and the headers delivery reads (names lower-cased).
 package struct HTTPResponse: Sendable, Equatable {
   package var status: Int
   package var body: [UInt8]
-  package var headers: [String: String]
+  var headers: [String: String]
 
   package init(status: Int, body: [UInt8] = [], headers: [String: String] = [:]) {
     self.status = status
@@ -199,7 +199,7 @@ package struct Secret: Sendable, CustomStringConvertible, CustomDebugStringConve
   /// `text` with every occurrence of the key replaced by `<redacted>`.
   /// Compared byte for byte (the key is printable ASCII), never as characters: a combining mark after
   /// the key would hide it from a character-wise search while its bytes stay in the text.
-  package func redact(_ text: String) -> String {
+  func redact(_ text: String) -> String {
     let key = Array(value.utf8)
     var bytes = Array(text.utf8)
     guard key.count >= 4, bytes.count >= key.count else { return text }

@@ -42,8 +42,8 @@ struct BatchFill {
 package struct TrackBatch: Sendable {
   package var attributes: [JSONValue] = []
   package var events: [JSONValue] = []
-  package var attributeSeqs: [UInt64] = []
-  package var eventSeqs: [UInt64] = []
+  var attributeSeqs: [UInt64] = []
+  var eventSeqs: [UInt64] = []
   /// Every item the body accounts for: its objects' items and the superseded ones it replaces.
   package var seqs: [UInt64] = []
 
@@ -80,7 +80,7 @@ package enum UsersTrack {
   }
 
   /// The bodies with the seqs behind each object. Items with no identifier (and no default user) are left out.
-  package static func batches(
+  static func batches(
     _ items: [PendingItem], superseded: Set<UInt64>, defaultUser: UserIdentifier?, limit: Int, mode: TrackBatchMode
   ) -> [TrackBatch] {
     var batches: [TrackBatch] = []

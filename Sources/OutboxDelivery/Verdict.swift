@@ -20,7 +20,7 @@ package enum Verdict: Equatable {
   /// fault); 1xx, 3xx and anything past 599 are a protocol fault, retried and reported.
   package enum Handling: Equatable { case delivered, split, retry, stop, protocolFault }
 
-  package static func handling(of status: Int) -> Handling {
+  static func handling(of status: Int) -> Handling {
     switch status {
     case 200..<300: .delivered
     case 400, 413, 422: .split

@@ -19,7 +19,7 @@ package enum AttributeOp: String, Sendable, CaseIterable {
 /// except for the reserved operator names. Keys are never truncated, whatever `--strings` says.
 package enum CustomAttributeRules {
   /// `CUSTOM_ATTRIBUTE_RESERVED_OPERATORS` (Braze Web SDK `validation-utils.js`).
-  package static let reservedOperators: Set<String> = [
+  static let reservedOperators: Set<String> = [
     "$add", "$update", "$remove", "$identifier_key", "$identifier_value", "$new_object", "$time",
     "$google_ad_personalization", "$google_ad_user_data",
   ]
@@ -27,7 +27,7 @@ package enum CustomAttributeRules {
   /// Keys that a `/users/track` attributes object already uses for something else: identifiers, flags and
   /// profile fields that `saveUserAttribute` does not set (`user_attributes_object.md`). A custom attribute
   /// with one of these names would overwrite them.
-  package static let reservedKeys: Set<String> = [
+  static let reservedKeys: Set<String> = [
     "external_id", "braze_id", "user_alias", "app_id", "_update_existing_only", "_merge_objects",
     "push_token_import", "subscription_groups", "push_tokens", "current_location", "date_of_first_session",
     "date_of_last_session", "marked_email_as_spam_at", "email_open_tracking_disabled",

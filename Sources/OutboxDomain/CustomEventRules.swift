@@ -13,7 +13,7 @@ package import OutboxSupport
 /// A null value is an error: no Braze source lists null as a property type (domain.md §5 row 17).
 package enum CustomEventRules {
   /// "up to 256 distinct custom event properties" (`custom_events.md`).
-  package static let maxProperties = 256
+  static let maxProperties = 256
 
   /// Checks `name` and `properties`, adding every problem to `issues` (a tree-based entry point over
   /// `checkName` and `checkProperties`, which are the rules).

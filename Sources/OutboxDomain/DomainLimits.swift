@@ -40,17 +40,17 @@ package struct DomainLimits: Sendable {
 /// A decomposed "é" (e + U+0301) counts as two.
 package enum TextLimit {
   /// Braze's limit for names, keys and string values.
-  package static let maxCharacters = 255
+  static let maxCharacters = 255
 
   /// The number of Unicode scalars in `s`, counted from its UTF-8 without decoding.
-  package static func characterCount(_ s: String) -> Int {
+  static func characterCount(_ s: String) -> Int {
     var n = 0
     for b in s.utf8 where b & 0xC0 != 0x80 { n += 1 }
     return n
   }
 
   /// The number of Unicode scalars in UTF-8 `bytes`.
-  package static func characterCount(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+  static func characterCount(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
     var n = 0
     for b in bytes where b & 0xC0 != 0x80 { n += 1 }
     return n
@@ -115,7 +115,7 @@ package enum TextLimit {
   ///
   /// Returns nil when the value stays as it is (it fits, or it is too long and an error
   /// `string_too_long` was added), or the truncated string (with a `string_truncated` warning).
-  package static func checkValue(
+  static func checkValue(
     _ s: String, path: () -> String, policy: StringPolicy, issues: inout Issues
   ) -> String? {
     if fits(s) { return nil }

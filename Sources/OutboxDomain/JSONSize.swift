@@ -8,7 +8,7 @@ package import OutboxSupport
 /// `value.encodedJSONSize == value.jsonBytes.count` always holds.
 extension JSONValue {
   /// The byte count of `jsonBytes`, without allocating.
-  package var encodedJSONSize: Int {
+  var encodedJSONSize: Int {
     switch self {
     case .null: 4
     case .bool(let b): b ? 4 : 5
@@ -68,5 +68,5 @@ package enum JSONSize {
 
   /// An upper bound for `string(s)` that costs O(1): every byte escaped as `\u00XX`.
   @inline(__always)
-  package static func stringBound(_ s: String) -> Int { s.utf8.count * 6 + 2 }
+  static func stringBound(_ s: String) -> Int { s.utf8.count * 6 + 2 }
 }

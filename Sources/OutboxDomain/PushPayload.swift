@@ -14,9 +14,9 @@ package import OutboxSupport
 /// `warnings` member only, not into `issues.warnings`.
 package enum PushPayload {
   /// APNs: "any individual payload you send to APNs cannot exceed a size of 4096 bytes" (`key_value_pairs.md`).
-  package static let apnsLimit = 4096
+  static let apnsLimit = 4096
   /// Top-level keys that are not extras.
-  package static let reservedKeys: Set<String> = ["aps", "ab", "ab_uri", "braze_id"]
+  static let reservedKeys: Set<String> = ["aps", "ab", "ab_uri", "braze_id"]
 
   /// Parses a push payload (see the wire spec for the result shape; absent fields are null).
   ///

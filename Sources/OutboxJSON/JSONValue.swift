@@ -32,7 +32,7 @@ package struct JSONMember: Sendable {
 
 extension JSONValue {
   /// Makes a number value from a finite double, written in Swift's shortest round-trip form.
-  package static func double(_ d: Double) -> JSONValue {
+  static func double(_ d: Double) -> JSONValue {
     precondition(d.isFinite, "JSON has no NaN or infinity")
     return .number(String(d))  // "3.0" stays a double, never "3"
   }
@@ -66,7 +66,7 @@ extension JSONValue {
   }
 
   /// The value as a double, for `.int` and `.number`.
-  package var doubleValue: Double? {
+  var doubleValue: Double? {
     switch self {
     case .int(let i): Double(i)
     case .number(let text): Double(text)

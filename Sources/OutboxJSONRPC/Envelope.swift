@@ -44,7 +44,7 @@ package enum Envelope: Sendable {
   case response
 
   /// Classifies node `n` of `tape` (a whole line, or one member of a batch).
-  package static func classify(_ tape: JSONTape, _ n: Int, known: KnownMethods) -> Envelope {
+  static func classify(_ tape: JSONTape, _ n: Int, known: KnownMethods) -> Envelope {
     guard tape.isObject(n) else {
       return .invalid(id: .null, .invalidRequest("a request must be a JSON object"))
     }

@@ -52,7 +52,7 @@ package struct MethodTable: Sendable {
   }
 
   /// True when `method` must see earlier saves committed to the journal first.
-  package func commitsFirst(_ method: String) -> Bool {
+  func commitsFirst(_ method: String) -> Bool {
     let count = method.utf8.count
     return entries.contains { $0.commitsFirst && $0.name.count == count && $0.name.elementsEqual(method.utf8) }
   }

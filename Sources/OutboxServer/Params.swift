@@ -144,7 +144,7 @@ package struct Params {
   }
 
   /// The optional `user` identifier object and its node.
-  package mutating func userNode(_ key: StaticString = "user") -> (user: UserIdentifier, node: Int)? {
+  mutating func userNode(_ key: StaticString = "user") -> (user: UserIdentifier, node: Int)? {
     guard let n = node(key), let user = UserIdentifier.parse(tape, n, path: "\(key)", issues: &issues) else {
       return nil
     }

@@ -28,7 +28,7 @@ package final class Server {
   package var fastSaves: Bool
 
   /// About how many reply bytes the burst holds so far (waiting replies counted at a typical size).
-  package var burstBytes: Int { draft.count + holes.count * 96 }
+  var burstBytes: Int { draft.count + holes.count * 96 }
 
   package init(service: Service, table: MethodTable = .standard) {
     self.service = service

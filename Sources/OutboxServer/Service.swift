@@ -43,7 +43,7 @@ package final class Service {
     disk = try Disk(options, store: store, log: log)
   }
 
-  package func newID(at ms: Int64) -> String { ids.make(ms: ms) }
+  func newID(at ms: Int64) -> String { ids.make(ms: ms) }
 
   /// Ends leases whose time is up.
   package func expireLeases(now: Int64? = nil) {

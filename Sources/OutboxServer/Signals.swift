@@ -25,9 +25,9 @@ private let signalPipeWriteEnd = Atomic<Int32>(-1)
 ///   from `write` (EPIPE, EFBIG), which the callers handle.
 package enum Signals {
   /// The signals that end the process like SIGTERM.
-  package static let stopping: [Int32] = [SIGTERM, SIGINT, SIGHUP, SIGQUIT]
+  static let stopping: [Int32] = [SIGTERM, SIGINT, SIGHUP, SIGQUIT]
   /// The signals whose default action is replaced by "ignore".
-  package static let ignored: [Int32] = [SIGPIPE, SIGXFSZ, SIGUSR1, SIGUSR2]
+  static let ignored: [Int32] = [SIGPIPE, SIGXFSZ, SIGUSR1, SIGUSR2]
 
   /// Installs the handlers and returns the read end of the pipe to poll.
   package static func install() -> Int32 {

@@ -22,7 +22,7 @@ package final class Arena {
   }
 
   /// Bytes held in chunks (for `status` and the memory benchmark).
-  package var liveBytes: Int { live.reduce(0, +) }
+  var liveBytes: Int { live.reduce(0, +) }
 
   /// Copies `first` then `second` into the arena, contiguously, and returns where they start.
   package func append(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) -> ArenaLocation {

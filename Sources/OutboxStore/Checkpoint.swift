@@ -11,8 +11,8 @@ package import OutboxSupport
 /// It names the segments that hold items (a missing one is data loss), the seq numbers handed out, and
 /// the live leases. It holds no item data.
 package struct Checkpoint: Sendable, Equatable {
-  package static let fileName = "checkpoint.json"
-  package static let formatName = "push-outbox-checkpoint"
+  static let fileName = "checkpoint.json"
+  static let formatName = "push-outbox-checkpoint"
   package static let version: Int64 = 2
 
   package var createdAt: Int64

@@ -22,7 +22,7 @@ package struct ItemID: Sendable, Equatable {
     self.client = client
   }
 
-  package var clientLength: Int { client.count }
+  var clientLength: Int { client.count }
 
   /// Appends the id as JSON text (quoted).
   package func appendJSON(to out: inout [UInt8]) {

@@ -21,29 +21,29 @@ package struct ItemTable {
     /// Braze refused the item (or it has no identifier): a dead letter, out of the pending set.
     package static let dead = Flags(rawValue: 1 << 6)
     /// The body is known to be well-formed JSON members (saved here, or checked since loading).
-    package static let verified = Flags(rawValue: 1 << 7)
+    static let verified = Flags(rawValue: 1 << 7)
     static let kindMask: UInt8 = 0b11
   }
 
   package private(set) var seqs: [UInt64] = []
   package private(set) var savedAt: [Int64] = []
-  package private(set) var locations: [ArenaLocation] = []
+  private(set) var locations: [ArenaLocation] = []
   /// Body length in bytes; the client id, when there is one, is `idLengths` bytes before it.
-  package private(set) var lengths: [UInt32] = []
-  package private(set) var idLengths: [UInt8] = []
+  private(set) var lengths: [UInt32] = []
+  private(set) var idLengths: [UInt8] = []
   /// Two words per row: the generated UUID (zero for client ids).
-  package private(set) var idWords: [UInt64] = []
+  private(set) var idWords: [UInt64] = []
   package private(set) var flags: [UInt8] = []
   package var deliveries: [UInt32] = []
   /// Rows before `head` are gone.
-  package private(set) var head = 0
-  package private(set) var tombstones = 0
+  private(set) var head = 0
+  private(set) var tombstones = 0
 
   package init() {}
 
   /// Rows from `head` on, tombstones included.
   package var rows: Range<Int> { head..<seqs.count }
-  package var liveCount: Int { seqs.count - head - tombstones }
+  var liveCount: Int { seqs.count - head - tombstones }
 
   package mutating func reserve(_ n: Int) {
     seqs.reserveCapacity(n)
@@ -102,7 +102,7 @@ package struct ItemTable {
   }
 
   /// Rows in `rows` that are held (not removed): the truth a snapshot lists segments by.
-  package func heldCount(in rows: Range<Int>) -> Int {
+  func heldCount(in rows: Range<Int>) -> Int {
     guard tombstones > 0 else { return rows.count }
     let mask = Flags.removed.rawValue
     return flags.withUnsafeBufferPointer { flags in

@@ -20,7 +20,7 @@ import Darwin
 package final class Journal {
   package let directory: String
   package let policy: FsyncPolicy
-  package static let segmentLimit = 4 << 20
+  static let segmentLimit = 4 << 20
   private var fd: Int32 = -1
   private var goodSize = 0
   private var buffer: [UInt8] = []
@@ -35,7 +35,7 @@ package final class Journal {
   private let syncQueue = DispatchQueue(label: "push-outbox.fsync")
   private let syncFailure = Mailbox<FileError>()
   /// True when the last failed commit could not cut its records back off the file.
-  package private(set) var lastCutFailed = false
+  private(set) var lastCutFailed = false
 
   package init(directory: String, policy: FsyncPolicy, segments: [SegmentInfo]) {
     self.directory = directory
@@ -43,8 +43,8 @@ package final class Journal {
     self.segments = segments
   }
 
-  package var hasPendingRecords: Bool { !buffer.isEmpty }
-  package var totalBytes: Int64 { Int64(segments.reduce(0) { $0 + $1.bytes } + buffer.count) }
+  var hasPendingRecords: Bool { !buffer.isEmpty }
+  var totalBytes: Int64 { Int64(segments.reduce(0) { $0 + $1.bytes } + buffer.count) }
   /// True while a segment is open for writing (it is the last of `segments`).
   package var isOpen: Bool { fd >= 0 }
 
@@ -52,7 +52,7 @@ package final class Journal {
 
   // MARK: - Recording
 
-  package func appendItem(
+  func appendItem(
     seq: UInt64, savedAt: Int64, kind: ItemKind, hasUser: Bool, id: ItemID, body: UnsafeRawBufferPointer
   ) {
     if buffer.isEmpty { pendingFirst = seq }
@@ -61,35 +61,35 @@ package final class Journal {
     pendingItems += 1
   }
 
-  package func appendRemove(_ seqs: [UInt64], recordSeq: UInt64) {
+  func appendRemove(_ seqs: [UInt64], recordSeq: UInt64) {
     if buffer.isEmpty { pendingFirst = recordSeq }
     let start = buffer.count
     SegmentFormat.appendRemove(seqs, recordSeq: recordSeq, to: &buffer)
     pendingOther += buffer.count - start
   }
 
-  package func appendLease(_ lease: Lease, recordSeq: UInt64) {
+  func appendLease(_ lease: Lease, recordSeq: UInt64) {
     if buffer.isEmpty { pendingFirst = recordSeq }
     let start = buffer.count
     SegmentFormat.appendLease(lease, recordSeq: recordSeq, to: &buffer)
     pendingOther += buffer.count - start
   }
 
-  package func appendLeaseEnd(flushId: String, outcome: LeaseOutcome, counts: [(UInt64, UInt32)], recordSeq: UInt64) {
+  func appendLeaseEnd(flushId: String, outcome: LeaseOutcome, counts: [(UInt64, UInt32)], recordSeq: UInt64) {
     if buffer.isEmpty { pendingFirst = recordSeq }
     let start = buffer.count
     SegmentFormat.appendLeaseEnd(flushId: flushId, outcome: outcome, counts: counts, recordSeq: recordSeq, to: &buffer)
     pendingOther += buffer.count - start
   }
 
-  package func appendDeadLetter(_ entries: [(UInt64, String)], recordSeq: UInt64) {
+  func appendDeadLetter(_ entries: [(UInt64, String)], recordSeq: UInt64) {
     if buffer.isEmpty { pendingFirst = recordSeq }
     let start = buffer.count
     SegmentFormat.appendDeadLetter(entries, recordSeq: recordSeq, to: &buffer)
     pendingOther += buffer.count - start
   }
 
-  package func appendRequeue(_ seqs: [UInt64], recordSeq: UInt64) {
+  func appendRequeue(_ seqs: [UInt64], recordSeq: UInt64) {
     if buffer.isEmpty { pendingFirst = recordSeq }
     let start = buffer.count
     SegmentFormat.appendRequeue(seqs, recordSeq: recordSeq, to: &buffer)
@@ -97,7 +97,7 @@ package final class Journal {
   }
 
   /// Forgets the burst's records without writing them.
-  package func discardPending() {
+  func discardPending() {
     buffer.removeAll(keepingCapacity: true)
     pendingItems = 0
     pendingOther = 0
@@ -197,7 +197,7 @@ package final class Journal {
   }
 
   /// Stops writing the current segment (it stays on disk, closed); the next commit opens a new one.
-  package func closeSegment() {
+  func closeSegment() {
     guard fd >= 0 else { return }
     let old = fd
     fd = -1
@@ -247,7 +247,7 @@ package final class Journal {
   }
 
   /// Milliseconds until `tick` has work, or -1.
-  package var msUntilSync: Int32 {
+  var msUntilSync: Int32 {
     guard policy == .everysec, unsynced, fd >= 0 else { return -1 }
     return Int32(max(0, (lastSync + 1 - Clock.monotonicSeconds()) * 1000) + 1)
   }
@@ -255,7 +255,7 @@ package final class Journal {
   // MARK: - Bookkeeping for compaction
 
   /// The index of the segment that holds the item with `seq`.
-  package func segmentIndex(of seq: UInt64) -> Int? {
+  func segmentIndex(of seq: UInt64) -> Int? {
     var low = 0
     var high = segments.count
     while low < high {
@@ -267,14 +267,14 @@ package final class Journal {
 
   /// An item written to a segment is no longer held (`noteRemoved`), or its state changed: delivery
   /// count, dead or requeued (`noteChanged`); either makes the segment's next rewrite worth doing.
-  package func noteRemoved(_ seq: UInt64) { if let n = segmentIndex(of: seq) { segments[n].dead += 1 } }
-  package func noteChanged(_ seq: UInt64) { if let n = segmentIndex(of: seq) { segments[n].changed += 1 } }
+  func noteRemoved(_ seq: UInt64) { if let n = segmentIndex(of: seq) { segments[n].dead += 1 } }
+  func noteChanged(_ seq: UInt64) { if let n = segmentIndex(of: seq) { segments[n].changed += 1 } }
 
   /// True when the open segment holds something a compaction should drop.
-  package var currentNeedsRewrite: Bool { fd >= 0 && (segments.last?.needsRewrite ?? false) }
+  var currentNeedsRewrite: Bool { fd >= 0 && (segments.last?.needsRewrite ?? false) }
 
   /// Records the outcome of a rewrite: `info` replaces the segment (nil: it was deleted).
-  package func replace(first: UInt64, with info: SegmentInfo?, dead: Int, changed: Int) {
+  func replace(first: UInt64, with info: SegmentInfo?, dead: Int, changed: Int) {
     guard let n = segments.firstIndex(where: { $0.first == first }), fd < 0 || n != segments.count - 1 else { return }
     guard var updated = info else {
       segments.remove(at: n)

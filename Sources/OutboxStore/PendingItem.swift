@@ -54,7 +54,7 @@ package struct PendingItem: Sendable {
   package var byteCount: Int { Self.byteCount(body: body.count, clientID: id.clientLength) }
 
   /// The fixed part of `byteCount`.
-  package static let overhead = 64
+  static let overhead = 64
 
   /// Writes the item as one JSON object: the header members, then the body.
   package func encodeJSON(into out: inout [UInt8], superseded: Bool = false) {

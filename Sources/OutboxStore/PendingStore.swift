@@ -23,7 +23,7 @@ package struct StoreLimits: Sendable {
 /// every change it makes here.
 package final class PendingStore {
   package private(set) var table = ItemTable()
-  package let arena = Arena()
+  let arena = Arena()
   package private(set) var nextSeq: UInt64 = 1
   package private(set) var bytes = 0
   /// Pending items per kind (dead letters not included).
@@ -48,13 +48,13 @@ package final class PendingStore {
   // MARK: - Saving
 
   /// Takes the next sequence number. Numbers are never reused, even when a save is rolled back.
-  package func takeSeq() -> UInt64 {
+  func takeSeq() -> UInt64 {
     defer { nextSeq += 1 }
     return nextSeq
   }
 
   /// Never hand out a seq below `next`.
-  package func advanceSeq(to next: UInt64) {
+  func advanceSeq(to next: UInt64) {
     if next > nextSeq { nextSeq = next }
   }
 
@@ -136,7 +136,7 @@ package final class PendingStore {
   package private(set) var malformed: [UInt64] = []
 
   /// True when the row's body may be written out as it is: saved here, or loaded and checked now.
-  package func wellFormed(_ row: Int) -> Bool {
+  func wellFormed(_ row: Int) -> Bool {
     if table.has(.verified, row) { return true }
     let body = self.body(row: row)
     var text: [UInt8] = [UInt8(ascii: "{")]
@@ -156,7 +156,7 @@ package final class PendingStore {
   }
 
   /// Hands over the malformed seqs found so far.
-  package func takeMalformed() -> [UInt64] {
+  func takeMalformed() -> [UInt64] {
     defer { malformed.removeAll() }
     return malformed
   }
@@ -177,7 +177,7 @@ package final class PendingStore {
   }
 
   /// Takes back the newest items (a save whose journal write failed); `seqs` are the newest held.
-  package func rollBack(seqs: [UInt64]) {
+  func rollBack(seqs: [UInt64]) {
     for seq in seqs.sorted(by: >) {
       guard let row = table.row(of: seq) else { continue }
       forget(row)
@@ -188,7 +188,7 @@ package final class PendingStore {
   /// Marks items leased or not; when a lease ends without an ack their delivery count rises.
   /// Returns the seqs changed with their new delivery counts.
   @discardableResult
-  package func setLeased(_ seqs: [UInt64], _ leased: Bool, countDelivery: Bool = false) -> [(UInt64, UInt32)] {
+  func setLeased(_ seqs: [UInt64], _ leased: Bool, countDelivery: Bool = false) -> [(UInt64, UInt32)] {
     var changed: [(UInt64, UInt32)] = []
     for seq in seqs {
       guard let row = table.row(of: seq), table.has(.leased, row) != leased else { continue }
@@ -202,7 +202,7 @@ package final class PendingStore {
 
   /// Makes held, unleased items dead letters with `reason` (or live again with nil). Returns the seqs changed.
   @discardableResult
-  package func setDead(_ seqs: [UInt64], reason: String?) -> [UInt64] {
+  func setDead(_ seqs: [UInt64], reason: String?) -> [UInt64] {
     var changed: [UInt64] = []
     for seq in seqs {
       guard let row = table.row(of: seq), !table.has(.leased, row) else { continue }
@@ -242,7 +242,7 @@ package final class PendingStore {
 
   /// Raises an item's delivery count to at least `count` (journal replay). True when it rose.
   @discardableResult
-  package func raiseDeliveries(seq: UInt64, to count: UInt32) -> Bool {
+  func raiseDeliveries(seq: UInt64, to count: UInt32) -> Bool {
     guard let row = table.row(of: seq), table.deliveries[row] < count else { return false }
     table.deliveries[row] = count
     return true

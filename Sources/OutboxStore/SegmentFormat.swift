@@ -11,15 +11,15 @@ package import OutboxSupport
 /// all little-endian; the CRC-32C covers type, seq and payload. Payloads are fixed binary fields
 /// followed by the item's JSON body bytes, so loading is a scan and a copy, never a JSON parse.
 package enum SegmentFormat {
-  package static let magic: [UInt8] = Array("POUTJRNL".utf8)
+  static let magic: [UInt8] = Array("POUTJRNL".utf8)
   package static let version: UInt32 = 2
-  package static let headerSize = 16
-  package static let recordHeaderSize = 17
+  static let headerSize = 16
+  static let recordHeaderSize = 17
   /// No record is larger; a length above it means a damaged length field.
-  package static let maxPayload = 1 << 30
+  static let maxPayload = 1 << 30
   package static let prefix = "segment."
   /// Seqs are below 2^63, so no arithmetic on one (or on a count of them) can overflow.
-  package static let seqLimit: UInt64 = 1 << 63
+  static let seqLimit: UInt64 = 1 << 63
 
   package enum RecordType: UInt8, Sendable {
     /// An item: i64 savedAt, u32 deliveryCount, u8 kind, u8 flags, u8 idLength, id, JSON body.
@@ -64,7 +64,7 @@ package enum SegmentFormat {
   // MARK: - Writing
 
   /// Appends one record, its payload written in place by `writePayload`.
-  package static func appendRecord(
+  static func appendRecord(
     _ type: RecordType, seq: UInt64, to out: inout [UInt8], _ writePayload: (inout [UInt8]) -> Void
   ) {
     let start = out.count
@@ -83,7 +83,7 @@ package enum SegmentFormat {
   private static let zeros = [UInt8](repeating: 0, count: recordHeaderSize + 15)
 
   /// Appends an item record: one reservation, fixed fields stored in place, the body copied once.
-  package static func appendItem(
+  static func appendItem(
     seq: UInt64, savedAt: Int64, deliveries: UInt32, kind: ItemKind, hasUser: Bool, id: ItemID,
     body: UnsafeRawBufferPointer, to out: inout [UInt8]
   ) {
@@ -115,14 +115,14 @@ package enum SegmentFormat {
     }
   }
 
-  package static func appendRemove(_ seqs: [UInt64], recordSeq: UInt64, to out: inout [UInt8]) {
+  static func appendRemove(_ seqs: [UInt64], recordSeq: UInt64, to out: inout [UInt8]) {
     appendRecord(.remove, seq: recordSeq, to: &out) { out in
       out.appendLE(UInt32(seqs.count))
       for seq in seqs { out.appendLE(seq) }
     }
   }
 
-  package static func appendLease(_ lease: Lease, recordSeq: UInt64, to out: inout [UInt8]) {
+  static func appendLease(_ lease: Lease, recordSeq: UInt64, to out: inout [UInt8]) {
     appendRecord(.lease, seq: recordSeq, to: &out) { out in
       out.appendLE(UInt64(bitPattern: lease.expiresAt))
       out.appendShort(Array(lease.flushId.utf8))
@@ -134,7 +134,7 @@ package enum SegmentFormat {
     }
   }
 
-  package static func appendLeaseEnd(
+  static func appendLeaseEnd(
     flushId: String, outcome: LeaseOutcome, counts: [(UInt64, UInt32)], recordSeq: UInt64, to out: inout [UInt8]
   ) {
     appendRecord(.leaseEnd, seq: recordSeq, to: &out) { out in
@@ -151,9 +151,9 @@ package enum SegmentFormat {
 
 extension SegmentFormat {
   /// The longest dead-letter reason kept, in memory and on disk (`Store` cuts it the same way).
-  package static let maxReasonBytes = 4096
+  static let maxReasonBytes = 4096
 
-  package static func appendDeadLetter(_ entries: [(UInt64, String)], recordSeq: UInt64, to out: inout [UInt8]) {
+  static func appendDeadLetter(_ entries: [(UInt64, String)], recordSeq: UInt64, to out: inout [UInt8]) {
     appendRecord(.deadLetter, seq: recordSeq, to: &out) { out in
       out.appendLE(UInt32(entries.count))
       for (seq, reason) in entries {
@@ -165,7 +165,7 @@ extension SegmentFormat {
     }
   }
 
-  package static func appendRequeue(_ seqs: [UInt64], recordSeq: UInt64, to out: inout [UInt8]) {
+  static func appendRequeue(_ seqs: [UInt64], recordSeq: UInt64, to out: inout [UInt8]) {
     appendRecord(.requeue, seq: recordSeq, to: &out) { out in
       out.appendLE(UInt32(seqs.count))
       for seq in seqs { out.appendLE(seq) }
@@ -179,12 +179,12 @@ package enum LeaseOutcome: UInt8, Sendable {
 }
 
 extension Array where Element == UInt8 {
-  package mutating func appendLE<T: FixedWidthInteger>(_ value: T) {
+  mutating func appendLE<T: FixedWidthInteger>(_ value: T) {
     Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
   }
 
   /// Appends a u8 length and up to 255 bytes.
-  package mutating func appendShort(_ bytes: [UInt8]) {
+  mutating func appendShort(_ bytes: [UInt8]) {
     let count = Swift.min(bytes.count, 255)
     append(UInt8(count))
     append(contentsOf: bytes[0..<count])

@@ -17,9 +17,9 @@ package struct SegmentInfo: Sendable, Equatable {
   /// Held items whose delivery count changed since the file was written.
   package var changed = 0
   /// Bytes of records other than items (removals, leases).
-  package var otherBytes = 0
+  var otherBytes = 0
   /// Recovery found damage here (a copy is in quarantine/); the next compaction rewrites it.
-  package var damaged = false
+  var damaged = false
 
   package init(first: UInt64, bytes: Int = 0, items: Int = 0) {
     self.first = first
@@ -28,5 +28,5 @@ package struct SegmentInfo: Sendable, Equatable {
   }
 
   /// True when a rewrite would drop removed items, stale counts or mostly-dead bookkeeping.
-  package var needsRewrite: Bool { dead > 0 || changed > 0 || damaged || otherBytes * 2 > bytes }
+  var needsRewrite: Bool { dead > 0 || changed > 0 || damaged || otherBytes * 2 > bytes }
 }

@@ -25,7 +25,7 @@ package struct SegmentReader {
   }
 
   /// The format version the header declares, or nil if this is not a segment.
-  package var headerVersion: UInt32? {
+  var headerVersion: UInt32? {
     guard bytes.count >= SegmentFormat.headerSize, bytes.prefix(8).elementsEqual(SegmentFormat.magic) else {
       return nil
     }
@@ -54,10 +54,10 @@ package struct SegmentReader {
 
   /// True when an intact record starts somewhere after `offset`: then what looks torn at `offset`
   /// is damage in the middle, not a write cut short.
-  package func validRecordFollows(after offset: Int) -> Bool { nextValidRecord(after: offset) != nil }
+  func validRecordFollows(after offset: Int) -> Bool { nextValidRecord(after: offset) != nil }
 
   /// The offset of the next intact record after `offset`, if any (resynchronizing after damage).
-  package func nextValidRecord(after offset: Int) -> Int? {
+  func nextValidRecord(after offset: Int) -> Int? {
     var position = offset + 1
     while position + SegmentFormat.recordHeaderSize <= bytes.count {
       if SegmentFormat.RecordType(rawValue: bytes[position + 8]) != nil,
@@ -88,19 +88,19 @@ package struct PayloadCursor {
 
   package var remaining: Int { bytes.count - offset }
 
-  package mutating func u8() -> UInt8? {
+  mutating func u8() -> UInt8? {
     guard remaining >= 1 else { return nil }
     defer { offset += 1 }
     return bytes[offset]
   }
 
-  package mutating func u32() -> UInt32? {
+  mutating func u32() -> UInt32? {
     guard remaining >= 4 else { return nil }
     defer { offset += 4 }
     return UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
   }
 
-  package mutating func u64() -> UInt64? {
+  mutating func u64() -> UInt64? {
     guard remaining >= 8 else { return nil }
     defer { offset += 8 }
     return UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))

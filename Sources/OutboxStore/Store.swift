@@ -33,7 +33,7 @@ package final class Store {
 
   /// Items pending (leased ones included); dead letters are held but not pending.
   package var count: Int { items.count - items.deadCount }
-  package var isDurable: Bool { journal != nil }
+  var isDurable: Bool { journal != nil }
 
   // MARK: - Saving
 
@@ -86,7 +86,7 @@ package final class Store {
   }
 
   /// True when a save made since the last commit is waiting to be written.
-  package var hasUncommitted: Bool { !uncommitted.isEmpty }
+  var hasUncommitted: Bool { !uncommitted.isEmpty }
 
   // MARK: - Handing out
 
@@ -182,7 +182,7 @@ package final class Store {
   }
 
   /// Makes unleased pending items dead letters (items no request can carry, such as `no_identifier`).
-  package func deadLetter(_ entries: [(UInt64, String)]) {
+  func deadLetter(_ entries: [(UInt64, String)]) {
     var recorded: [(UInt64, String)] = []
     for (seq, reason) in entries where !items.isDead(seq: seq) && !items.setDead([seq], reason: reason).isEmpty {
       recorded.append((seq, reason))
@@ -231,7 +231,7 @@ package final class Store {
   // MARK: - Recovery
 
   /// Installs what recovery rebuilt: live leases, and the journal to write from now on.
-  package func restore(leases recovered: [Lease], finished: [String], journal: Journal) {
+  func restore(leases recovered: [Lease], finished: [String], journal: Journal) {
     self.finished = Array(finished.suffix(256))
     for lease in recovered {
       let held = lease.seqs.filter(items.contains(seq:))
@@ -245,5 +245,5 @@ package final class Store {
   }
 
   /// Marks the store changed (recovery found something a snapshot must settle).
-  package func markDirty() { version &+= 1 }
+  func markDirty() { version &+= 1 }
 }

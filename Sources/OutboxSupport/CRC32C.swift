@@ -24,7 +24,7 @@ package enum CRC32C {
   }
 
   /// The table-driven checksum (also the reference the hardware one is tested against).
-  package static func software(_ bytes: UnsafeRawBufferPointer, continuing crc: UInt32 = 0) -> UInt32 {
+  static func software(_ bytes: UnsafeRawBufferPointer, continuing crc: UInt32 = 0) -> UInt32 {
     var c = ~crc
     var i = 0
     let n = bytes.count

@@ -24,7 +24,7 @@ package enum ISO8601 {
   }
 
   /// 0000-01-01T00:00:00.000Z through 9999-12-31T23:59:59.999Z.
-  package static let validRange: ClosedRange<Int64> = -62_167_219_200_000...253_402_300_799_999
+  static let validRange: ClosedRange<Int64> = -62_167_219_200_000...253_402_300_799_999
 
   /// True for a real calendar date written exactly `YYYY-MM-DD` (years 0000–9999).
   package static func isDate(_ s: String) -> Bool {

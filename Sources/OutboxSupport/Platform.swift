@@ -19,7 +19,7 @@ package func errnoText(_ code: Int32) -> String {
 
 /// `read(2)`, under a name that methods called `read` do not shadow.
 @inline(__always)
-package func posixRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
+func posixRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
   read(fd, buffer, count)
 }
 

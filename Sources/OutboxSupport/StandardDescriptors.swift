@@ -20,11 +20,11 @@ package struct StandardDescriptors: Sendable, Equatable {
   package init(closed: [Int32]) { self.closed = closed }
 
   /// True when stdout was closed at start: whatever is written there now goes to `/dev/null`.
-  package var stdoutWasClosed: Bool { closed.contains(1) }
+  var stdoutWasClosed: Bool { closed.contains(1) }
 
   /// Opens `/dev/null` (read-write) on each closed descriptor of `fds`, in order. Returns what was
   /// closed, or the descriptor and errno of an open that failed (that descriptor stays closed).
-  package static func reopenClosed(_ fds: [Int32] = [0, 1, 2]) -> Result<Self, FileError> {
+  static func reopenClosed(_ fds: [Int32] = [0, 1, 2]) -> Result<Self, FileError> {
     var closed: [Int32] = []
     for fd in fds where !isOpen(fd) {
       let opened = open("/dev/null", O_RDWR)

@@ -4,7 +4,7 @@
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ` that Braze and every ISO 8601 reader accept.
 package enum UTCTime {
   /// Days since 1970-01-01 for a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
-  package static func days(year: Int, month: Int, day: Int) -> Int {
+  static func days(year: Int, month: Int, day: Int) -> Int {
     let y = month <= 2 ? year - 1 : year
     let era = (y >= 0 ? y : y - 399) / 400
     let yoe = y - era * 400
@@ -15,7 +15,7 @@ package enum UTCTime {
   }
 
   /// The civil date of a day count since 1970-01-01 (`civil_from_days`).
-  package static func civil(days z0: Int) -> (year: Int, month: Int, day: Int) {
+  static func civil(days z0: Int) -> (year: Int, month: Int, day: Int) {
     let z = z0 + 719468
     let era = (z >= 0 ? z : z - 146096) / 146097
     let doe = z - era * 146097
@@ -30,11 +30,11 @@ package enum UTCTime {
   /// 0000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z: the instants the fixed-width text can show.
   package static let representable: ClosedRange<Int64> = -62_167_219_200_000...253_402_300_799_999
 
-  package static func isLeap(_ year: Int) -> Bool {
+  static func isLeap(_ year: Int) -> Bool {
     (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
   }
 
-  package static func daysIn(month: Int, year: Int) -> Int {
+  static func daysIn(month: Int, year: Int) -> Int {
     switch month {
     case 2: isLeap(year) ? 29 : 28
     case 4, 6, 9, 11: 30

@@ -38,7 +38,7 @@ package struct LineFramer {
   }
 
   /// Bytes held for a partial line (for tests of the memory bound: at most `maxLineBytes + 4`).
-  package var bufferedByteCount: Int { buffer.count }
+  var bufferedByteCount: Int { buffer.count }
 
   /// Adds bytes and calls `body` for every complete line they finish.
   package mutating func feed(_ bytes: UnsafeBufferPointer<UInt8>, _ body: (FramedLine) -> Void) {

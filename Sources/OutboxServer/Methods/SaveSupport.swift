@@ -27,14 +27,14 @@ private let timeText = Mutex(UTCTimeText())
 
 extension Array where Element == UInt8 {
   /// Appends `"2026-01-02T03:04:05.678Z"` (quoted) for `ms` since the epoch (years 0000–9999).
-  package mutating func appendTime(ms: Int64) {
+  mutating func appendTime(ms: Int64) {
     append(UInt8(ascii: "\""))
     timeText.withLock { $0.append(ms: ms, to: &self) }
     append(UInt8(ascii: "\""))
   }
 
   /// Appends `,"key":` for an item body.
-  package mutating func appendMember(_ key: StaticString) {
+  mutating func appendMember(_ key: StaticString) {
     append(UInt8(ascii: ","))
     append(UInt8(ascii: "\""))
     appendASCII(key)
@@ -43,13 +43,13 @@ extension Array where Element == UInt8 {
 
   /// Appends text known at compile time, such as `,"name":` (one copy instead of four appends).
   @inline(__always)
-  package mutating func appendRaw(_ text: StaticString) {
+  mutating func appendRaw(_ text: StaticString) {
     append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
   }
 
   /// Appends the item's `user` member from the request: the sent text itself when it is already
   /// the wire form (`UserIdentifier.isWireForm`).
-  package mutating func appendUser(_ user: (user: UserIdentifier, node: Int)?, from tape: JSONTape) {
+  mutating func appendUser(_ user: (user: UserIdentifier, node: Int)?, from tape: JSONTape) {
     guard let user else { return }
     guard UserIdentifier.isWireForm(tape, user.node) else { return appendUser(user.user) }
     appendRaw(",\"user\":")
@@ -57,7 +57,7 @@ extension Array where Element == UInt8 {
   }
 
   /// Appends the item's `user` member when there is one.
-  package mutating func appendUser(_ user: UserIdentifier?) {
+  mutating func appendUser(_ user: UserIdentifier?) {
     guard let user else { return }
     appendRaw(",\"user\":")
     user.appendJSON(to: &self)

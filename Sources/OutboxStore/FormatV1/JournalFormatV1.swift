@@ -10,12 +10,12 @@ package import OutboxSupport
 ///
 /// all little-endian; the CRC-32C covers type, seq and payload.
 package enum JournalFormatV1 {
-  package static let magic: [UInt8] = Array("POUTJRNL".utf8)
+  static let magic: [UInt8] = Array("POUTJRNL".utf8)
   package static let version: UInt32 = 1
-  package static let headerSize = 16
-  package static let recordHeaderSize = 17
+  static let headerSize = 16
+  static let recordHeaderSize = 17
   /// No record is larger; a length above it means a damaged length field.
-  package static let maxPayload = 1 << 30
+  static let maxPayload = 1 << 30
 
   /// Record types. Unknown types are damage.
   package enum RecordType: UInt8, Sendable {
@@ -33,12 +33,12 @@ package enum JournalFormatV1 {
   }
 
   /// Appends one record to `out`.
-  package static func appendRecord(_ type: RecordType, seq: UInt64, payload: [UInt8], to out: inout [UInt8]) {
+  static func appendRecord(_ type: RecordType, seq: UInt64, payload: [UInt8], to out: inout [UInt8]) {
     appendRecord(type, seq: seq, to: &out) { $0.append(contentsOf: payload) }
   }
 
   /// Appends one record to `out`, its payload written in place by `writePayload` (no copy of it is made).
-  package static func appendRecord(
+  static func appendRecord(
     _ type: RecordType, seq: UInt64, to out: inout [UInt8], _ writePayload: (inout [UInt8]) -> Void
   ) {
     let start = out.count
@@ -73,7 +73,7 @@ package enum JournalFormatV1 {
     case damaged(String)
   }
 
-  package static func readRecord(_ bytes: [UInt8], at offset: Int) -> ReadResult {
+  static func readRecord(_ bytes: [UInt8], at offset: Int) -> ReadResult {
     if offset == bytes.count { return .end }
     guard offset + recordHeaderSize <= bytes.count else { return .torn }
     let length = Int(readLE32(bytes, offset))
@@ -93,7 +93,7 @@ package enum JournalFormatV1 {
 
   /// True when an intact record starts somewhere after `offset`: then what looks torn at `offset`
   /// (a length past the end, a zeroed header) is damage in the middle, not a write cut short.
-  package static func validRecordFollows(_ bytes: [UInt8], after offset: Int) -> Bool {
+  static func validRecordFollows(_ bytes: [UInt8], after offset: Int) -> Bool {
     var position = offset + 1
     while position + recordHeaderSize <= bytes.count {
       let type = bytes[position + 8]
@@ -109,7 +109,7 @@ package enum JournalFormatV1 {
   }
 
   /// Checks a segment header; returns the format version it declares, or nil if it is not a journal.
-  package static func headerVersion(_ bytes: [UInt8]) -> UInt32? {
+  static func headerVersion(_ bytes: [UInt8]) -> UInt32? {
     guard bytes.count >= headerSize, Array(bytes[0..<8]) == magic else { return nil }
     return readLE32(bytes, 8)
   }
@@ -129,7 +129,7 @@ package enum JournalFormatV1 {
   }
 
   /// The first seq encoded in a segment file name.
-  package static func segmentFirst(_ name: String) -> UInt64? {
+  static func segmentFirst(_ name: String) -> UInt64? {
     guard name.hasPrefix("journal."), name.count == 28, let first = UInt64(name.dropFirst(8)),
       first < SegmentFormat.seqLimit
     else { return nil }

@@ -23,9 +23,9 @@ package enum SnapshotError: Error, Sendable, Equatable {
 ///
 /// `{"format":"push-outbox-snapshot","version":1,"coversSeq":9,"nextSeq":10,"items":2,"createdAt":"…"}`
 package enum SnapshotFileV1 {
-  package static let formatName = "push-outbox-snapshot"
+  static let formatName = "push-outbox-snapshot"
   package static let version: Int64 = 1
-  package static let fileName = "snapshot.json"
+  static let fileName = "snapshot.json"
 
   /// Serializes `state` into the file's bytes.
   package static func encode(_ state: SnapshotState, createdAt: Int64) -> [UInt8] {
