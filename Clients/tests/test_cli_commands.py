@@ -55,7 +55,7 @@ def test_a_misspelt_subcommand_suggests_the_subcommand() -> None:
 def test_bash_completion_knows_the_subcommand_flags() -> None:
     script = run(["--generate-completion", "bash"]).stdout.decode()
     for flag in ("--format", "--lease", "--default-user", "--max", "--user"):
-        assert f" {flag} " in script or f" {flag}\"" in script, flag
+        assert f" {flag} " in script or f' {flag}"' in script, flag
     for shell in ("zsh", "fish"):
         other = run(["--generate-completion", shell]).stdout.decode()
         for flag in ("format", "lease", "default-user", "max", "user"):
@@ -71,7 +71,14 @@ def json_lines(stderr: bytes) -> List[dict]:
 def test_log_format_json_applies_to_deliver_and_flush() -> None:
     key = {"BRAZE_API_KEY": "k-123"}
     deliver = run(
-        ["deliver", "--memory", "--log-format", "json", "--braze-endpoint", "https://rest.iad-01.braze.com"],
+        [
+            "deliver",
+            "--memory",
+            "--log-format",
+            "json",
+            "--braze-endpoint",
+            "https://rest.iad-01.braze.com",
+        ],
         env=key,
     )
     assert deliver.returncode == 0, deliver.stderr.decode()
