@@ -229,12 +229,9 @@ struct RecoveryV1 {
     outcome.warnings.append(.object([JSONMember("code", .string(code)), JSONMember("message", .string(message))]))
   }
 
-  /// Copies a file into `quarantine/` before anything touches it.
+  /// Copies a file into `quarantine/` before anything touches it, as format 2 does (never through a
+  /// planted `quarantine` symlink).
   private func quarantine(_ name: String) {
-    let dir = directory + "/quarantine"
-    try? FileIO.makeDirectories(dir)
-    guard let bytes = try? FileIO.read(directory + "/" + name) else { return }
-    let target = dir + "/" + name + "." + String(Clock.system.now())
-    try? FileIO.writeAtomically(bytes, to: target, directory: dir)
+    StoreFiles.quarantine(directory: directory, name: name)
   }
 }
