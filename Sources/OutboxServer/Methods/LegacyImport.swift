@@ -41,7 +41,8 @@ package enum LegacyImport {
     return result
   }
 
-  /// Checks every item of one element with its save method, then stores them all, or none when one fails.
+  /// Checks every item of one element with its save method and that the store has room for all of
+  /// them, then stores them all; or none, when one fails (a dictionary is saved whole or not at all).
   private static func save(
     _ items: [(key: String?, params: [UInt8])], _ list: LegacyList, user: [UInt8]?, _ service: Service,
     _ outcome: inout LegacyOutcome, _ awaitsCommit: inout Bool
@@ -63,17 +64,28 @@ package enum LegacyImport {
         return
       }
     }
+    let sizes = prepared.map { PendingItem.byteCount(body: $0.body.count, clientID: $0.clientID?.utf8.count ?? 0) }
+    if let (n, error) = service.store.items.firstRefused(itemBytes: sizes) {
+      outcome.error = error.rpcError
+      if list == .customAttributes && items.count > 1 { outcome.key = items[n].key }
+      return
+    }
+    var saved: [SaveResult] = []
     for (n, item) in prepared.enumerated() {
       do throws(StoreError) {
-        let saved = try service.save(item)
-        outcome.ids.append(saved.receipt.id.text)
-        outcome.warnings += saved.warnings
-        awaitsCommit = awaitsCommit || saved.awaitsCommit
+        saved.append(try service.save(item))
       } catch {
+        // Not expected after the check above; if it happens, nothing of this element stays.
+        service.store.withdraw(saved.filter { !$0.receipt.duplicate }.map(\.receipt.seq))
         outcome.error = error.rpcError
         if list == .customAttributes && items.count > 1 { outcome.key = items[n].key }
         return
       }
+    }
+    for result in saved {
+      outcome.ids.append(result.receipt.id.text)
+      outcome.warnings += result.warnings
+      awaitsCommit = awaitsCommit || result.awaitsCommit
     }
   }
 
