@@ -117,8 +117,9 @@ extension ImportLegacy {
   }
 
   /// Runs the list's save method's checks on one params object.
-  private static func prepare(_ text: [UInt8], _ list: GuideStorage.List, _ service: Service) -> Swift.Result<PreparedSave, RPCError>
-  {
+  private static func prepare(
+    _ text: [UInt8], _ list: GuideStorage.List, _ service: Service
+  ) -> Swift.Result<PreparedSave, RPCError> {
     text.withUnsafeBufferPointer { bytes in
       do {
         let tape = try JSONTape(bytes, maxDepth: service.config.maxDepth + 2)
