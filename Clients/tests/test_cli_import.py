@@ -283,3 +283,35 @@ def test_the_readme_recipe_decodes_the_guides_user_attribute_data(tmp_path: Path
     assert done.returncode == 0, done.stderr.decode()
     items = drained(store)
     assert [i.get("value") for i in items[1:]] == ["ann@example.com", "bob@example.com"]
+
+
+def test_a_dictionary_that_does_not_fit_is_saved_whole_or_not_at_all(tmp_path: Path) -> None:
+    """Issue 19: with --max-pending 3, a 5-key custom attribute dictionary saved 3 keys and refused
+    the 4th. The README's rule is checked here: nothing of a dictionary that does not fit is kept."""
+    readme = (ROOT / "README.md").read_text()
+    assert "a dictionary is saved whole or not at all" in readme
+    store = tmp_path / "store"
+    five = {f"k{n}": n for n in range(5)}
+    params = {
+        "pending_custom_attributes": [five, {"small": 1}],
+        "pending_custom_events": [{"event_name": "before", "n": 1}],
+    }
+    [reply, status] = serve(
+        store,
+        {"method": "importLegacy", "params": params},
+        {"method": "status", "params": {}},
+        extra=["--max-pending", "3"],
+    )
+    result = reply["result"]
+    event, whole, small = result["results"]
+    assert event["list"] == "pending_custom_events" and len(event["ids"]) == 1 and "error" not in event
+    assert whole["index"] == 0 and whole["error"]["code"] == -32001, whole
+    assert whole["error"]["data"]["limit"] == "max-pending", whole
+    assert whole.get("ids", []) == [], f"part of the dictionary was saved: {whole}"
+    assert small["index"] == 1 and len(small["ids"]) == 1 and "error" not in small, small
+    assert (result["saved"], result["failed"], result["pending"]) == (2, 1, 2), result
+    assert status["result"]["pending"]["total"] == 2
+    # After a restart too: exactly the event and the small dictionary, no key of the five.
+    items = drained(store)
+    assert sorted(i["kind"] for i in items) == ["customAttribute", "customEvent"], items
+    assert not [i for i in items if i.get("key", "").startswith("k")], items

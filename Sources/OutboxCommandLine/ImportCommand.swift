@@ -83,7 +83,7 @@ package enum ImportCommand {
 
   /// Imports in chunks of `--max-batch`, committing each; prints rejections and the summary.
   private static func importAll(
-    _ tape: JSONTape, _ elements: [LegacyElement], _ user: [UInt8]?, _ service: Service
+    _ tape: JSONTape, _ elements: [GuideStorage.Element], _ user: [UInt8]?, _ service: Service
   ) -> ExitCode {
     var saved = 0
     var failed = 0
@@ -91,7 +91,7 @@ package enum ImportCommand {
     while start < elements.count {
       let chunk = Array(elements[start..<min(start + service.config.maxBatch, elements.count)])
       start += chunk.count
-      var result = LegacyImport.run(tape, chunk, user: user, service)
+      var result = ImportLegacy.run(tape, chunk, user: user, service)
       if let failure = service.store.commit() {
         let refusal = StoreError.storageUnavailable(failure.description).rpcError
         for n in result.outcomes.indices where result.outcomes[n].saved {
@@ -151,7 +151,7 @@ package enum ImportCommand {
 /// The three lists in a `plutil -convert json` file, and the stderr line for a rejected element.
 enum LegacyFile {
   /// Every element of the three lists, in import order. Other keys are ignored.
-  static func elements(_ tape: JSONTape) throws(UsageError) -> [LegacyElement] {
+  static func elements(_ tape: JSONTape) throws(UsageError) -> [GuideStorage.Element] {
     guard tape.isObject(tape.root) else {
       throw UsageError(
         "must be a JSON object (plutil -convert json of the App Group plist), not \(tape.typeName(tape.root))")
@@ -159,19 +159,19 @@ enum LegacyFile {
     if tape.sawDuplicateKey, let path = tape.duplicateKeyPath(tape.root) {
       throw UsageError("the key at \(path) appears more than once")
     }
-    var elements: [LegacyElement] = []
-    for list in LegacyList.allCases {
+    var elements: [GuideStorage.Element] = []
+    for list in GuideStorage.List.allCases {
       guard let array = tape.member(tape.root, list.key) else { continue }
       guard tape.isArray(array) else { throw UsageError("\(list.key) must be an array, not \(tape.typeName(array))") }
       for (index, (_, node)) in tape.elements(array).enumerated() {
-        elements.append(LegacyElement(list: list, index: index, node: node))
+        elements.append(GuideStorage.Element(list: list, index: index, node: node))
       }
     }
     return elements
   }
 
   /// `pending_custom_events[2]: event_name: missing: a pending custom event needs …`.
-  static func rejection(_ outcome: LegacyOutcome) -> String {
+  static func rejection(_ outcome: ImportOutcome) -> String {
     let place = "\(outcome.list.key)[\(outcome.index)]" + (outcome.key.map { " key \"\($0)\"" } ?? "")
     guard let error = outcome.error else { return place + ": imported" }
     let issues = error.data?["errors"]?.arrayValue ?? []

@@ -18,6 +18,15 @@ import Darwin
 /// `curl_easy_setopt` and `curl_easy_getinfo` are variadic: they are called through `CurlShim`, whose
 /// C code passes the variadic argument by the platform's rules (on Apple arm64 such arguments travel
 /// on the stack, unlike named ones, so a fixed Swift signature would pass them wrongly).
+///
+/// `@unchecked Sendable`, because C function pointers and raw pointers are not `Sendable` to the
+/// compiler. Safe because: every stored property is a `let` set once in `init`, which runs once
+/// (for `shared`, a global initialized once by the runtime before any thread can read it); they hold
+/// addresses of functions in a library that is never `dlclose`d, so they stay valid for the
+/// process's life; and `init` calls `curl_global_init` before anything else can call libcurl, as
+/// libcurl requires for its other functions to be thread-safe. The one thread rule left is
+/// libcurl's: an easy handle is used by one thread at a time, which `CurlPoster`'s pool ensures
+/// (a handle is taken out of it for one `post`).
 final class Curl: @unchecked Sendable {
   typealias Handle = UnsafeMutableRawPointer
   typealias Callback = @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int

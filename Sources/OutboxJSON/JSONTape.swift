@@ -37,8 +37,9 @@ public struct JSONNode: Sendable {
 /// slot, at most 2 slots per member). A top-level array longer than `maxBatch` stops the
 /// read early (`JSONParseError.batchLimit`).
 ///
-/// The tape borrows the input: use it only while the bytes it was read from are alive.
-public final class JSONTape: @unchecked Sendable {
+/// The tape borrows the input: use it only while the bytes it was read from are alive. For that
+/// reason it is not `Sendable`: nothing ties those bytes' lifetime to another thread.
+public final class JSONTape {
   public let base: UnsafePointer<UInt8>
   public let count: Int
   @usableFromInline let nodes: UnsafeMutablePointer<JSONNode>

@@ -3,9 +3,10 @@ package import OutboxSupport
 
 /// A valid JSON-RPC 2.0 request or notification, pointing into the tape of its line.
 ///
-/// Valid only while the line it was read from is (during `Server.handle(line:)`). A class, so
-/// passing it around costs one reference count instead of copying its parts.
-package final class Request: @unchecked Sendable {
+/// Valid only while the line it was read from is (during `Server.handle(line:)`), so not
+/// `Sendable`, like its `JSONTape`. A class, so passing it around costs one reference count
+/// instead of copying its parts.
+package final class Request {
   /// nil for a notification (no `id` member at all); `.null` for an explicit `"id": null`.
   package let id: RequestID?
   /// The method name: one of the registered names' own strings when it is one, else made from its bytes.
@@ -35,7 +36,7 @@ package final class Request: @unchecked Sendable {
 }
 
 /// What one request-shaped value read from the wire turned out to be.
-package enum Envelope: Sendable {
+package enum Envelope {
   case request(Request)
   /// Not a valid request. Answered with `-32600` (or the given error), echoing the id when readable.
   case invalid(id: RequestID?, RPCError)

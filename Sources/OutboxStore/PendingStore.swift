@@ -60,11 +60,29 @@ package final class PendingStore {
 
   /// Checks the limits an item of `itemBytes` must meet before it is appended.
   package func admit(itemBytes: Int) throws(StoreError) {
-    if itemBytes > limits.maxItemBytes { throw .itemTooLarge(bytes: itemBytes, limit: limits.maxItemBytes) }
-    if count >= limits.maxPending { throw .storeFull(limit: "max-pending", value: limits.maxPending) }
-    if itemBytes > limits.maxPendingBytes - bytes {
-      throw .storeFull(limit: "max-pending-bytes", value: limits.maxPendingBytes)
+    if let refusal = refusal(itemBytes: itemBytes, count: count, bytes: bytes) { throw refusal }
+  }
+
+  /// For items of `itemBytes` saved together, one after the other: the index of the first that
+  /// `admit` would refuse once the ones before it were held, and why; nil when they all fit.
+  package func firstRefused(itemBytes: [Int]) -> (index: Int, error: StoreError)? {
+    var count = count
+    var bytes = bytes
+    for (index, size) in itemBytes.enumerated() {
+      if let refusal = refusal(itemBytes: size, count: count, bytes: bytes) { return (index, refusal) }
+      count += 1
+      bytes += size
     }
+    return nil
+  }
+
+  private func refusal(itemBytes: Int, count: Int, bytes: Int) -> StoreError? {
+    if itemBytes > limits.maxItemBytes { return .itemTooLarge(bytes: itemBytes, limit: limits.maxItemBytes) }
+    if count >= limits.maxPending { return .storeFull(limit: "max-pending", value: limits.maxPending) }
+    if itemBytes > limits.maxPendingBytes - bytes {
+      return .storeFull(limit: "max-pending-bytes", value: limits.maxPendingBytes)
+    }
+    return nil
   }
 
   /// Appends an item with a seq above every held one.

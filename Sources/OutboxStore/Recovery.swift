@@ -62,14 +62,14 @@ package struct Recovery {
     try StoreFiles.checkVersions(directory: directory, names: names)
     StoreFiles.removeTemporaries(directory: directory, names: names)
     outcome.checkpoint = loadCheckpoint(names)
-    if LegacyUpgrade.hasLegacyFiles(names) {
+    if UpgradeV1.hasFormatV1Files(names) {
       // Only a store that never had a checkpoint is upgraded (again): beside an unreadable one, the
       // segments are the upgraded data and the format-1 files are leftovers.
       if outcome.checkpoint == nil && !names.contains(Checkpoint.fileName) {
-        try LegacyUpgrade.run(directory: directory, names: names, store: store, log: log, outcome: &outcome)
+        try UpgradeV1.run(directory: directory, names: names, store: store, log: log, outcome: &outcome)
         return
       }
-      LegacyUpgrade.removeLegacyFiles(directory: directory, names: names)  // a finished upgrade's leftovers
+      UpgradeV1.removeFormatV1Files(directory: directory, names: names)  // a finished upgrade's leftovers
     }
     let firsts = try list().compactMap(SegmentFormat.first(ofName:)).sorted()
     try checkForMissingSegments(firsts)

@@ -67,9 +67,17 @@ package enum SegmentFormat {
   static func appendRecord(
     _ type: RecordType, seq: UInt64, to out: inout [UInt8], _ writePayload: (inout [UInt8]) -> Void
   ) {
+    appendFrame(type: type.rawValue, seq: seq, to: &out, writePayload)
+  }
+
+  /// Appends one frame of the record framing format 1's journal shares (see `SegmentReader.Frame`):
+  /// any type byte, the payload written in place by `writePayload`.
+  package static func appendFrame(
+    type: UInt8, seq: UInt64, to out: inout [UInt8], _ writePayload: (inout [UInt8]) -> Void
+  ) {
     let start = out.count
     out.appendLE(UInt64(0))  // length and CRC, filled in below
-    out.append(type.rawValue)
+    out.append(type)
     out.appendLE(seq)
     writePayload(&out)
     let length = out.count - start - recordHeaderSize

@@ -32,7 +32,30 @@ package struct SegmentReader {
     return u32(8)
   }
 
-  package func read(at offset: Int) -> ReadResult {
+  /// One frame of the record framing both journal formats share (format 2's segments and format 1's
+  /// `journal.*` files): `u32 length | u32 crc32c | u8 type | u64 seq | payload`, the CRC-32C over
+  /// type, seq and payload. What a type byte means and which seqs are valid is each format's own
+  /// (`read(at:)` here, `JournalFormatV1.readRecord`).
+  package struct Frame {
+    package var type: UInt8
+    package var seq: UInt64
+    package var payload: UnsafeRawBufferPointer
+    /// Offset just past the frame.
+    package var end: Int
+  }
+
+  package enum FrameResult {
+    case frame(Frame)
+    case end
+    /// Not enough bytes for the frame its header announces (or for a header): a torn write.
+    case torn
+    /// The bytes are all there but do not check out.
+    case damaged(String)
+  }
+
+  /// Reads the frame at `offset`: its length and checksum checked, its type and seq not interpreted.
+  @inline(__always)
+  package func readFrame(at offset: Int) -> FrameResult {
     if offset == bytes.count { return .end }
     guard offset + SegmentFormat.recordHeaderSize <= bytes.count else { return .torn }
     let length = Int(u32(offset))
@@ -43,13 +66,23 @@ package struct SegmentReader {
     guard end <= bytes.count else { return .torn }
     let actual = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[(offset + 8)..<end]))
     guard actual == crc else { return .damaged("checksum mismatch at byte \(offset)") }
-    guard let type = SegmentFormat.RecordType(rawValue: bytes[offset + 8]) else {
-      return .damaged("unknown record type \(bytes[offset + 8]) at byte \(offset)")
-    }
     let payload = UnsafeRawBufferPointer(rebasing: bytes[(offset + SegmentFormat.recordHeaderSize)..<end])
-    let seq = u64(offset + 9)
-    guard seq > 0 && seq < SegmentFormat.seqLimit else { return .damaged("record seq \(seq) is out of range") }
-    return .record(Record(type: type, seq: seq, payload: payload, end: end))
+    return .frame(Frame(type: bytes[offset + 8], seq: u64(offset + 9), payload: payload, end: end))
+  }
+
+  package func read(at offset: Int) -> ReadResult {
+    switch readFrame(at: offset) {
+    case .end: return .end
+    case .torn: return .torn
+    case .damaged(let reason): return .damaged(reason)
+    case .frame(let frame):
+      guard let type = SegmentFormat.RecordType(rawValue: frame.type) else {
+        return .damaged("unknown record type \(frame.type) at byte \(offset)")
+      }
+      let seq = frame.seq
+      guard seq > 0 && seq < SegmentFormat.seqLimit else { return .damaged("record seq \(seq) is out of range") }
+      return .record(Record(type: type, seq: seq, payload: frame.payload, end: frame.end))
+    }
   }
 
   /// True when an intact record starts somewhere after `offset`: then what looks torn at `offset`
@@ -57,12 +90,20 @@ package struct SegmentReader {
   func validRecordFollows(after offset: Int) -> Bool { nextValidRecord(after: offset) != nil }
 
   /// The offset of the next intact record after `offset`, if any (resynchronizing after damage).
-  func nextValidRecord(after offset: Int) -> Int? {
+  package func nextValidRecord(after offset: Int) -> Int? {
+    nextRecord(after: offset, isType: { SegmentFormat.RecordType(rawValue: $0) != nil }) {
+      if case .record = read(at: $0) { true } else { false }
+    }
+  }
+
+  /// The offset of the next frame after `offset` with a type byte `isType` accepts, a length that
+  /// fits, and that `isRecord` reads as an intact record of its format.
+  package func nextRecord(after offset: Int, isType: (UInt8) -> Bool, isRecord: (Int) -> Bool) -> Int? {
     var position = offset + 1
     while position + SegmentFormat.recordHeaderSize <= bytes.count {
-      if SegmentFormat.RecordType(rawValue: bytes[position + 8]) != nil,
+      if isType(bytes[position + 8]),
         position + SegmentFormat.recordHeaderSize + Int(u32(position)) <= bytes.count,
-        case .record = read(at: position)
+        isRecord(position)
       {
         return position
       }

@@ -56,6 +56,14 @@ package final class Store {
     return SaveReceipt(id: id, seq: seq, pending: count, awaitsCommit: true)
   }
 
+  /// Takes back items saved since the last commit, when a group saved whole or not at all (an
+  /// `importLegacy` dictionary) cannot be finished: out of memory, and a remove record after their
+  /// add records, so a replay of the journal drops them too.
+  package func withdraw(_ seqs: [UInt64]) {
+    remove(seqs)
+    uncommitted.removeAll { seqs.contains($0) }
+  }
+
   /// Writes what was recorded since the last commit. On failure the burst's saves are taken back
   /// out of memory and off the file, and the error says why; nothing else changes.
   package func commit() -> FileError? {

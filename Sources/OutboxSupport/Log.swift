@@ -37,7 +37,10 @@ package enum LogFormat: String, Sendable, CaseIterable {
 package struct Log: Sendable {
   package var level: LogLevel
 
-  /// Set once by the executable before anything else runs (`--log-format`); read-only afterwards.
+  /// Written only by the executable's top-level code (`main.swift`: from `PUSH_OUTBOX_LOG_FORMAT`,
+  /// then from `--log-format`) on the main thread, before any work runs on another thread (the
+  /// delivery, fsync and snapshot queues); read-only afterwards. Safe to read from any thread:
+  /// handing work to a queue orders those writes before it. Tests never write it.
   nonisolated(unsafe) package static var format = LogFormat.text
 
   package init(level: LogLevel) { self.level = level }

@@ -215,16 +215,16 @@ import Testing
       let tape = try JSONTape(buffer)
       let list = try #require(tape.member(tape.root, "pending_custom_events"))
       let elements = tape.elements(list).enumerated().map {
-        LegacyElement(list: .customEvents, index: $0.offset, node: $0.element.value)
+        GuideStorage.Element(list: .customEvents, index: $0.offset, node: $0.element.value)
       }
-      return LegacyImport.run(tape, elements, user: nil, server.service)
+      return ImportLegacy.run(tape, elements, user: nil, server.service)
     }
     #expect(result.saved == 1)
     #expect(result.awaitsCommit)
     #expect(server.service.store.hasUncommitted)
     #expect(server.service.store.commit() == nil)
     let none = try Array("[]".utf8).withUnsafeBufferPointer {
-      LegacyImport.run(try JSONTape($0), [], user: nil, server.service)
+      ImportLegacy.run(try JSONTape($0), [], user: nil, server.service)
     }
     #expect(!none.awaitsCommit, "nothing saved, nothing to wait for")
   }

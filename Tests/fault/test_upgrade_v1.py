@@ -19,6 +19,7 @@ from conftest import (
     poll,
     read_checkpoint,
     read_segment,
+    run_once,
     segments,
     strict_equal,
 )
@@ -100,3 +101,27 @@ def test_upgraded_store_keeps_new_saves_after_kill9(outbox_bin: Path, spawn, tmp
     flushed = flush_all(outbox_bin, store)
     check_items(flushed.items[:-1])
     assert (flushed.items[-1]["id"], flushed.items[-1]["seq"]) == (new["id"], new["seq"])
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("damage", ["corrupt-snapshot", "torn-journal-tail"])
+def test_v1_quarantine_symlink_is_not_followed(outbox_bin: Path, tmp_path: Path, damage: str) -> None:
+    """A format-1 store with a planted `quarantine -> elsewhere` link and a damaged file that the
+    format-1 recovery copies to quarantine/: no copy may land outside the store (the guard of
+    `StoreFiles.quarantine` covers format 1 too)."""
+    store = v1_store(tmp_path)
+    if damage == "corrupt-snapshot":  # set aside, and the previous snapshot used
+        path = store / "snapshot.json"
+        data = bytearray(path.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        path.write_bytes(bytes(data))
+    else:  # the last record cut short: copied to quarantine/, then cut off
+        path = journals_v1(store)[-1]
+        path.write_bytes(path.read_bytes()[:-3])
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    (store / "quarantine").symlink_to(elsewhere, target_is_directory=True)
+    proc = run_once(outbox_bin, store, input=b'{"jsonrpc":"2.0","id":1,"method":"status","params":{}}\n')
+    assert proc.returncode >= 0, f"killed by signal {-proc.returncode}"
+    assert not list(elsewhere.iterdir()), f"files written through the quarantine link: {list(elsewhere.iterdir())}"
+    assert (store / "quarantine").is_symlink(), "the planted link was replaced"

@@ -10,7 +10,7 @@ package import OutboxTransport
 /// → `{results, saved, failed, pending}`.
 ///
 /// Imports what apps that followed Braze's push guide hold in their App Group's `UserDefaults`, as
-/// `plutil -convert json` gives those arrays (the shapes accepted are in `LegacyImport`). Every
+/// `plutil -convert json` gives those arrays (the shapes accepted are in `GuideStorage`). Every
 /// element is checked by the save method it maps to, through that method's own `prepare`; valid
 /// ones are saved, invalid ones are listed with their error, never dropped. The reply waits for the
 /// journal commit like a save's, so every id it names is durable.
@@ -24,11 +24,11 @@ package enum ImportLegacy: RPCMethod {
   package static let name = "importLegacy"
 
   package static func handle(_ params: inout Params, _ service: Service) throws -> ImportResult {
-    var elements: [LegacyElement] = []
-    for list in LegacyList.allCases {
+    var elements: [GuideStorage.Element] = []
+    for list in GuideStorage.List.allCases {
       guard let array = params.node(list.key, "array") else { continue }
       for (index, (_, node)) in params.tape.elements(array).enumerated() {
-        elements.append(LegacyElement(list: list, index: index, node: node))
+        elements.append(GuideStorage.Element(list: list, index: index, node: node))
       }
     }
     let user = params.userNode()
@@ -45,36 +45,100 @@ package enum ImportLegacy: RPCMethod {
     }
     _ = try params.finish()
     let userText = user.map { Array(params.tape.text($0.node)) }
-    return LegacyImport.run(params.tape, elements, user: userText, service)
+    return run(params.tape, elements, user: userText, service)
   }
 }
 
-/// One element of a legacy list: which list, its index there, and its node in the tape.
-package struct LegacyElement: Sendable {
-  package var list: LegacyList
-  package var index: Int
-  package var node: Int
-
-  package init(list: LegacyList, index: Int, node: Int) {
-    self.list = list
-    self.index = index
-    self.node = node
+extension ImportLegacy {
+  /// Checks and saves each element, in order. Every element gets one outcome.
+  package static func run(
+    _ tape: JSONTape, _ elements: [GuideStorage.Element], user: [UInt8]?, _ service: Service
+  ) -> ImportResult {
+    var result = ImportResult()
+    result.outcomes.reserveCapacity(elements.count)
+    for element in elements {
+      var outcome = ImportOutcome(list: element.list, index: element.index)
+      switch GuideStorage.requests(tape, element) {
+      case .failure(let refusal): outcome.error = .invalidParams([refusal.issue])
+      case .success(let items): save(items, element.list, user: user, service, &outcome, &result.awaitsCommit)
+      }
+      result.outcomes.append(outcome)
+    }
+    result.pending = service.store.count
+    return result
   }
-}
 
-/// The three `UserDefaults` keys of the guide's `RemoteStorageKey`, in import order.
-package enum LegacyList: CaseIterable, Sendable {
-  case customEvents, customAttributes, userAttributes
-
-  /// The key, as the guide's `RemoteStorageKey` raw value.
-  package var key: StaticString {
-    switch self {
-    case .customEvents: "pending_custom_events"
-    case .customAttributes: "pending_custom_attributes"
-    case .userAttributes: "pending_user_attributes"
+  /// Checks every item of one element with its save method and that the store has room for all of
+  /// them, then stores them all; or none, when one fails (a dictionary is saved whole or not at all).
+  private static func save(
+    _ items: [(key: String?, params: [UInt8])], _ list: GuideStorage.List, user: [UInt8]?, _ service: Service,
+    _ outcome: inout ImportOutcome, _ awaitsCommit: inout Bool
+  ) {
+    var prepared: [PreparedSave] = []
+    for item in items {
+      var params = item.params
+      if let user {
+        params.removeLast()
+        params.appendRaw(",\"user\":")
+        params.append(contentsOf: user)
+        params.append(UInt8(ascii: "}"))
+      }
+      switch prepare(params, list, service) {
+      case .success(let save): prepared.append(save)
+      case .failure(let error):
+        outcome.error = error
+        if list == .customAttributes && items.count > 1 { outcome.key = item.key }
+        return
+      }
+    }
+    let sizes = prepared.map { PendingItem.byteCount(body: $0.body.count, clientID: $0.clientID?.utf8.count ?? 0) }
+    if let (n, error) = service.store.items.firstRefused(itemBytes: sizes) {
+      outcome.error = error.rpcError
+      if list == .customAttributes && items.count > 1 { outcome.key = items[n].key }
+      return
+    }
+    var saved: [SaveResult] = []
+    for (n, item) in prepared.enumerated() {
+      do throws(StoreError) {
+        saved.append(try service.save(item))
+      } catch {
+        // Not expected after the check above; if it happens, nothing of this element stays.
+        service.store.withdraw(saved.filter { !$0.receipt.duplicate }.map(\.receipt.seq))
+        outcome.error = error.rpcError
+        if list == .customAttributes && items.count > 1 { outcome.key = items[n].key }
+        return
+      }
+    }
+    for result in saved {
+      outcome.ids.append(result.receipt.id.text)
+      outcome.warnings += result.warnings
+      awaitsCommit = awaitsCommit || result.awaitsCommit
     }
   }
 
+  /// Runs the list's save method's checks on one params object.
+  private static func prepare(
+    _ text: [UInt8], _ list: GuideStorage.List, _ service: Service
+  ) -> Swift.Result<PreparedSave, RPCError> {
+    text.withUnsafeBufferPointer { bytes in
+      do {
+        let tape = try JSONTape(bytes, maxDepth: service.config.maxDepth + 2)
+        var params = Params(tape: tape, node: tape.root)
+        switch list {
+        case .customEvents: return .success(try SaveCustomEvent.prepare(&params, service))
+        case .customAttributes: return .success(try SaveCustomAttribute.prepare(&params, service))
+        case .userAttributes: return .success(try SaveUserAttribute.prepare(&params, service))
+        }
+      } catch let error as RPCError {
+        return .failure(error)
+      } catch {
+        return .failure(.internalError("rebuilt params did not read back: \(error)"))
+      }
+    }
+  }
+}
+
+extension GuideStorage.List {
   /// The save method that checks and stores its elements.
   package var method: String {
     switch self {
@@ -86,8 +150,8 @@ package enum LegacyList: CaseIterable, Sendable {
 }
 
 /// What became of one element: the ids of the items saved for it, or the error that refused it.
-package struct LegacyOutcome: Sendable {
-  package var list: LegacyList
+package struct ImportOutcome: Sendable {
+  package var list: GuideStorage.List
   package var index: Int
   package var ids: [String] = []
   /// The custom attribute key whose save failed, for a dictionary of several keys.
@@ -100,7 +164,7 @@ package struct LegacyOutcome: Sendable {
 
 /// `importLegacy`'s result. The reply waits for the commit when any element was saved.
 package struct ImportResult: AwaitsCommit {
-  package var outcomes: [LegacyOutcome] = []
+  package var outcomes: [ImportOutcome] = []
   package var pending = 0
   package var awaitsCommit = false
 
@@ -123,7 +187,7 @@ package struct ImportResult: AwaitsCommit {
   }
 }
 
-extension LegacyOutcome: JSONEncodable {
+extension ImportOutcome: JSONEncodable {
   package func encodeJSON(into out: inout [UInt8]) {
     var members = [
       JSONMember("list", .string("\(list.key)")), JSONMember("index", .int(Int64(index))),

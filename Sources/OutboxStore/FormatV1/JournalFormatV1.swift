@@ -1,21 +1,19 @@
 package import OutboxJSON
 package import OutboxSupport
 
-/// The journal's binary layout.
+/// The format-1 journal (`journal.<first seq, 20 digits>`): the record framing of format 2
+/// (`SegmentFormat`, read with `SegmentReader.readFrame`) with format 1's own record types and
+/// JSON payloads.
 ///
-/// A segment file starts with a 16-byte header: the magic `POUTJRNL`, the format version (u32 LE)
-/// and four reserved bytes. Then records, each:
+/// A file starts with a 16-byte header: the magic `POUTJRNL`, the format version (u32 LE, 1) and
+/// four reserved bytes. Then records, each:
 ///
 ///     u32 length | u32 crc32c | u8 type | u64 seq | payload (length bytes, UTF-8 JSON)
 ///
-/// all little-endian; the CRC-32C covers type, seq and payload.
+/// all little-endian; the CRC-32C covers type, seq and payload. Unlike format 2, seq 0 is readable.
 package enum JournalFormatV1 {
-  static let magic: [UInt8] = Array("POUTJRNL".utf8)
   package static let version: UInt32 = 1
-  static let headerSize = 16
-  static let recordHeaderSize = 17
-  /// No record is larger; a length above it means a damaged length field.
-  static let maxPayload = 1 << 30
+  package static let headerSize = SegmentFormat.headerSize
 
   /// Record types. Unknown types are damage.
   package enum RecordType: UInt8, Sendable {
@@ -26,9 +24,9 @@ package enum JournalFormatV1 {
   }
 
   package static var header: [UInt8] {
-    var out = magic
-    appendLE(version, to: &out)
-    appendLE(UInt32(0), to: &out)
+    var out = SegmentFormat.magic
+    out.appendLE(version)
+    out.appendLE(UInt32(0))
     return out
   }
 
@@ -41,24 +39,14 @@ package enum JournalFormatV1 {
   static func appendRecord(
     _ type: RecordType, seq: UInt64, to out: inout [UInt8], _ writePayload: (inout [UInt8]) -> Void
   ) {
-    let start = out.count
-    appendLE(UInt64(0), to: &out)  // length and CRC, filled in below
-    out.append(type.rawValue)
-    appendLE(seq, to: &out)
-    writePayload(&out)
-    let length = out.count - start - recordHeaderSize
-    let crc = out.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[(start + 8)...])) }
-    out.withUnsafeMutableBytes { bytes in
-      bytes.storeBytes(of: UInt32(length).littleEndian, toByteOffset: start, as: UInt32.self)
-      bytes.storeBytes(of: crc.littleEndian, toByteOffset: start + 4, as: UInt32.self)
-    }
+    SegmentFormat.appendFrame(type: type.rawValue, seq: seq, to: &out, writePayload)
   }
 
   /// One record read back.
-  package struct Record: Sendable {
+  package struct Record {
     package var type: RecordType
     package var seq: UInt64
-    package var payload: ArraySlice<UInt8>
+    package var payload: UnsafeRawBufferPointer
     /// Offset just past the record.
     package var end: Int
   }
@@ -73,53 +61,26 @@ package enum JournalFormatV1 {
     case damaged(String)
   }
 
-  static func readRecord(_ bytes: [UInt8], at offset: Int) -> ReadResult {
-    if offset == bytes.count { return .end }
-    guard offset + recordHeaderSize <= bytes.count else { return .torn }
-    let length = Int(readLE32(bytes, offset))
-    let crc = readLE32(bytes, offset + 4)
-    if length == 0 && crc == 0 && bytes[offset + 8] == 0 { return .torn }  // zero-filled tail
-    guard length <= maxPayload else { return .damaged("record length \(length) is implausible") }
-    let end = offset + recordHeaderSize + length
-    guard end <= bytes.count else { return .torn }
-    let actual = bytes.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[(offset + 8)..<end])) }
-    guard actual == crc else { return .damaged("checksum mismatch at byte \(offset)") }
-    guard let type = RecordType(rawValue: bytes[offset + 8]) else { return .damaged("unknown record type") }
-    var seq: UInt64 = 0
-    for k in 0..<8 { seq |= UInt64(bytes[offset + 9 + k]) << (8 * UInt64(k)) }
-    guard seq < SegmentFormat.seqLimit else { return .damaged("record seq \(seq) is out of range") }
-    return .record(Record(type: type, seq: seq, payload: bytes[(offset + recordHeaderSize)..<end], end: end))
+  /// The format-1 record at `offset`: the shared frame, then format 1's types and seq range.
+  package static func readRecord(_ reader: SegmentReader, at offset: Int) -> ReadResult {
+    switch reader.readFrame(at: offset) {
+    case .end: return .end
+    case .torn: return .torn
+    case .damaged(let reason): return .damaged(reason)
+    case .frame(let frame):
+      guard let type = RecordType(rawValue: frame.type) else { return .damaged("unknown record type") }
+      guard frame.seq < SegmentFormat.seqLimit else { return .damaged("record seq \(frame.seq) is out of range") }
+      return .record(Record(type: type, seq: frame.seq, payload: frame.payload, end: frame.end))
+    }
   }
 
   /// True when an intact record starts somewhere after `offset`: then what looks torn at `offset`
   /// (a length past the end, a zeroed header) is damage in the middle, not a write cut short.
-  static func validRecordFollows(_ bytes: [UInt8], after offset: Int) -> Bool {
-    var position = offset + 1
-    while position + recordHeaderSize <= bytes.count {
-      let type = bytes[position + 8]
-      if type == RecordType.add.rawValue || type == RecordType.remove.rawValue,
-        position + recordHeaderSize + Int(readLE32(bytes, position)) <= bytes.count,
-        case .record = readRecord(bytes, at: position)
-      {
-        return true
-      }
-      position += 1
+  package static func validRecordFollows(_ reader: SegmentReader, after offset: Int) -> Bool {
+    let found = reader.nextRecord(after: offset, isType: { RecordType(rawValue: $0) != nil }) {
+      if case .record = readRecord(reader, at: $0) { true } else { false }
     }
-    return false
-  }
-
-  /// Checks a segment header; returns the format version it declares, or nil if it is not a journal.
-  static func headerVersion(_ bytes: [UInt8]) -> UInt32? {
-    guard bytes.count >= headerSize, Array(bytes[0..<8]) == magic else { return nil }
-    return readLE32(bytes, 8)
-  }
-
-  static func appendLE<T: FixedWidthInteger>(_ value: T, to out: inout [UInt8]) {
-    for k in 0..<(T.bitWidth / 8) { out.append(UInt8(truncatingIfNeeded: value >> (8 * k))) }
-  }
-
-  static func readLE32(_ bytes: [UInt8], _ offset: Int) -> UInt32 {
-    (0..<4).reduce(0) { $0 | UInt32(bytes[offset + $1]) << (8 * UInt32($1)) }
+    return found != nil
   }
 
   /// The file name of the segment whose first record has seq `first`: `journal.00000000000000000042`.

@@ -139,12 +139,26 @@ struct RecoveryV1 {
   private mutating func replaySegment(
     _ bytes: [UInt8], name: String, isLast: Bool, lastApplied: inout UInt64
   ) throws(StartupError) -> Int? {
-    guard let version = JournalFormatV1.headerVersion(bytes) else {
-      if isLast && bytes.count < JournalFormatV1.headerSize {  // cut short while being created
+    let result = bytes.withUnsafeBytes { raw -> Result<Int?, StartupError> in
+      do throws(StartupError) {
+        return .success(try replaySegment(SegmentReader(raw), name: name, isLast: isLast, lastApplied: &lastApplied))
+      } catch {
+        return .failure(error)
+      }
+    }
+    return try result.get()
+  }
+
+  private mutating func replaySegment(
+    _ reader: SegmentReader, name: String, isLast: Bool, lastApplied: inout UInt64
+  ) throws(StartupError) -> Int? {
+    let size = reader.bytes.count
+    guard let version = reader.headerVersion else {
+      if isLast && size < JournalFormatV1.headerSize {  // cut short while being created
         cutTail(name: name, at: 0, reason: "incomplete segment header")
         return nil
       }
-      return bytes.count
+      return size
     }
     if version > JournalFormatV1.version {
       throw StartupError(
@@ -153,18 +167,18 @@ struct RecoveryV1 {
     }
     var offset = JournalFormatV1.headerSize
     while true {
-      switch JournalFormatV1.readRecord(bytes, at: offset) {
+      switch JournalFormatV1.readRecord(reader, at: offset) {
       case .end:
         return nil
       case .record(let record):
-        guard apply(record) else { return bytes.count - offset }
+        guard apply(record) else { return size - offset }
         lastApplied = max(lastApplied, record.seq)
         offset = record.end
-      case .torn where isLast && !JournalFormatV1.validRecordFollows(bytes, after: offset):
+      case .torn where isLast && !JournalFormatV1.validRecordFollows(reader, after: offset):
         cutTail(name: name, at: offset, reason: "torn write at the end of the journal")
         return nil
       case .torn, .damaged:
-        return bytes.count - offset
+        return size - offset
       }
     }
   }
@@ -172,16 +186,18 @@ struct RecoveryV1 {
   /// The highest seq among the intact records of a segment (records after damage are not applied,
   /// but their seqs must never be handed out again).
   private func maxValidSeq(_ name: String) -> UInt64? {
-    guard let bytes = try? FileIO.read(directory + "/" + name), JournalFormatV1.headerVersion(bytes) != nil else {
-      return nil
+    guard let bytes = try? FileIO.read(directory + "/" + name) else { return nil }
+    return bytes.withUnsafeBytes { raw in
+      let reader = SegmentReader(raw)
+      guard reader.headerVersion != nil else { return nil }
+      var offset = JournalFormatV1.headerSize
+      var best: UInt64? = nil
+      while case .record(let record) = JournalFormatV1.readRecord(reader, at: offset) {
+        best = max(best ?? 0, record.seq)
+        offset = record.end
+      }
+      return best
     }
-    var offset = JournalFormatV1.headerSize
-    var best: UInt64? = nil
-    while case .record(let record) = JournalFormatV1.readRecord(bytes, at: offset) {
-      best = max(best ?? 0, record.seq)
-      offset = record.end
-    }
-    return best
   }
 
   /// Applies one record; false if its payload does not decode.
@@ -229,12 +245,9 @@ struct RecoveryV1 {
     outcome.warnings.append(.object([JSONMember("code", .string(code)), JSONMember("message", .string(message))]))
   }
 
-  /// Copies a file into `quarantine/` before anything touches it.
+  /// Copies a file into `quarantine/` before anything touches it, as format 2 does (never through a
+  /// planted `quarantine` symlink).
   private func quarantine(_ name: String) {
-    let dir = directory + "/quarantine"
-    try? FileIO.makeDirectories(dir)
-    guard let bytes = try? FileIO.read(directory + "/" + name) else { return }
-    let target = dir + "/" + name + "." + String(Clock.system.now())
-    try? FileIO.writeAtomically(bytes, to: target, directory: dir)
+    StoreFiles.quarantine(directory: directory, name: name)
   }
 }

@@ -65,6 +65,49 @@ import Testing
     }
   }
 
+  /// `Store.withdraw` (a group saved whole or not at all that cannot be finished): the withdrawn
+  /// saves are gone from memory and do not come back from the journal at the next start.
+  @Test func withdrawnSavesDoNotComeBackAfterARestart() throws {
+    let dir = Paths.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: dir) }
+    try session(dir) { server in
+      try save(server, 1)
+      let store = server.service.store
+      var seqs: [UInt64] = []
+      for n in 2...3 {
+        let body = Array(#","name":"w\#(n)""#.utf8)
+        let receipt = try body.withUnsafeBytes {
+          try store.save(kind: .customEvent, id: ItemID(high: 1, low: UInt64(n)), savedAt: 0, hasUser: false, body: $0)
+        }
+        seqs.append(receipt.seq)
+      }
+      #expect(store.count == 3)
+      store.withdraw(seqs)
+      #expect(store.count == 1)
+      #expect(!store.hasUncommitted)
+      #expect(store.commit() == nil)
+    }
+    try session(dir) { server in
+      let items = try server.request("flushPending", "{}", id: 9).at("result.items")
+      #expect(items?.arrayValue?.count == 1, "\(String(describing: items))")
+    }
+  }
+
+  /// `PendingStore.firstRefused`: the refusal one save after another would meet, with its index.
+  @Test func firstRefusedNamesTheItemThatWouldNotFit() {
+    let store = Store(
+      limits: {
+        var l = StoreLimits(); l.maxPending = 3; l.maxItemBytes = 500; return l
+      }())
+    #expect(store.items.firstRefused(itemBytes: [100, 100, 100]) == nil)
+    let full = store.items.firstRefused(itemBytes: [100, 100, 100, 100, 100])
+    #expect(full?.index == 3)
+    #expect(full?.error == .storeFull(limit: "max-pending", value: 3))
+    let large = store.items.firstRefused(itemBytes: [100, 600])
+    #expect(large?.index == 1)
+    #expect(large?.error == .itemTooLarge(bytes: 600, limit: 500))
+  }
+
   @Test func aLeaseOutlivesItsProcessAndIsAckedByTheNext() throws {
     let dir = Paths.temporaryDirectory()
     let flushId = try session(dir) { server in

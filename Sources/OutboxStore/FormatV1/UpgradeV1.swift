@@ -15,17 +15,17 @@ import Darwin
 /// items are written as one format-2 segment, the checkpoint is made durable, and only then are the
 /// format-1 files removed. A crash before the checkpoint leaves format 1 in charge; after it, the
 /// leftovers are removed at the next start.
-enum LegacyUpgrade {
+enum UpgradeV1 {
   static let snapshotNames = ["snapshot.json", "snapshot.prev.json"]
 
-  static func isLegacy(_ name: String) -> Bool {
+  static func isFormatV1(_ name: String) -> Bool {
     snapshotNames.contains(name) || (name.hasPrefix("journal.") && name.utf8.count == 28)
   }
 
-  static func hasLegacyFiles(_ names: [String]) -> Bool { names.contains(where: isLegacy) }
+  static func hasFormatV1Files(_ names: [String]) -> Bool { names.contains(where: isFormatV1) }
 
-  static func removeLegacyFiles(directory: String, names: [String]) {
-    for name in names where isLegacy(name) { unlink(directory + "/" + name) }
+  static func removeFormatV1Files(directory: String, names: [String]) {
+    for name in names where isFormatV1(name) { unlink(directory + "/" + name) }
     try? FileIO.syncDirectory(directory)
   }
 
@@ -58,7 +58,7 @@ enum LegacyUpgrade {
       throw .refused("upgrade_failed", "cannot write the upgraded store: \(error)")
     }
     outcome.checkpoint = checkpoint
-    removeLegacyFiles(directory: directory, names: names)
+    removeFormatV1Files(directory: directory, names: names)
     log.info("upgraded \(directory) from format 1 to format 2: \(store.items.count) items")
   }
 }

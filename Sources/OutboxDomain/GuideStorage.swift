@@ -1,12 +1,10 @@
-package import OutboxDelivery
-package import OutboxDomain
 package import OutboxJSON
-package import OutboxJSONRPC
-package import OutboxStore
 package import OutboxSupport
-package import OutboxTransport
 
-/// The shapes of Braze's push guide ("Logging manually"), mapped onto the save methods' params.
+/// What apps that followed Braze's push guide ("Logging manually") keep in their App Group's
+/// `UserDefaults`: three lists under the guide's `RemoteStorageKey` keys, as `plutil -convert json`
+/// gives them, and how each element maps onto a save method's params (`importLegacy` and
+/// `push-outbox import` check and save them through those methods).
 ///
 /// - `pending_custom_events`: the "EventName Dictionary" helper writes the name and the properties
 ///   side by side in one flat dictionary (`event_name` in the Objective-C helper, the demo's
@@ -22,85 +20,43 @@ package import OutboxTransport
 ///   `{"email": …}` → `saveUserAttribute {field: "email", value}`; any key the save method knows
 ///   works the same way. The Objective-C shape (`userField` + `attributeType`) is refused: the
 ///   guide never fixes `UserAttributeType`'s numbers, so the field it means is a guess.
-package enum LegacyImport {
-  /// Checks and saves each element, in order. Every element gets one outcome.
-  package static func run(
-    _ tape: JSONTape, _ elements: [LegacyElement], user: [UInt8]?, _ service: Service
-  ) -> ImportResult {
-    var result = ImportResult()
-    result.outcomes.reserveCapacity(elements.count)
-    for element in elements {
-      var outcome = LegacyOutcome(list: element.list, index: element.index)
-      switch requests(tape, element) {
-      case .failure(let error): outcome.error = error
-      case .success(let items): save(items, element.list, user: user, service, &outcome, &result.awaitsCommit)
-      }
-      result.outcomes.append(outcome)
-    }
-    result.pending = service.store.count
-    return result
-  }
+package enum GuideStorage {
+  /// The three `UserDefaults` keys of the guide's `RemoteStorageKey`, in import order.
+  package enum List: CaseIterable, Sendable {
+    case customEvents, customAttributes, userAttributes
 
-  /// Checks every item of one element with its save method, then stores them all, or none when one fails.
-  private static func save(
-    _ items: [(key: String?, params: [UInt8])], _ list: LegacyList, user: [UInt8]?, _ service: Service,
-    _ outcome: inout LegacyOutcome, _ awaitsCommit: inout Bool
-  ) {
-    var prepared: [PreparedSave] = []
-    for item in items {
-      var params = item.params
-      if let user {
-        params.removeLast()
-        params.appendRaw(",\"user\":")
-        params.append(contentsOf: user)
-        params.append(UInt8(ascii: "}"))
-      }
-      switch prepare(params, list, service) {
-      case .success(let save): prepared.append(save)
-      case .failure(let error):
-        outcome.error = error
-        if list == .customAttributes && items.count > 1 { outcome.key = item.key }
-        return
-      }
-    }
-    for (n, item) in prepared.enumerated() {
-      do throws(StoreError) {
-        let saved = try service.save(item)
-        outcome.ids.append(saved.receipt.id.text)
-        outcome.warnings += saved.warnings
-        awaitsCommit = awaitsCommit || saved.awaitsCommit
-      } catch {
-        outcome.error = error.rpcError
-        if list == .customAttributes && items.count > 1 { outcome.key = items[n].key }
-        return
+    /// The key, as the guide's `RemoteStorageKey` raw value.
+    package var key: StaticString {
+      switch self {
+      case .customEvents: "pending_custom_events"
+      case .customAttributes: "pending_custom_attributes"
+      case .userAttributes: "pending_user_attributes"
       }
     }
   }
 
-  /// Runs the list's save method's checks on one params object.
-  private static func prepare(_ text: [UInt8], _ list: LegacyList, _ service: Service) -> Result<PreparedSave, RPCError>
-  {
-    text.withUnsafeBufferPointer { bytes in
-      do {
-        let tape = try JSONTape(bytes, maxDepth: service.config.maxDepth + 2)
-        var params = Params(tape: tape, node: tape.root)
-        switch list {
-        case .customEvents: return .success(try SaveCustomEvent.prepare(&params, service))
-        case .customAttributes: return .success(try SaveCustomAttribute.prepare(&params, service))
-        case .userAttributes: return .success(try SaveUserAttribute.prepare(&params, service))
-        }
-      } catch let error as RPCError {
-        return .failure(error)
-      } catch {
-        return .failure(.internalError("rebuilt params did not read back: \(error)"))
-      }
+  /// One element of a list: which list, its index there, and its node in the tape.
+  package struct Element: Sendable {
+    package var list: List
+    package var index: Int
+    package var node: Int
+
+    package init(list: List, index: Int, node: Int) {
+      self.list = list
+      self.index = index
+      self.node = node
     }
+  }
+
+  /// Why an element maps to no params: one problem, with a path relative to the element.
+  package struct Refusal: Error, Sendable {
+    package var issue: Issue
   }
 
   /// The save-method params for one element (one per custom attribute key), or why it has none.
-  static func requests(
-    _ tape: JSONTape, _ element: LegacyElement
-  ) -> Result<[(key: String?, params: [UInt8])], RPCError> {
+  package static func requests(
+    _ tape: JSONTape, _ element: Element
+  ) -> Result<[(key: String?, params: [UInt8])], Refusal> {
     let node = element.node
     switch element.list {
     case .customEvents: return event(tape, node).map { [(nil, $0)] }
@@ -109,8 +65,8 @@ package enum LegacyImport {
     }
   }
 
-  private static func refuse(_ path: String, _ code: String, _ message: String) -> RPCError {
-    .invalidParams(path: path, code: code, message)
+  private static func refuse(_ path: String, _ code: String, _ message: String) -> Refusal {
+    Refusal(issue: Issue(path: path, code: code, message: message))
   }
 
   private static func isEventNameKey(_ tape: JSONTape, _ k: Int) -> Bool {
@@ -118,7 +74,7 @@ package enum LegacyImport {
   }
 
   /// `{"event_name"|"Event Name": name, other: …}` → `{"name":…,"properties":{other: …}}`.
-  private static func event(_ tape: JSONTape, _ node: Int) -> Result<[UInt8], RPCError> {
+  private static func event(_ tape: JSONTape, _ node: Int) -> Result<[UInt8], Refusal> {
     guard tape.isObject(node) else {
       return .failure(refuse("", "wrong_type", "a pending custom event must be an object, not \(tape.typeName(node))"))
     }
@@ -133,21 +89,21 @@ package enum LegacyImport {
       )
     }
     var out: [UInt8] = []
-    out.appendRaw("{\"name\":")
+    out.appendASCII("{\"name\":")
     out.append(contentsOf: tape.text(name.value))
-    out.appendRaw(",\"properties\":{")
+    out.appendASCII(",\"properties\":{")
     var first = true
     for (k, v) in tape.members(node) where k != name.key {
       if !first { out.append(UInt8(ascii: ",")) }
       first = false
       appendMember(tape, k, v, to: &out)
     }
-    out.appendRaw("}}")
+    out.appendASCII("}}")
     return .success(out)
   }
 
   /// `{key: value, …}` → one `{"key":…,"value":…}` per key.
-  private static func attributes(_ tape: JSONTape, _ node: Int) -> Result<[(key: String?, params: [UInt8])], RPCError> {
+  private static func attributes(_ tape: JSONTape, _ node: Int) -> Result<[(key: String?, params: [UInt8])], Refusal> {
     guard tape.isObject(node) else {
       return .failure(
         refuse("", "wrong_type", "a pending custom attribute must be a {key: value} object, not \(tape.typeName(node))")
@@ -168,7 +124,7 @@ package enum LegacyImport {
   }
 
   /// `{"email": value}` (the Swift `UserAttribute` Codable shape) → `{"field":"email","value":…}`.
-  private static func userAttribute(_ tape: JSONTape, _ node: Int) -> Result<[UInt8], RPCError> {
+  private static func userAttribute(_ tape: JSONTape, _ node: Int) -> Result<[UInt8], Refusal> {
     guard tape.isObject(node) else {
       let hint =
         tape.isString(node)
@@ -206,10 +162,10 @@ package enum LegacyImport {
   /// `{"<name>":<k's text>,"value":<v's text>}`: the params a key/value element becomes.
   private static func pair(_ name: StaticString, _ k: Int, _ v: Int, _ tape: JSONTape) -> [UInt8] {
     var out: [UInt8] = [UInt8(ascii: "{"), UInt8(ascii: "\"")]
-    out.appendRaw(name)
-    out.appendRaw("\":")
+    out.appendASCII(name)
+    out.appendASCII("\":")
     out.append(contentsOf: tape.text(k))
-    out.appendRaw(",\"value\":")
+    out.appendASCII(",\"value\":")
     out.append(contentsOf: tape.text(v))
     out.append(UInt8(ascii: "}"))
     return out
