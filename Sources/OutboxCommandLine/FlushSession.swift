@@ -30,7 +30,7 @@ struct FlushSession {
     var text = "\(lines) lines, \(objects) \(options.usersTrack ? "objects" : "items")"
     if skipped > 0 { text += ", \(skipped) without an identifier moved to the dead letters (no_identifier)" }
     text += ", \(remaining) still pending"
-    if let kept { text += "; leased as flushId \(kept.flushId) until \(kept.expires): ack it with ackFlush" }
+    if let kept { text += "; leased as flushId \(kept.flushId) until \(kept.expires): ack it with push-outbox ack" }
     return problem.map { text + "; stopped: " + $0 } ?? text
   }
 
