@@ -46,7 +46,12 @@ class Server:
     def call(self, method: str, params: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
         with self.lock:
             self.next_id += 1
-            request = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}}
+            request = {
+                "jsonrpc": "2.0",
+                "id": self.next_id,
+                "method": method,
+                "params": params or {},
+            }
             assert self.proc.stdin and self.proc.stdout
             self.proc.stdin.write((json.dumps(request) + "\n").encode())
             self.proc.stdin.flush()
@@ -70,9 +75,15 @@ def fill(store: Path) -> Tuple[List[str], Dict[str, Any]]:
         if n % 3 == 0:
             ids.append(box.call("saveCustomEvent", {"name": f"e{n}", "user": user})["id"])
         elif n % 3 == 1:
-            ids.append(box.call("saveCustomAttribute", {"key": "k", "value": n, "user": user})["id"])
+            ids.append(
+                box.call("saveCustomAttribute", {"key": "k", "value": n, "user": user})["id"]
+            )
         else:
-            ids.append(box.call("saveUserAttribute", {"field": "first_name", "value": "A", "user": user})["id"])
+            ids.append(
+                box.call("saveUserAttribute", {"field": "first_name", "value": "A", "user": user})[
+                    "id"
+                ]
+            )
     box.call("saveCustomEvent", {"name": "nobody"})  # no user: becomes a dead letter below
     skipped = box.call("flushPending", {"format": "usersTrack", "leaseMs": 600_000})
     assert len(skipped["skipped"]) == 1
@@ -125,7 +136,11 @@ def test_verify_on_a_healthy_store_counts_what_status_counts(tmp_path: Path) -> 
     assert report["deadLetters"] == status["deadLetters"] == 1
     assert report["leases"] == 1
     assert report["segments"] == len(segments(store)) >= 1
-    assert report["bytes"] == sum(p.stat().st_size for p in segments(store)) + (store / "checkpoint.json").stat().st_size
+    assert (
+        report["bytes"]
+        == sum(p.stat().st_size for p in segments(store))
+        + (store / "checkpoint.json").stat().st_size
+    )
 
 
 def test_verify_names_the_file_and_offset_of_a_flipped_byte(tmp_path: Path) -> None:
@@ -176,11 +191,19 @@ def test_verify_and_dump_change_nothing_and_create_nothing(tmp_path: Path) -> No
 def test_dump_prints_what_flush_pending_would_hand_out(tmp_path: Path) -> None:
     store = tmp_path / "s"
     model, _ = fill(store)
-    dumped = [json.loads(line) for line in run(["dump", "--store", str(store)]).stdout.decode().splitlines()]
+    dumped = [
+        json.loads(line)
+        for line in run(["dump", "--store", str(store)]).stdout.decode().splitlines()
+    ]
     assert [item["id"] for item in dumped] == model
-    dead = [json.loads(line) for line in run(["dump", "--store", str(store), "--dead-letters"]).stdout.splitlines()]
+    dead = [
+        json.loads(line)
+        for line in run(["dump", "--store", str(store), "--dead-letters"]).stdout.splitlines()
+    ]
     assert [(d["reason"], d["item"]["name"]) for d in dead] == [("no_identifier", "nobody")]
-    bodies = run(["dump", "--store", str(store), "--format", "usersTrack"]).stdout.decode().splitlines()
+    bodies = (
+        run(["dump", "--store", str(store), "--format", "usersTrack"]).stdout.decode().splitlines()
+    )
     box = Server(store)
     flushed = box.call("flushPending", {})
     box.close()
@@ -196,7 +219,10 @@ def test_verify_on_a_live_servers_store_reports_no_damage(tmp_path: Path) -> Non
     def saving() -> None:
         n = 0
         while not stop.is_set():
-            box.call("saveCustomEvent", {"name": f"live{n}", "user": {"externalId": "u"}, "properties": {"n": n}})
+            box.call(
+                "saveCustomEvent",
+                {"name": f"live{n}", "user": {"externalId": "u"}, "properties": {"n": n}},
+            )
             n += 1
 
     writer = threading.Thread(target=saving)
@@ -241,7 +267,9 @@ def test_a_torn_tail_with_no_live_server_is_damage(tmp_path: Path) -> None:
 def lease(store: Path, ms: int) -> str:
     done = run(["flush", "--store", str(store), "--lease", str(ms), "--max", "2"])
     assert done.returncode == 0, done.stderr.decode()
-    [flush_id] = [line.split()[1] for line in done.stderr.decode().splitlines() if line.startswith("flushId ")]
+    [flush_id] = [
+        line.split()[1] for line in done.stderr.decode().splitlines() if line.startswith("flushId ")
+    ]
     return flush_id
 
 
@@ -257,7 +285,9 @@ def test_ack_and_release_exit_codes(tmp_path: Path) -> None:
     first = lease(store, 600_000)
     released = run(["release", first, "--store", str(store)])
     assert released.returncode == 0, released.stderr.decode()
-    assert run(["ack", "--store", str(store), first]).returncode == 1  # released: no longer a live lease
+    assert (
+        run(["ack", "--store", str(store), first]).returncode == 1
+    )  # released: no longer a live lease
     second = lease(store, 600_000)
     acked = run(["ack", "--store", str(store), second])
     assert acked.returncode == 0 and "2 items acked" in acked.stderr.decode(), acked.stderr.decode()
