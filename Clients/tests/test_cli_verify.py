@@ -298,3 +298,40 @@ def test_ack_and_release_exit_codes(tmp_path: Path) -> None:
     assert expired.returncode == 1 and "expired" in expired.stderr.decode(), expired.stderr.decode()
     assert verify(store)[1]["items"] == 4  # the expired lease's items are pending again
     assert run(["ack", "--store", str(store)]).returncode == 2  # no FLUSHID: usage
+
+
+def test_verify_reports_a_segment_the_checkpoint_lists_that_is_missing(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    fill(store)
+    [segment] = segments(store)
+    segment.unlink()
+    code, report = verify(store)
+    assert code == 1, report
+    files = {p["file"] for p in report["problems"]}
+    assert segment.name in files and "checkpoint.json" in files, report["problems"]
+    assert not (store / "quarantine").exists()
+
+
+def crc32c(data: bytes) -> int:
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def test_verify_reports_a_checkpoint_that_counts_items_no_segment_holds(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    fill(store)
+    path = store / "checkpoint.json"
+    header = json.loads(path.read_bytes().split(b"\n")[0])
+    header["items"] += (
+        5  # a well-formed checkpoint (its checksum matches) that counts 5 items too many
+    )
+    line = json.dumps(header, separators=(",", ":")).encode() + b"\n"
+    path.write_bytes(line + b'{"end":true,"crc32c":%d}\n' % crc32c(line))
+    code, report = verify(store)
+    assert code == 1, report
+    [problem] = report["problems"]
+    assert problem["file"] == "checkpoint.json" and "counts" in problem["reason"], problem

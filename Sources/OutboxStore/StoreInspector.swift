@@ -86,6 +86,8 @@ private struct Reading {
   let directory: String
   var result = StoreInspection()
   private let buffer = ReadBuffer()
+  /// Seqs the checkpoint covers that left the pending set by a record written after it (as `Recovery`).
+  private var exitsAfterCover = 0
 
   init(directory: String) { self.directory = directory }
 
@@ -230,9 +232,11 @@ private struct Reading {
     case .remove:
       var cursor = PayloadCursor(record.payload)
       guard let seqs = cursor.seqs() else { return false }
+      noteExits(record, seqs.reduce(0) { $0 + ($1 <= (result.checkpoint?.coversSeq ?? 0) ? 1 : 0) })
       items.remove(seqs: seqs)
     case .deadLetter, .requeue:
       guard DeadLetterRecords.apply(record, to: items) != nil else { return false }
+      if record.type == .deadLetter { noteExits(record, DeadLetterRecords.count(record)) }
     case .lease, .leaseEnd:
       var raised: [UInt64] = []
       guard
@@ -245,11 +249,30 @@ private struct Reading {
     return true
   }
 
+  private mutating func noteExits(_ record: SegmentReader.Record, _ count: Int) {
+    guard let covers = result.checkpoint?.coversSeq, record.seq > covers else { return }
+    exitsAfterCover += count
+  }
+
   // MARK: - Cross-checks
 
-  /// The checkpoint's per-segment counts against the records found.
+  /// The checkpoint's counts against the records found, by `Recovery`'s rules: the pending rows it
+  /// covers, plus those that left by a record after it, reach its item count; each listed segment
+  /// holds at least the rows it counted there.
   private mutating func checkAgainstCheckpoint() {
-    guard let checkpoint = result.checkpoint, let held = checkpoint.held else { return }
+    guard let checkpoint = result.checkpoint else { return }
+    let table = result.items.table
+    var loaded = 0
+    for row in table.rows where !table.has(.removed, row) && !table.has(.dead, row) {
+      if table.seqs[row] <= checkpoint.coversSeq { loaded += 1 }
+    }
+    if loaded + exitsAfterCover < checkpoint.items {
+      problem(
+        Checkpoint.fileName, nil,
+        "the checkpoint counts \(checkpoint.items) pending items up to seq \(checkpoint.coversSeq); the segments hold \(loaded)"
+      )
+    }
+    guard let held = checkpoint.held else { return }
     for (n, first) in checkpoint.segments.enumerated() {
       guard let info = result.segments.first(where: { $0.first == first }), info.items < held[n] else { continue }
       problem(
