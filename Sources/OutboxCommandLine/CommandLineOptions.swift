@@ -193,6 +193,12 @@ extension Configuration {
       help: "the user every imported item is saved for, e.g. {\"externalId\":\"u1\"}",
       command: .import
     ) { c, v throws(UsageError) in c.user = try ImportCommand.parseUser(v) },
+    .init(
+      name: "--format", valueName: "FORMAT", help: "items or usersTrack (/users/track bodies) (default items)",
+      choices: FlushCommand.Options.formats, command: .dump
+    ) { c, v throws(UsageError) in c.dump.format = try choice(v, FlushCommand.Options.formats, \.self) },
+    .init(name: "--dead-letters", valueName: nil, help: "the dead letters instead of the pending items", command: .dump)
+    { c, v throws(UsageError) in c.dump.deadLetters = try bool(v) },
   ]
 
   private static let stringPolicies: [StringPolicy] = [.reject, .truncate]

@@ -15,7 +15,7 @@ extension Invocation {
       flags = flags.dropFirst()
     }
     var file: String? = nil
-    if command == .import { (file, _) = try ImportCommand.split(Array(flags)) }
+    if command?.takesOperand == true { (file, _) = try ImportCommand.split(Array(flags)) }
     let values: OptionValues
     switch try Configuration.read(Array(flags), for: command, env: env) {
     case .info(let info): return info
@@ -30,6 +30,11 @@ extension Invocation {
     case .import:
       guard let file else { throw UsageError("needs FILE (a path, or - for stdin)") }
       return .import(values.config, file: file, user: values.user)
+    case .verify: return .verify(values.config)
+    case .dump: return .dump(values.config, values.dump)
+    case .ack, .release:
+      guard let file else { throw UsageError("needs FLUSHID (the flushId flush --lease printed)") }
+      return .endLease(values.config, command == .ack ? .ack : .release, flushId: file)
     }
   }
 
@@ -69,7 +74,7 @@ extension Configuration {
     var rest = arguments[...]
     while let arg = rest.popFirst() {
       if let info = try information(arg, &rest, command) { return .info(info) }
-      if command == .import && (arg == "-" || !arg.hasPrefix("-")) { continue }
+      if command?.takesOperand == true && (arg == "-" || !arg.hasPrefix("-")) { continue }
       let (name, inline) = splitInline(arg)
       guard let option = options.first(where: { $0.name == name && $0.applies(to: command) }) else {
         throw unknown(arg, command)

@@ -25,7 +25,8 @@ import Darwin
 /// fails (a closed pipe) removes nothing; a kill between a write and its removal writes those lines
 /// again next time (at least once). Leased items are not touched. With `--lease MS` one lease of at
 /// most `--max` items (default 10,000) is taken through `flushPending` instead, and its `flushId` is
-/// printed on stderr: ack it later with `ackFlush`, or let it expire and the items come back.
+/// printed on stderr as a line `flushId <ID>` (and in the summary): ack it later with `push-outbox ack`
+/// (or `ackFlush`), release it with `push-outbox release`, or let it expire and the items come back.
 ///
 /// Exit codes: 0 done; 1 the store failed or stdout closed early (nothing lost); 2 usage.
 package enum FlushCommand {
@@ -54,6 +55,8 @@ package enum FlushCommand {
     var session = FlushSession(
       options: options, caller: InProcessCaller(server: Server(service: service)), wakeup: wakeup)
     let code = session.run()
+    // A line of its own for scripts: `flush_id=$(sed -n 's/^flushId //p' flush.log)`, then `push-outbox ack`.
+    if let kept = session.kept { Log.stderr("flushId \(kept.flushId)") }
     Log.stderr("push-outbox flush: " + session.summary)
     return code
   }

@@ -34,7 +34,7 @@ struct FlushSession {
     let leased = store.items.leasedCount
     text += "; left in the store: \(store.count - leased) still pending, \(leased) leased"
     text += ", \(store.items.deadCount) dead letters"
-    if let kept { text += "; leased as flushId \(kept.flushId) until \(kept.expires): ack it with ackFlush" }
+    if let kept { text += "; leased as flushId \(kept.flushId) until \(kept.expires): ack it with push-outbox ack" }
     return problem.map { text + "; stopped: " + $0 } ?? text
   }
 

@@ -2,13 +2,17 @@ package import OutboxServer
 
 /// The subcommands: one-shots that open the same store with the same flags, then exit.
 package enum Subcommand: String, CaseIterable, Sendable {
-  case deliver, flush, `import`
+  case deliver, flush, `import`, verify, dump, ack, release
+
+  /// Whether the command takes one word that is not a flag (import's FILE, ack's and release's FLUSHID).
+  package var takesOperand: Bool { self == .import || self == .ack || self == .release }
 
   /// The arguments after the name, for `--help`, the man page and the completions.
   package var arguments: String {
     switch self {
-    case .deliver, .flush: "[options]"
+    case .deliver, .flush, .verify, .dump: "[options]"
     case .import: "[--user JSON] [options] FILE"
+    case .ack, .release: "[options] FLUSHID"
     }
   }
 
@@ -18,6 +22,10 @@ package enum Subcommand: String, CaseIterable, Sendable {
     case .import:
       "import the guide's App Group storage from FILE (plutil -convert json; - for stdin), then exit (1: some rejected)"
     case .flush: "write pending items to stdout, one per line; each leaves the store once written"
+    case .verify: "check every store file read-only, no lock; print a JSON report (1: damaged)"
+    case .dump: "print pending items (or dead letters) one JSON line each, read-only, no lock"
+    case .ack: "ack a flush --lease by its flushId: its items leave the store (1: unknown or expired)"
+    case .release: "release a flush --lease by its flushId: its items are pending again (1: unknown or expired)"
     }
   }
 }
@@ -30,6 +38,10 @@ package enum Invocation: Sendable {
   case deliver(Configuration)
   case flush(Configuration, FlushCommand.Options)
   case `import`(Configuration, file: String, user: [UInt8]?)
+  case verify(Configuration)
+  case dump(Configuration, DumpCommand.Options)
+  /// `ack` or `release` of one flush lease.
+  case endLease(Configuration, LeaseCommand.Action, flushId: String)
   /// `--help` (`-h`), of the service or of a subcommand.
   case help(Subcommand?)
   case version
@@ -41,7 +53,9 @@ package enum Invocation: Sendable {
   /// The settings a run uses; nil for the commands that print something.
   var configuration: Configuration? {
     switch self {
-    case .serve(let config), .deliver(let config), .flush(let config, _), .import(let config, _, _): config
+    case .serve(let config), .deliver(let config), .flush(let config, _), .import(let config, _, _),
+      .verify(let config), .dump(let config, _), .endLease(let config, _, _):
+      config
     case .help, .version, .manPage, .completion: nil
     }
   }
@@ -53,6 +67,7 @@ package enum Invocation: Sendable {
 package struct OptionValues: Sendable {
   package var config: Configuration
   package var flush = FlushCommand.Options()
+  package var dump = DumpCommand.Options()
   /// `import --user`, checked and written back as JSON.
   package var user: [UInt8]?
 

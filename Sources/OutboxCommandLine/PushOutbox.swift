@@ -52,6 +52,11 @@ package enum PushOutbox {
       refuseClosedStdout("push-outbox flush", "the flushed items", standard)
       return FlushCommand.run(options, config)
     case .import(let config, let file, let user): return ImportCommand.run(config, file: file, user: user)
+    case .verify(let config): return VerifyCommand.run(config)
+    case .dump(let config, let options):
+      refuseClosedStdout("push-outbox dump", "the items", standard)
+      return DumpCommand.run(options, config)
+    case .endLease(let config, let action, let flushId): return LeaseCommand.run(action, flushId: flushId, config)
     }
     return .success
   }

@@ -3,7 +3,9 @@ item 3): with a sender that fails nothing is lost; with one that succeeds everyt
 
 The block is read from README.md (the ```sh block after "The safe recipe"); only the Braze URL is
 pointed at the local stub (or at a closed port for the failing sender), and `push-outbox` is found on
-PATH as a user's shell would find it."""
+PATH as a user's shell would find it. The recipe leases with `flush --lease MS > file`, reads the
+`flushId <ID>` line flush prints on stderr, sends each line, and runs `push-outbox ack FLUSHID` only
+once every send succeeded."""
 
 from __future__ import annotations
 
@@ -60,21 +62,42 @@ def pending(outbox) -> int:
     return total
 
 
+def live_lease(outbox):
+    box = outbox(endpoint=False, env={})
+    lease = box.result("status")["lease"]
+    box.close()
+    return lease
+
+
+def test_the_recipe_acks_with_the_ack_subcommand():
+    script = recipe()
+    assert "flush --lease" in script and ">bodies.jsonl" in script
+    assert "push-outbox ack" in script and "ackFlush" not in script
+
+
 def test_the_safe_recipe_loses_nothing_when_the_sender_fails(stub, outbox, store_dir, tmp_path):
     names = save_events(outbox)
     failed = run(recipe(), store_dir, tmp_path, "http://127.0.0.1:1/users/track")  # nothing listens
     assert failed.returncode != 0, failed
     assert pending(outbox) == 50  # leased, not lost
+    lease = live_lease(outbox)
+    assert lease is not None and lease["count"] == 50  # not acked: the ack runs only after every send
+    assert f"flushId {lease['flushId']}" in (tmp_path / "flush.log").read_text()
     # Run again once the sender works: the live lease hands out the same items, which are sent and acked.
     sent = run(recipe(), store_dir, tmp_path, stub.url + "/users/track")
     assert sent.returncode == 0, sent
-    assert {o["name"] for o in stub.accepted_objects()} == names
-    assert pending(outbox) == 0
+    assert sorted(o["name"] for o in stub.accepted_objects()) == sorted(names)  # each sent once
+    assert pending(outbox) == 0 and live_lease(outbox) is None
 
 
 def test_the_safe_recipe_acks_what_it_sent(stub, outbox, store_dir, tmp_path):
     names = save_events(outbox)
     sent = run(recipe(), store_dir, tmp_path, stub.url + "/users/track")
     assert sent.returncode == 0, sent
-    assert {o["name"] for o in stub.accepted_objects()} == names
-    assert pending(outbox) == 0
+    assert sorted(o["name"] for o in stub.accepted_objects()) == sorted(names)  # each sent once
+    assert pending(outbox) == 0 and live_lease(outbox) is None
+    assert b"push-outbox ack:" in sent.stderr and b"50 items acked" in sent.stderr, sent.stderr
+    # The recipe again, with nothing pending: no lease, nothing sent, nothing to ack, exit 0.
+    again = run(recipe(), store_dir, tmp_path, stub.url + "/users/track")
+    assert again.returncode == 0, again
+    assert len(stub.accepted_objects()) == 50

@@ -32,9 +32,10 @@ _push_outbox() {
     --default-user) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --max) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --user) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --format) COMPREPLY=($(compgen -W "items usersTrack" -- "$cur")); return ;;
   esac
   if [ "$COMP_CWORD" -eq 1 ] && [[ $cur != -* ]]; then
-    COMPREPLY=($(compgen -W "deliver flush import" -- "$cur")); return
+    COMPREPLY=($(compgen -W "deliver flush import verify dump ack release" -- "$cur")); return
   fi
   if [ "${COMP_WORDS[1]}" = import ] && [[ $cur != -* ]]; then
     COMPREPLY=($(compgen -f -- "$cur")); return
@@ -43,6 +44,7 @@ _push_outbox() {
   case ${COMP_WORDS[1]} in
     flush) flags+=" --format --lease --default-user --max" ;;
     import) flags+=" --user" ;;
+    dump) flags+=" --format --dead-letters" ;;
   esac
   COMPREPLY=($(compgen -W "$flags" -- "$cur"))
 }

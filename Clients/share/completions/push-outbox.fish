@@ -32,7 +32,9 @@ complete -c push-outbox -l lease -d 'lease the items for MS ms instead; ack the 
 complete -c push-outbox -l default-user -d 'the user for items saved without one (usersTrack)' -n '__fish_seen_subcommand_from flush' -r -f
 complete -c push-outbox -l max -d 'write at most N items (default all; 10000 with --lease)' -n '__fish_seen_subcommand_from flush' -r -f
 complete -c push-outbox -l user -d 'the user every imported item is saved for, e.g. {"externalId":"u1"}' -n '__fish_seen_subcommand_from import' -r -f
-complete -c push-outbox -n __fish_use_subcommand -f -a 'deliver flush import'
+complete -c push-outbox -l format -d 'items or usersTrack (/users/track bodies) (default items)' -n '__fish_seen_subcommand_from dump' -r -f -a 'items usersTrack'
+complete -c push-outbox -l dead-letters -d 'the dead letters instead of the pending items' -n '__fish_seen_subcommand_from dump'
+complete -c push-outbox -n __fish_use_subcommand -f -a 'deliver flush import verify dump ack release'
 complete -c push-outbox -n '__fish_seen_subcommand_from import' -F
 complete -c push-outbox -s h -l help -d 'show this help and exit'
 complete -c push-outbox -s V -l version -d 'print the version and exit'
