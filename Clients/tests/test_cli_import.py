@@ -304,7 +304,9 @@ def test_a_dictionary_that_does_not_fit_is_saved_whole_or_not_at_all(tmp_path: P
     )
     result = reply["result"]
     event, whole, small = result["results"]
-    assert event["list"] == "pending_custom_events" and len(event["ids"]) == 1 and "error" not in event
+    assert (
+        event["list"] == "pending_custom_events" and len(event["ids"]) == 1 and "error" not in event
+    )
     assert whole["index"] == 0 and whole["error"]["code"] == -32001, whole
     assert whole["error"]["data"]["limit"] == "max-pending", whole
     assert whole.get("ids", []) == [], f"part of the dictionary was saved: {whole}"
