@@ -93,7 +93,8 @@ class Braze:
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)
         self.lock = threading.Lock()
-        self.answers: List[Tuple[Any, Any]] = []  # (body, Reply), by identity of the body
+        # (body, Reply, kind), found by identity of the body
+        self.answers: List[Tuple[Any, Any, str]] = []
         self.kinds: Dict[str, int] = {}  # how many of each answer
         self.stall = False  # answers wait a little (the process is ended meanwhile)
         self.stub: Any = braze_stub.BrazeStub()
@@ -146,16 +147,24 @@ class Braze:
         if self.stall:
             reply.stall = self.rng.uniform(0.02, 0.25)
         with self.lock:
-            self.answers.append((body, reply))
+            self.answers.append((body, reply, kind))
             self.kinds[kind] = self.kinds.get(kind, 0) + 1
         return reply
 
     def reply_to(self, body: Any) -> Any:
         with self.lock:
-            for seen, reply in self.answers:
+            for seen, reply, _ in self.answers:
                 if seen is body:
                     return reply
         return None
+
+    def describe(self, record: Any) -> str:
+        """Which request this was (its index among all the stub saw) and what it was answered."""
+        with self.lock:
+            kind = next((k for seen, _, k in self.answers if seen is record.body), "?")
+        with self.stub.lock:
+            index = next((n for n, r in enumerate(self.stub.requests) if r is record), -1)
+        return f"stub request #{index} ({kind}, status {record.status})"
 
 
 class Process:
@@ -274,6 +283,7 @@ class Session:
         self.ids: Dict[Tuple[str, str], str] = {}  # content signature -> item id
         self.no_user: Set[str] = set()  # items saved without a user (never sent: no_identifier)
         self.removed_at: Dict[str, float] = {}  # when the model learnt of a removal (monotonic)
+        self.removed_by: Dict[str, str] = {}  # the stub request whose 2xx removed an item
         self.braze: Optional[Braze] = None
         self.in_flight = 1
         self.background = False  # this server process runs with --deliver
@@ -346,6 +356,7 @@ class Session:
     def set_state(self, items: List[str], new: str) -> None:
         m = self.model
         for item in items:
+            self.removed_by.pop(item, None)
             if item in m.dead:
                 m.dead.discard(item)
             elif item in m.held:
@@ -392,16 +403,17 @@ class Session:
         env = dict(self.env)
         point = self.kill_point(env)
         assert self.braze
-        args = ["--fsync", fsync, "--snapshot-interval", interval, *self.delivery_flags()]
         self.background = self.side_rng.random() < 0.2
         if self.background:
+            # One request in flight, set before the flags are built: settle_background treats every
+            # request but the last as answered and committed, which only one in flight guarantees.
             self.in_flight = 1
-            args.append("--deliver")
             self.stats.count(self.stats.ops, "server --deliver (process)")
+        args = ["--fsync", fsync, "--snapshot-interval", interval, *self.delivery_flags()]
+        args += ["--deliver"] if self.background else []
+        shown = args[args.index("--braze-max-in-flight") :]  # what the binary really gets
         self.log(
-            f"start --fsync {fsync} --snapshot-interval {interval} --braze-max-in-flight "
-            f"{self.in_flight}"
-            + (" --deliver" if self.background else "")
+            f"start --fsync {fsync} --snapshot-interval {interval} {' '.join(shown)}"
             + (f" KILL_AT={point}" if point else "")
         )
         mark = self.braze.mark()
@@ -752,14 +764,23 @@ class Session:
 
     def settle(self, requests: List[Any]) -> Tuple[int, int]:
         """Applies answered requests: 2xx delivers, a named or isolated object is dead."""
+        assert self.braze
         delivered = dead = 0
         for record in requests:
             for item, new in self.outcomes(record):
                 self.sent_check(item, record.at)
                 if new != PENDING:
+                    # A request carried the item, so it was pending when sent, and this answer was
+                    # applied: delivered or dead for certain, whatever an unanswered drain allowed.
+                    self.model.maybe.pop(item, None)
                     self.set_state([item], new)
                     delivered += new == GONE
                     dead += new == DEAD
+                if new == GONE:
+                    self.removed_by[item] = (
+                        f"{self.braze.describe(record)}, settled as answered with"
+                        f" --braze-max-in-flight {self.in_flight}"
+                    )
         return delivered, dead
 
     def settle_unanswered(self, requests: List[Any], candidates: List[str]) -> Tuple[int, int]:
@@ -775,7 +796,8 @@ class Session:
                 if new != PENDING:
                     self.uncertain([item], new)
                     high += new == GONE
-        self.uncertain([i for i in candidates if self.state(i) == PENDING], DEAD)
+        pending = [i for i in candidates if PENDING in self.model.maybe.get(i, {self.state(i)})]
+        self.uncertain(pending, DEAD)
         return low, high
 
     def settle_background(self, mark: int) -> None:
@@ -784,7 +806,9 @@ class Session:
         a user a background scan reached is unknown, so each may be dead."""
         assert self.braze
         requests = self.braze.since(mark)
-        candidates = [i for i in self.available() if i in self.no_user]
+        # Also the items an unanswered drain may have left pending: a scan can have reached them first.
+        maybe_pending = [i for i, states in self.model.maybe.items() if PENDING in states]
+        candidates = [i for i in self.available() + maybe_pending if i in self.no_user]
         self.settle_unanswered(requests, candidates)
         self.log(f"background delivery sent {len(requests)} requests")
 
@@ -1034,7 +1058,10 @@ class Session:
                 )
         back = [i for i in actual if i in m.removed]
         if back:
-            raise Divergence(f"{len(back)} removed items came back: {back[:5]}")
+            why = "".join(
+                f"\n    {i}: {self.removed_by.get(i, 'not by delivery')}" for i in back[:5]
+            )
+            raise Divergence(f"{len(back)} removed items came back: {back[:5]}{why}")
         extra = [i for i in actual if i not in m.held and i not in m.dead and i not in m.maybe]
         if len(extra) > m.unknown_saves:
             raise Divergence(
