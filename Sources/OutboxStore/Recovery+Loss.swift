@@ -28,7 +28,10 @@ extension Recovery {
   mutating func checkAgainstCheckpoint(_ firsts: [UInt64]) throws(StartupError) {
     guard let checkpoint = outcome.checkpoint, damagedOrCut.isEmpty else { return }
     var losses = perSegmentLosses(checkpoint)
-    if checkpoint.firstSeq < checkpoint.nextSeq, firsts.first.map({ $0 > checkpoint.firstSeq }) ?? true {
+    // A checkpoint that counts no items and lists no segment held nothing (not even dead letters,
+    // whose segments it would list), whatever its firstSeq says: nothing can be missing.
+    let heldSomething = checkpoint.items > 0 || !checkpoint.segments.isEmpty
+    if heldSomething, checkpoint.firstSeq < checkpoint.nextSeq, firsts.first.map({ $0 > checkpoint.firstSeq }) ?? true {
       let to = (firsts.first ?? checkpoint.nextSeq) - 1
       losses.append(
         Loss(

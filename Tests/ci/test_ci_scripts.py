@@ -31,6 +31,12 @@ CHECK_GENERATED_FILES = [
     "Clients/python/pyproject.toml",
     "Clients/python/src/push_outbox/__init__.py",
     "Clients/node/package.json",
+    # The Python methods' generator, its template and what it reads and writes.
+    "Clients/python/tools/gen_methods.py",
+    "Clients/python/tools/methods.py.tmpl",
+    "Clients/python/src/push_outbox/_protocol.py",
+    "Clients/python/src/push_outbox/_sync_methods.py",
+    "Clients/python/src/push_outbox/_async_methods.py",
     *GENERATED,
 ]
 

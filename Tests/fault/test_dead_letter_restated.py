@@ -91,3 +91,30 @@ def test_a_state_journaled_after_its_item_survives_kill_9_and_a_clean_restart(
     second = state(store)  # nothing done in between: the same store
     assert first == second, (first, second)
     assert first == {"dead": [] if requeue else ["anon"], "pending": 2 if requeue else 1}
+
+
+def test_a_checkpoint_that_holds_nothing_reopens_after_its_empty_segments_are_gone(
+    tmp_path: Path,
+) -> None:
+    """Found by the FuzzRecovery smoke: a checkpoint counting no items and listing no segment, but with
+    firstSeq < nextSeq, opened while unlisted empty segments were there; the clean close removed them
+    and left the checkpoint as it was, and the next start refused ("no segment holds seqs 1–1, where
+    the oldest held item was") although nothing was ever held."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from store_files import checkpoint_bytes, segment_name  # noqa: E402
+
+    store = tmp_path / "store"
+    store.mkdir(mode=0o700)
+    header = (
+        b'{"format":"push-outbox-checkpoint","version":2,"createdAt":"2026-01-01T00:00:00.000Z",'
+        b'"coversSeq":1,"nextSeq":2,"firstSeq":1,"items":0,"segments":[],"leases":[],"finished":[]}'
+    )
+    (store / "checkpoint.json").write_bytes(checkpoint_bytes(header))
+    for first in (1, 3):
+        (store / segment_name(first)).write_bytes(b"POUTJRNL" + bytes([2, 0, 0, 0, 0, 0, 0, 0]))
+    for path in store.iterdir():
+        path.chmod(0o600)
+    assert state(store) == {"dead": [], "pending": 0}
+    assert state(store) == {"dead": [], "pending": 0}  # the second start used to be refused
