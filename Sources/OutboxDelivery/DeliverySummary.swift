@@ -9,6 +9,8 @@ struct DeliveryStats: Sendable {
   var retrying: Set<UInt64> = []
   var lastError: String?
   var configError: String?
+  /// Answers from Braze by HTTP status ("error": no answer: a connection or timeout failure).
+  var requests: [String: Int] = [:]
 }
 
 /// What delivery is doing, read-only, for `status` and `push-outbox deliver`.
@@ -26,6 +28,8 @@ package struct DeliverySummary: Sendable {
   package var configError: String?
   package var rate = ""
   package var recentRequests = 0
+  /// Requests sent and answered, by HTTP status code ("error" when no answer came back).
+  package var requestsByCode: [String: Int] = [:]
 
   /// `status.delivery` at wall-clock `nowMs`.
   package func json(nowMs: Int64) -> JSONValue {
