@@ -82,7 +82,7 @@ package final class MetricsListener: Sendable {
   /// Binds and listens, then serves on a background thread for the life of the process.
   package init(_ address: MetricsAddress, board: MetricsBoard) throws(StartupError) {
     guard var storage = address.sockaddr() else {
-      throw .refused("metrics_listen", "--metrics-listen: not an address: \(address.host)")
+      throw .refused("metrics_unavailable", "--metrics-listen: not an address: \(address.host)")
     }
     let family = address.v6 ? AF_INET6 : AF_INET
     #if canImport(Darwin)
@@ -90,7 +90,7 @@ package final class MetricsListener: Sendable {
     #else
     let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     #endif
-    guard fd >= 0 else { throw .refused("metrics_listen", "--metrics-listen: socket: \(errnoText(errno))") }
+    guard fd >= 0 else { throw .refused("metrics_unavailable", "--metrics-listen: socket: \(errnoText(errno))") }
     var one: Int32 = 1
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
     let length = socklen_t(address.v6 ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)
@@ -101,7 +101,7 @@ package final class MetricsListener: Sendable {
       let text = errnoText(errno)
       close(fd)
       throw .refused(
-        "metrics_listen", "--metrics-listen: cannot listen on \(address.host):\(address.port): \(text)")
+        "metrics_unavailable", "--metrics-listen: cannot listen on \(address.host):\(address.port): \(text)")
     }
     var actual = sockaddr_storage()
     var actualLength = socklen_t(MemoryLayout<sockaddr_storage>.size)

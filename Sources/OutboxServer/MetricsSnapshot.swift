@@ -36,12 +36,12 @@ package struct MetricCounters: Sendable {
 
   package init() {}
 
-  package mutating func saved(_ kind: ItemKind) {
+  package mutating func countSave(_ kind: ItemKind) {
     saves[Int(kind.rawValue)] &+= 1
     events &+= 1
   }
 
-  package mutating func refused(_ reason: String) {
+  package mutating func countRefusal(_ reason: String) {
     refused[reason, default: 0] &+= 1
     events &+= 1
   }

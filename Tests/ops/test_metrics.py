@@ -371,3 +371,19 @@ def test_non_loopback_must_be_spelled_out(tmp_path: Path) -> None:
         assert proc.stdin
         proc.stdin.close()
         proc.wait(timeout=30)
+
+
+def test_an_address_in_use_stops_the_start() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [binary(), "--memory", "--metrics-listen", f"127.0.0.1:{port}"],
+            input=b"",
+            capture_output=True,
+            timeout=30,
+        )
+    assert result.returncode == 1, result.stderr.decode()
+    error = json.loads(result.stdout.decode().splitlines()[0])["error"]
+    assert error["code"] == -32007 and error["data"]["reason"] == "metrics_unavailable"
