@@ -387,3 +387,36 @@ def test_an_address_in_use_stops_the_start() -> None:
     assert result.returncode == 1, result.stderr.decode()
     error = json.loads(result.stdout.decode().splitlines()[0])["error"]
     assert error["code"] == -32007 and error["data"]["reason"] == "metrics_unavailable"
+
+
+def test_import_writes_its_metrics_file_at_exit(tmp_path: Path) -> None:
+    group = tmp_path / "group.json"
+    group.write_text(
+        json.dumps(
+            {
+                "pending_custom_events": [{"event_name": "a"}, {"event_name": "b"}],
+                "pending_custom_attributes": [{"favorite_drink": "latte"}],
+                "pending_user_attributes": [{"email": "ann@example.com"}],
+            }
+        )
+    )
+    path = tmp_path / "import.prom"
+    result = subprocess.run(
+        [
+            binary(),
+            "import",
+            "--store",
+            str(tmp_path / "store"),
+            "--metrics-file",
+            str(path),
+            str(group),
+        ],
+        capture_output=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    found = samples(path.read_text())
+    assert value(found, "push_outbox_saves_total", kind="customEvent") == 2
+    assert value(found, "push_outbox_saves_total", kind="customAttribute") == 1
+    assert value(found, "push_outbox_saves_total", kind="userAttribute") == 1
+    assert value(found, "push_outbox_pending_items") == 4

@@ -66,6 +66,8 @@ package enum LegacyImport {
     for (n, item) in prepared.enumerated() {
       do throws(StoreError) {
         let saved = try service.save(item)
+        // Counted when the store takes it (an import's journal failure is reported by the import).
+        if !saved.receipt.duplicate { service.counters.countSave(saved.kind) }
         outcome.ids.append(saved.receipt.id.text)
         outcome.warnings += saved.warnings
         awaitsCommit = awaitsCommit || saved.awaitsCommit
