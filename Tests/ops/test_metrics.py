@@ -118,7 +118,9 @@ def samples(
 def value(
     found: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str, **labels: str
 ) -> float:
-    return found[(name, tuple(sorted(labels.items())))]
+    key = (name, tuple(sorted(labels.items())))
+    assert key in found, f"no sample {key}"
+    return found[key]
 
 
 def eventually(check: Any, seconds: float = 3.0) -> Any:
@@ -420,3 +422,45 @@ def test_import_writes_its_metrics_file_at_exit(tmp_path: Path) -> None:
     assert value(found, "push_outbox_saves_total", kind="customAttribute") == 1
     assert value(found, "push_outbox_saves_total", kind="userAttribute") == 1
     assert value(found, "push_outbox_pending_items") == 4
+
+
+def test_braze_401_counts_the_request_and_degrades_health(tmp_path: Path) -> None:
+    import http.server
+    import threading
+
+    class Refuse(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (the http.server name)
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            body = b'{"message":"Invalid API key"}'
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    stub = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    threading.Thread(target=stub.serve_forever, daemon=True).start()
+    os.environ["BRAZE_API_KEY"] = "test-key"
+    try:
+        box = Outbox(
+            tmp_path / "store",
+            "--deliver",
+            "--braze-endpoint",
+            f"http://127.0.0.1:{stub.server_address[1]}",
+        )
+        box.call("saveCustomEvent", {"name": "e", "user": USER})
+
+        def check() -> None:
+            found = samples(scrape(box)[1])
+            assert value(found, "push_outbox_braze_requests_total", code="401") >= 1
+            assert value(found, "push_outbox_health") == 1
+            assert value(found, "push_outbox_delivered_objects_total") == 0
+
+        eventually(check, seconds=10)
+        box.stop()
+    finally:
+        del os.environ["BRAZE_API_KEY"]
+        stub.shutdown()
