@@ -49,7 +49,7 @@ extension Service {
 
   /// Publishes a new snapshot when 100 ms have passed (or `force`), and writes the metrics file
   /// once per snapshot interval. Called by `tick` and `finish`.
-  func publishMetrics(force: Bool = false) {
+  package func publishMetrics(force: Bool = false) {
     guard let metrics else { return }
     let now = Clock.monotonicSeconds()
     guard force || now - metrics.publishedAt >= MetricsExport.publishInterval else { return }

@@ -10,11 +10,13 @@ Binary: $PUSH_OUTBOX_BIN, else .build/debug/push-outbox.
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import shutil
 import socket
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -424,43 +426,69 @@ def test_import_writes_its_metrics_file_at_exit(tmp_path: Path) -> None:
     assert value(found, "push_outbox_pending_items") == 4
 
 
-def test_braze_401_counts_the_request_and_degrades_health(tmp_path: Path) -> None:
-    import http.server
-    import threading
+class Refuse401(http.server.BaseHTTPRequestHandler):
+    """A Braze stand-in that refuses every request with 401."""
 
-    class Refuse(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (the http.server name)
-            self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            body = b'{"message":"Invalid API key"}'
-            self.send_response(401)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def do_POST(self) -> None:  # noqa: N802 (the http.server name)
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        body = b'{"message":"Invalid API key"}'
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
-        def log_message(self, *args: Any) -> None:
-            pass
+    def log_message(self, *args: Any) -> None:
+        pass
 
-    stub = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+
+@pytest.fixture
+def refusing_braze(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    stub = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refuse401)
     threading.Thread(target=stub.serve_forever, daemon=True).start()
-    os.environ["BRAZE_API_KEY"] = "test-key"
-    try:
-        box = Outbox(
-            tmp_path / "store",
-            "--deliver",
+    monkeypatch.setenv("BRAZE_API_KEY", "test-key")
+    yield f"http://127.0.0.1:{stub.server_address[1]}"
+    stub.shutdown()
+
+
+def test_braze_401_counts_the_request_and_degrades_health(
+    tmp_path: Path, refusing_braze: str
+) -> None:
+    box = Outbox(tmp_path / "store", "--deliver", "--braze-endpoint", refusing_braze)
+    box.call("saveCustomEvent", {"name": "e", "user": USER})
+
+    def check() -> None:
+        found = samples(scrape(box)[1])
+        assert value(found, "push_outbox_braze_requests_total", code="401") >= 1
+        assert value(found, "push_outbox_health") == 1
+        assert value(found, "push_outbox_delivered_objects_total") == 0
+
+    eventually(check, seconds=10)
+    box.stop()
+
+
+def test_deliver_writes_its_metrics_file_at_exit(tmp_path: Path, refusing_braze: str) -> None:
+    store = tmp_path / "store"
+    box = Outbox(store)
+    box.call("saveCustomEvent", {"name": "e", "user": USER})
+    box.stop()
+    path = tmp_path / "deliver.prom"
+    result = subprocess.run(
+        [
+            binary(),
+            "deliver",
+            "--store",
+            str(store),
             "--braze-endpoint",
-            f"http://127.0.0.1:{stub.server_address[1]}",
-        )
-        box.call("saveCustomEvent", {"name": "e", "user": USER})
-
-        def check() -> None:
-            found = samples(scrape(box)[1])
-            assert value(found, "push_outbox_braze_requests_total", code="401") >= 1
-            assert value(found, "push_outbox_health") == 1
-            assert value(found, "push_outbox_delivered_objects_total") == 0
-
-        eventually(check, seconds=10)
-        box.stop()
-    finally:
-        del os.environ["BRAZE_API_KEY"]
-        stub.shutdown()
+            refusing_braze,
+            "--metrics-file",
+            str(path),
+        ],
+        capture_output=True,
+        timeout=60,
+    )
+    assert result.returncode != 0  # Braze refused the key
+    found = samples(path.read_text())
+    assert value(found, "push_outbox_braze_requests_total", code="401") == 1
+    assert value(found, "push_outbox_health") == 1
+    assert value(found, "push_outbox_pending_items") == 1
