@@ -167,6 +167,21 @@ extension Configuration {
         c.delivery.backoffMs = try int(v, min: 1, max: 3_600_000)
         c.delivery.maxBackoffMs = max(c.delivery.maxBackoffMs, c.delivery.backoffMs)
       },
+      .init(
+        name: "--metrics-listen", valueName: "HOST:PORT",
+        help: "serve GET /metrics (Prometheus) there; PORT alone is 127.0.0.1"
+      ) { c, v throws(UsageError) in
+        guard let address = MetricsAddress.parse(v) else {
+          throw UsageError("needs PORT, HOST:PORT or [IPV6]:PORT with a numeric host (e.g. 127.0.0.1:9464)")
+        }
+        c.metricsListen = address
+      },
+      .init(
+        name: "--metrics-file", valueName: "PATH", help: "write the metrics there each snapshot interval and at exit"
+      ) { c, v throws(UsageError) in
+        guard !v.isEmpty else { throw UsageError("needs a path, not an empty string") }
+        c.metricsFile = v
+      },
     ] + commandOptions
 
   /// The subcommands' own flags (`push-outbox flush --format …`, `push-outbox import --user …`).

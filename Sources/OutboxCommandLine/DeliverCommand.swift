@@ -48,12 +48,16 @@ package enum DeliverCommand {
       total.retrying = pass.retrying
       total.remaining = pass.remaining
       if terminal { Log.stderr("pass \(round): " + summary(pass)) }
+      service.publishMetrics()  // --metrics-listen / --metrics-file between passes (at most every 100 ms)
       guard pass.retrying > 0 || pass.remaining > 0, delivery.summary.configError == nil, !StopRequest.isRequested
       else { break }
       let wait = delivery.summary.pausedUntil - service.clock.now()
       guard wait <= maxWaitMs else { break }
       let until = Clock.monotonicSeconds() + Double(max(0, wait)) / 1000
-      while Clock.monotonicSeconds() < until && !StopRequest.isRequested { usleep(50_000) }
+      while Clock.monotonicSeconds() < until && !StopRequest.isRequested {
+        usleep(50_000)
+        service.publishMetrics()
+      }
     }
     delivery.finish()
     total.retrying = delivery.failedStillPending

@@ -94,6 +94,7 @@ extension Deliverer {
     summary.configError = stats.configError
     summary.rate = settings.rate.text
     summary.recentRequests = recentRequests
+    summary.requestsByCode = stats.requests
     return summary
   }
 }

@@ -177,6 +177,10 @@ package final class Deliverer {
     pacing.answered(flight.pacingToken, at: completion.answeredAt)
     var batch = completion.batch
     batch.seqs = flight.seqs  // the lease's items, whatever the body carried
+    switch completion.result {
+    case .success(let response): stats.requests[String(response.status), default: 0] += 1
+    case .failure: stats.requests["error", default: 0] += 1
+    }
     switch Verdict.of(completion.result, batch, nowMs: clock.now(), key: settings.apiKey) {
     case .delivered(let dead):
       delivered(completion.flushId, batch, dead: dead)

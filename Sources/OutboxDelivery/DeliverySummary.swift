@@ -9,6 +9,8 @@ struct DeliveryStats: Sendable {
   var retrying: Set<UInt64> = []
   var lastError: String?
   var configError: String?
+  /// Answers from Braze by HTTP status ("error": no answer: a connection or timeout failure).
+  var requests: [String: Int] = [:]
 }
 
 /// What delivery is doing, read-only, for `status` and `push-outbox deliver`.
@@ -25,7 +27,9 @@ package struct DeliverySummary: Sendable {
   /// Why Braze refused the endpoint or key (401/403/404), until a request is delivered.
   package var configError: String?
   package var rate = ""
-  var recentRequests = 0
+  package var recentRequests = 0
+  /// Requests sent and answered, by HTTP status code ("error" when no answer came back).
+  package var requestsByCode: [String: Int] = [:]
 
   /// `status.delivery` at wall-clock `nowMs`.
   package func json(nowMs: Int64) -> JSONValue {

@@ -44,8 +44,10 @@ extension Server {
           output.append(contentsOf: UnsafeBufferPointer(rebasing: draft[cursor..<hole.offset]))
         }
         if case .some(.some(let refusal)) = hole.outcome {
+          if case .save = hole.reply { service.counters.countRefusal(MetricCounters.reason(refusal.code.rawValue)) }
           ResponseWriter.append(Response(id: hole.id, .error(refusal)), to: &output)
         } else if case .save(let save) = hole.reply {
+          if !save.receipt.duplicate { service.counters.countSave(save.kind) }
           Server.appendReply(save, id: hole.id, to: &output)
         } else if case .other(let result) = hole.reply {
           ResponseWriter.append(Response(id: hole.id, .result(result)), to: &output)

@@ -30,6 +30,10 @@ package struct Configuration: Sendable {
   package var store = StoreLimits()
   package var fixedClock: Int64?
   package var idSeed: UInt64?
+  /// `--metrics-listen HOST:PORT`: serve `GET /metrics` there.
+  package var metricsListen: MetricsAddress?
+  /// `--metrics-file PATH`: write the metrics there, atomically, each snapshot interval and at exit.
+  package var metricsFile: String?
 
   package init(storePath: String? = nil) { self.storePath = storePath }
 

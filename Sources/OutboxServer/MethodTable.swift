@@ -43,6 +43,7 @@ package struct MethodTable: Sendable {
         let result = try M.handle(&params, service)
         if let save = result as? SaveResult {
           if save.awaitsCommit { return .save(save) }
+          if !save.receipt.duplicate { service.counters.countSave(save.kind) }  // nothing to commit: acknowledged now
         } else if let waiting = result as? any AwaitsCommit, waiting.awaitsCommit {
           return .other(waiting)
         }

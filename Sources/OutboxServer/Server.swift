@@ -131,6 +131,7 @@ package final class Server {
       } else {
         ResponseWriter.append(Response(id: request.id ?? .null, .error(error)), to: &draft)
       }
+      if request.method.hasPrefix("save") { service.counters.countRefusal(MetricCounters.reason(error.code.rawValue)) }
     }
     guard request.id != nil else {
       draft.removeSubrange(mark...)
@@ -148,6 +149,7 @@ package final class Server {
     if result.awaitsCommit {
       holes.append(Hole(offset: draft.count, id: id, reply: .save(result)))
     } else {
+      if !result.receipt.duplicate { service.counters.countSave(result.kind) }
       Server.appendReply(result, id: id, to: &draft)
       ledger.rendered += 1
     }

@@ -26,6 +26,10 @@ package final class Service {
   }()
   /// Tests replace the HTTP client.
   package var poster: (any HTTPPoster)?
+  /// Saves acknowledged and refused, for `/metrics`.
+  package var counters = MetricCounters()
+  /// `--metrics-listen` / `--metrics-file`, once started.
+  package internal(set) var metrics: MetricsExport?
 
   package init(config: Configuration, log: Log? = nil) {
     self.config = config
@@ -37,6 +41,7 @@ package final class Service {
 
   /// Opens the store directory the configuration names (if any): lock, recovery, journal.
   package func openDisk() throws(StartupError) {
+    try startMetrics()
     guard let path = config.effectiveStorePath else { return }
     let options = DiskOptions(
       directory: path, fsync: config.fsync, snapshotInterval: config.snapshotInterval, acceptLoss: config.acceptLoss)
@@ -59,11 +64,13 @@ package final class Service {
     expireLeases(now: now)
     delivery?.tick(busy: busy)
     disk?.tick(store, now: now)
+    if metrics != nil { publishMetrics() }
   }
 
   /// How long the loop may wait for input before `tick` has work (-1: until input comes).
   package func pollTimeoutMs() -> Int32 {
     var timeout = Self.sooner(disk?.pollTimeoutMs(store) ?? -1, delivery?.pollTimeoutMs() ?? -1)
+    if metrics != nil { timeout = Self.sooner(timeout, metricsPollTimeoutMs()) }
     if let expiry = store.nextLeaseExpiry {
       timeout = Self.sooner(timeout, Int32(clamping: max(0, expiry - clock.now()) + 1))
     }
@@ -78,6 +85,7 @@ package final class Service {
       log.error("journal write failed at exit (\(failure)); the last changes are not kept")
     }
     disk?.finish(store, now: clock.now())
+    publishMetrics(force: true)
   }
 
   /// The shorter of two poll timeouts (-1: none).
@@ -88,6 +96,8 @@ package final class Service {
 package struct SaveResult: AwaitsCommit {
   package var receipt: SaveReceipt
   package var warnings: [Issue] = []
+  /// What was saved (for the `/metrics` count of acknowledged saves).
+  package var kind = ItemKind.customEvent
 
   package var awaitsCommit: Bool { receipt.awaitsCommit }
 
@@ -162,6 +172,6 @@ extension Service {
       }
     }
     let receipt = try outcome.get()
-    return SaveResult(receipt: receipt, warnings: receipt.duplicate ? [] : warnings)
+    return SaveResult(receipt: receipt, warnings: receipt.duplicate ? [] : warnings, kind: kind)
   }
 }

@@ -44,6 +44,8 @@ package final class Disk {
   private var inFlight: Compaction? = nil
   private var inFlightVersion: UInt64 = 0
   package private(set) var status = DiskStatus()
+  /// The journal's last background fsync failed, and no snapshot has been taken since.
+  package private(set) var fsyncFailed = false
   private let log: Log
   #if DEBUG
   private weak var auditedStore: Store?
@@ -85,6 +87,7 @@ package final class Disk {
   package func tick(_ store: Store, now: Int64) {
     if let failure = journal.tick() {
       log.error("journal fsync failed (\(failure)); moved to a new segment, snapshotting now")
+      fsyncFailed = true
       savedVersion = store.version &- 1
       nextDue = 0
     }
@@ -97,7 +100,7 @@ package final class Disk {
     let (directory, policy, slot) = (directory, journal.policy, finished)
     inFlight = work
     inFlightVersion = store.version
-    queue.async { slot.put(work.run(directory: directory, policy: policy)) }
+    queue.async { slot.put(DurationHistogram.snapshot.time { work.run(directory: directory, policy: policy) }) }
   }
 
   /// The snapshot's work, or nil when it would break the invariant (logged; nothing is written).
@@ -120,7 +123,7 @@ package final class Disk {
     {
       inFlight = work
       inFlightVersion = store.version
-      finished.put(work.run(directory: directory, policy: journal.policy))
+      finished.put(DurationHistogram.snapshot.time { work.run(directory: directory, policy: journal.policy) })
       collect()
     }
   }
@@ -139,6 +142,7 @@ package final class Disk {
       return
     }
     work.record(in: journal)
+    fsyncFailed = false
     audit(work)
     savedVersion = inFlightVersion
     status.lastSnapshotAt = work.checkpoint.createdAt

@@ -117,7 +117,9 @@ package final class Journal {
       let path = path(segments[segments.count - 1].first)
       do throws(FileError) {
         try FileIO.writeAll(fd, buffer, path: path)
-        if policy == .always { try FileIO.sync(fd, path: path) }
+        if policy == .always {
+          try DurationHistogram.journalFsync.time { () throws(FileError) in try FileIO.sync(fd, path: path) }
+        }
       } catch {
         abandonTail(after: error)
         throw error
@@ -208,8 +210,10 @@ package final class Journal {
     let (path, directory, slot) = (path(segments[segments.count - 1].first), directory, syncFailure)
     syncQueue.async {
       do throws(FileError) {
-        try FileIO.sync(old, path: path)
-        try FileIO.syncDirectory(directory)
+        try DurationHistogram.journalFsync.time { () throws(FileError) in
+          try FileIO.sync(old, path: path)
+          try FileIO.syncDirectory(directory)
+        }
       } catch { slot.put(error) }
       closeFD(old)
     }
@@ -232,8 +236,10 @@ package final class Journal {
     let (path, directory, slot) = (path(segments[segments.count - 1].first), directory, syncFailure)
     syncQueue.async {
       do throws(FileError) {
-        try FileIO.sync(copy, path: path)
-        try FileIO.syncDirectory(directory)
+        try DurationHistogram.journalFsync.time { () throws(FileError) in
+          try FileIO.sync(copy, path: path)
+          try FileIO.syncDirectory(directory)
+        }
       } catch { slot.put(error) }
       closeFD(copy)
     }

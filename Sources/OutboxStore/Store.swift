@@ -83,8 +83,10 @@ package final class Store {
     guard let journal, journal.hasPendingRecords else { return nil }
     do {
       try journal.commit()
+      lastCommitFailed = false
       return nil
     } catch {
+      lastCommitFailed = true
       items.rollBack(seqs: uncommitted)
       version &+= 1
       // Records that could not be cut back off the file must not come back at the next start.
@@ -92,6 +94,9 @@ package final class Store {
       return error
     }
   }
+
+  /// The last journal write (or its fsync with `--fsync always`) failed.
+  package private(set) var lastCommitFailed = false
 
   /// True when a save made since the last commit is waiting to be written.
   var hasUncommitted: Bool { !uncommitted.isEmpty }

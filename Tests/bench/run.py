@@ -55,6 +55,7 @@ class Context:
         self.binary = os.path.abspath(os.environ.get("PUSH_OUTBOX_BIN", default))
         self.node = shutil.which("node") if not args.no_node else None
         self.compare = os.path.abspath(args.compare) if args.compare else None
+        self.metrics = args.metrics
         self.python = sys.executable
         self.work = work
         self.requests, self.runs, self.cold_runs = args.requests, args.runs, args.cold_runs
@@ -90,6 +91,8 @@ def parse(argv):
     parser.add_argument("--no-node", action="store_true", help="skip the Node baseline")
     parser.add_argument("--compare", metavar="BIN", help="another build (e.g. the commit before a change): its --memory and "
                         "--store rows run interleaved with this build's in the throughput sections, as the ratios' baseline")
+    parser.add_argument("--metrics", action="store_true", help="add --memory and --store rows with --metrics-listen "
+                        "127.0.0.1:0 and --metrics-file, interleaved with the rows without them, as ratios to those")
     parser.add_argument("--note", default="", help="free text for the header and the JSON (e.g. what the binary is)")
     parser.add_argument("--callgrind", action="store_true", help="add the instructions section (needs valgrind)")
     parser.add_argument("--callgrind-saves", type=int, default=20_000, help="saves per callgrind count")

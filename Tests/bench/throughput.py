@@ -24,6 +24,16 @@ def contenders(ctx, baselines=True):
             ("reference --memory", lambda d: [ctx.compare, "--memory"], "cat (floor)"),
             ("reference --store, fresh", lambda d: [ctx.compare, "--store", d], "reference --memory"),
         ]
+    if ctx.metrics:
+        # --metrics: the same two rows with /metrics served (an ephemeral loopback port) and the
+        # metrics file written, interleaved in the same runs, as ratios to the rows without them.
+        def metered(command):
+            return lambda d: command(d) + ["--metrics-listen", "127.0.0.1:0",
+                                           "--metrics-file", os.path.join(os.path.dirname(d), "metrics.prom")]
+        rows += [
+            ("push-outbox --memory, metrics on", metered(rows[1][1]), "push-outbox --memory"),
+            ("push-outbox --store, fresh, metrics on", metered(rows[2][1]), "push-outbox --store, fresh"),
+        ]
     if baselines and ctx.node:
         rows.append(("node baseline", lambda d: [ctx.node, ctx.here("baseline_server.js")], "cat (floor)"))
     if baselines:

@@ -27,6 +27,8 @@ _push_outbox() {
     --braze-max-in-flight) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --braze-timeout-ms) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --braze-backoff-ms) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --metrics-listen) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --metrics-file) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --format) COMPREPLY=($(compgen -W "items usersTrack" -- "$cur")); return ;;
     --lease) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --default-user) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
@@ -40,7 +42,7 @@ _push_outbox() {
   if [ "${COMP_WORDS[1]}" = import ] && [[ $cur != -* ]]; then
     COMPREPLY=($(compgen -f -- "$cur")); return
   fi
-  local flags="--store --memory --accept-loss --snapshot-interval --max-line-bytes --max-depth --max-batch --log-level --log-format --strings --array-limit --max-properties-bytes --max-nested-attribute-bytes --track-batch-limit --fsync --max-pending --max-pending-bytes --max-item-bytes --fixed-clock --id-seed --track-batch-mode --braze-endpoint --braze-api-key-file --deliver --braze-rate --braze-max-in-flight --braze-timeout-ms --braze-backoff-ms -h --help -V --version"
+  local flags="--store --memory --accept-loss --snapshot-interval --max-line-bytes --max-depth --max-batch --log-level --log-format --strings --array-limit --max-properties-bytes --max-nested-attribute-bytes --track-batch-limit --fsync --max-pending --max-pending-bytes --max-item-bytes --fixed-clock --id-seed --track-batch-mode --braze-endpoint --braze-api-key-file --deliver --braze-rate --braze-max-in-flight --braze-timeout-ms --braze-backoff-ms --metrics-listen --metrics-file -h --help -V --version"
   case ${COMP_WORDS[1]} in
     flush) flags+=" --format --lease --default-user --max" ;;
     import) flags+=" --user" ;;

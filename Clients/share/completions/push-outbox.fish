@@ -27,6 +27,8 @@ complete -c push-outbox -l braze-rate -d 'at most N requests per S seconds (defa
 complete -c push-outbox -l braze-max-in-flight -d 'most requests in flight at once (default 4)' -r -f
 complete -c push-outbox -l braze-timeout-ms -d 'whole-request timeout (default 30000)' -r -f
 complete -c push-outbox -l braze-backoff-ms -d 'first retry delay, doubled per failure (default 1000)' -r -f
+complete -c push-outbox -l metrics-listen -d 'serve GET /metrics (Prometheus) there; PORT alone is 127.0.0.1' -r -f
+complete -c push-outbox -l metrics-file -d 'write the metrics there each snapshot interval and at exit' -r -f
 complete -c push-outbox -l format -d 'items or usersTrack (/users/track bodies) (default items)' -n '__fish_seen_subcommand_from flush' -r -f -a 'items usersTrack'
 complete -c push-outbox -l lease -d 'lease the items for MS ms instead; ack the printed flushId later' -n '__fish_seen_subcommand_from flush' -r -f
 complete -c push-outbox -l default-user -d 'the user for items saved without one (usersTrack)' -n '__fish_seen_subcommand_from flush' -r -f

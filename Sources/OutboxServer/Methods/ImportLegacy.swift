@@ -110,6 +110,8 @@ extension ImportLegacy {
       }
     }
     for result in saved {
+      // Counted when the store takes it (an import's journal failure is reported by the import).
+      if !result.receipt.duplicate { service.counters.countSave(result.kind) }
       outcome.ids.append(result.receipt.id.text)
       outcome.warnings += result.warnings
       awaitsCommit = awaitsCommit || result.awaitsCommit

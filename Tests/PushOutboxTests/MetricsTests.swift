@@ -1,0 +1,52 @@
+import Testing
+
+@testable import OutboxServer
+@testable import OutboxStore
+@testable import OutboxSupport
+
+@Suite struct MetricsTests {
+  @Test func addresses() {
+    #expect(MetricsAddress.parse("9464") == MetricsAddress(host: "127.0.0.1", port: 9464, v6: false))
+    #expect(MetricsAddress.parse(":9464") == MetricsAddress(host: "127.0.0.1", port: 9464, v6: false))
+    #expect(MetricsAddress.parse("localhost:0") == MetricsAddress(host: "127.0.0.1", port: 0, v6: false))
+    #expect(MetricsAddress.parse("[::1]:80") == MetricsAddress(host: "::1", port: 80, v6: true))
+    #expect(MetricsAddress.parse("0.0.0.0:9464")?.isLoopback == false)
+    #expect(MetricsAddress.parse("127.0.0.2:1")?.isLoopback == true)
+    for bad in ["", ":", "x:1", "example.com:80", "1.2.3.4:65536", "1.2.3.4:-1", "[::1]80", "[::1", "1.2.3.4:1e3"] {
+      #expect(MetricsAddress.parse(bad) == nil, "\(bad)")
+    }
+  }
+
+  @Test func requestHeads() {
+    let good = MetricsListener.parse(Array("GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: text/plain\r\n\r\n".utf8))
+    #expect(good?.method == "GET" && good?.target == "/metrics" && good?.accept == " text/plain")
+    for bad in [
+      "GET /metrics\r\n\r\n", "get /metrics HTTP/1.1\r\n\r\n", "GET metrics HTTP/1.1\r\n\r\n",
+      "GET /metrics HTTP/1.1\r\nno colon\r\n\r\n", "GET /\u{1} HTTP/1.1\r\n\r\n",
+    ] {
+      #expect(MetricsListener.parse(Array(bad.utf8)) == nil, "\(bad)")
+    }
+    #expect(MetricsFormat.negotiate(accept: "application/openmetrics-text; version=1.0.0") == .openMetrics)
+    #expect(MetricsFormat.negotiate(accept: nil) == .prometheus)
+  }
+
+  @Test func textEscapesLabelsAndClosesOpenMetrics() {
+    var s = MetricsSnapshot()
+    s.deadLetters = ["a \"quoted\"\\ reason\nnext": 2]
+    s.version = "1.0"
+    let text = MetricsText.render(s, format: .prometheus, nowMs: 0)
+    #expect(text.contains(#"push_outbox_dead_letters{reason="a \"quoted\"\\ reason\nnext"} 2"#))
+    #expect(!text.contains("# EOF"))
+    let open = MetricsText.render(s, format: .openMetrics, nowMs: 0)
+    #expect(open.hasSuffix("# EOF\n") && open.contains("# TYPE push_outbox_saves counter"))
+  }
+
+  @Test func histogramBuckets() {
+    let h = DurationHistogram()
+    h.observe(seconds: 0.003)
+    h.observe(seconds: 100)
+    h.observe(seconds: -.infinity)
+    let v = h.value
+    #expect(v.count == 3 && v.buckets.reduce(0, +) == 2 && v.sum == 100.003)
+  }
+}
