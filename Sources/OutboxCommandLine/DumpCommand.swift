@@ -61,7 +61,7 @@ package enum DumpCommand {
       } else {
         try items(rows, store, into: &out)
       }
-      try FileIO.writeAll(1, out, path: "stdout")
+      try PushOutbox.writeStdoutOrThrow(out)
     } catch {
       Log.stderr("push-outbox dump: cannot write: \(error)")
       return .failure
@@ -86,7 +86,7 @@ package enum DumpCommand {
 
   private static func flushIfFull(_ out: inout [UInt8]) throws(FileError) {
     guard out.count >= 1 << 20 else { return }
-    try FileIO.writeAll(1, out, path: "stdout")
+    try PushOutbox.writeStdoutOrThrow(out)
     out.removeAll(keepingCapacity: true)
   }
 }

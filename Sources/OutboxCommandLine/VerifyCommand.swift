@@ -25,7 +25,7 @@ package enum VerifyCommand {
     var out: [UInt8] = []
     report(inspection, directory: directory).encodeJSON(into: &out)
     out.append(UInt8(ascii: "\n"))
-    do { try FileIO.writeAll(1, out, path: "stdout") } catch {
+    do { try PushOutbox.writeStdoutOrThrow(out) } catch {
       Log.stderr("push-outbox verify: cannot write the report: \(error)")
       return .failure
     }
