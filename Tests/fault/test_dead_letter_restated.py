@@ -14,16 +14,12 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
+from conftest import checkpoint_bytes, find_binary, segment_name
 
 
 def binary() -> str:
-    env = os.environ.get("PUSH_OUTBOX_BIN")
-    if env:
-        return env
-    path = ROOT / ".build" / "debug" / "push-outbox"
-    if not path.exists():
+    path = find_binary()  # the suite's one lookup (conftest)
+    if path is None:
         pytest.skip("push-outbox is not built")
     return str(path)
 
@@ -100,11 +96,6 @@ def test_a_checkpoint_that_holds_nothing_reopens_after_its_empty_segments_are_go
     firstSeq < nextSeq, opened while unlisted empty segments were there; the clean close removed them
     and left the checkpoint as it was, and the next start refused ("no segment holds seqs 1–1, where
     the oldest held item was") although nothing was ever held."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    from store_files import checkpoint_bytes, segment_name  # noqa: E402
-
     store = tmp_path / "store"
     store.mkdir(mode=0o700)
     header = (
