@@ -58,6 +58,8 @@ enum UpgradeV1 {
       throw .refused("upgrade_failed", "cannot write the upgraded store: \(error)")
     }
     outcome.checkpoint = checkpoint
+    // The segments replay could not apply hold acknowledged items nobody has read: keep a copy.
+    for name in v1.setAside { StoreFiles.quarantine(directory: directory, name: name) }
     removeFormatV1Files(directory: directory, names: names)
     log.info("upgraded \(directory) from format 1 to format 2: \(store.items.count) items")
   }
