@@ -18,7 +18,9 @@ package final class Request {
   /// Set when the line held a duplicate key below the envelope; params are then searched.
   package let mayHaveDuplicateKeys: Bool
 
-  init(
+  /// Also for a request made from nodes of another's tape: MCP's `tools/call` runs its `arguments`
+  /// as the params of the method its `name` names.
+  package init(
     id: RequestID?, tape: JSONTape, methodNode: Int, paramsNode: Int, mayHaveDuplicateKeys: Bool, known: KnownMethods
   ) {
     self.id = id

@@ -20,13 +20,17 @@ extension Server {
   }
 
   /// Commits the journal records gathered since the last commit and settles the waiting replies.
-  package func commit() {
+  /// Returns the refusal they get when the write failed.
+  @discardableResult
+  package func commit() -> RPCError? {
     guard let failure = service.store.commit() else {
       settle(nil)
-      return
+      return nil
     }
     service.log.error("journal write failed (\(failure)); the burst's saves were not acknowledged")
-    settle(StoreError.storageUnavailable(failure.description).rpcError)
+    let refusal = StoreError.storageUnavailable(failure.description).rpcError
+    settle(refusal)
+    return refusal
   }
 
   private func settle(_ refusal: RPCError?) {

@@ -26,6 +26,8 @@ package final class Server {
   var ledger = ReplyLedger()
   /// False to send every line through the general path (for tests that compare the two).
   package var fastSaves: Bool
+  /// What an MCP client's `initialize` settled, for the handshake era (`MCP/`).
+  var mcp = MCPSession()
 
   /// About how many reply bytes the burst holds so far (waiting replies counted at a typical size).
   var burstBytes: Int { draft.count + holes.count * 96 }
@@ -124,6 +126,9 @@ package final class Server {
         return true
       }
       ResponseWriter.endResult(to: &draft)
+    } catch let error where error.code == .methodNotFound && MCPTable.standard.serves(request) {
+      draft.removeSubrange(mark...)
+      answerMCP(request)
     } catch {
       draft.removeSubrange(mark...)
       if request.isNotification {
@@ -131,7 +136,7 @@ package final class Server {
       } else {
         ResponseWriter.append(Response(id: request.id ?? .null, .error(error)), to: &draft)
       }
-      if request.method.hasPrefix("save") { service.counters.countRefusal(MetricCounters.reason(error.code.rawValue)) }
+      countRefusal(of: request.method, error)
     }
     guard request.id != nil else {
       draft.removeSubrange(mark...)
@@ -139,6 +144,11 @@ package final class Server {
     }
     ledger.rendered += 1
     return true
+  }
+
+  /// Counts a refused save for `/metrics`.
+  func countRefusal(of method: String, _ error: RPCError) {
+    if method.hasPrefix("save") { service.counters.countRefusal(MetricCounters.reason(error.code.rawValue)) }
   }
 
   // MARK: - Writing

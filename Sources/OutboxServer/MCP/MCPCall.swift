@@ -1,0 +1,97 @@
+import OutboxDomain
+import OutboxJSON
+import OutboxJSONRPC
+import OutboxSupport
+
+/// One MCP request as its handler sees it: the request, its params, and the era it is answered in.
+///
+/// A request whose `params._meta` names `io.modelcontextprotocol/protocolVersion` is a stateless-era
+/// request (2026-07-28, basic/index "Per-request protocol fields"): it must also carry
+/// `io.modelcontextprotocol/clientCapabilities` (else `-32602`) and name a version served here (else
+/// `-32022`). Any other request belongs to the handshake era, in the version `initialize` settled.
+struct MCPCall {
+  let request: Request
+  var params: Params
+  let era: MCPEra
+  /// The node of `params._meta`, when it is an object.
+  let meta: Int?
+
+  init(_ request: Request, session: MCPSession) throws(RPCError) {
+    self.request = request
+    params = try Params(request)
+    meta = params.node("_meta", "object")
+    var fields = meta.map { Params(tape: request.tape, node: $0) }
+    if let version = fields?.node(MCPVersion.versionKey) {
+      era = MCPEra(version: try Self.statelessVersion(request.tape, version, &fields!), isStateless: true)
+    } else {
+      era = MCPEra(version: session.version, isStateless: false)
+    }
+    try check()
+  }
+
+  /// The version a stateless-era request names, after checking its required `_meta` fields.
+  private static func statelessVersion(
+    _ tape: JSONTape, _ node: Int, _ fields: inout Params
+  ) throws(RPCError)
+    -> String
+  {
+    var issues = Issues()
+    let prefix = "_meta."
+    if !tape.isString(node) {
+      issues.error(prefix + "\(MCPVersion.versionKey)", "wrong_type", "the protocol version must be a string")
+    }
+    if fields.node(MCPVersion.capabilitiesKey, "object") == nil {
+      let key = prefix + "\(MCPVersion.capabilitiesKey)"
+      issues.error(key, "missing", "\(key) (an object) is required on every request that names a protocol version")
+    }
+    if !issues.errors.isEmpty { throw .invalidParams(issues.errors) }
+    let version = tape.string(node)
+    guard MCPVersion.stateless.contains(where: { sameText($0, version) }) else {
+      throw RPCError(
+        .unsupportedProtocolVersion, "Unsupported protocol version",
+        data: .object([
+          JSONMember("supported", .array(MCPVersion.stateless.map(JSONValue.string))),
+          JSONMember("requested", .string(version)),
+        ]))
+    }
+    return version
+  }
+
+  /// Throws `-32602` when reading params found a problem (a wrong type; unknown keys are allowed:
+  /// MCP's params are open).
+  mutating func check() throws(RPCError) {
+    if !params.issues.errors.isEmpty { throw .invalidParams(params.issues.errors) }
+  }
+}
+
+extension ErrorCode {
+  /// MCP's `UnsupportedProtocolVersionError` (2026-07-28): `data` is `{supported, requested}`.
+  static let unsupportedProtocolVersion = ErrorCode(rawValue: -32022)
+}
+
+/// Writes the members of one MCP result object.
+struct MCPResultWriter {
+  private(set) var bytes: [UInt8] = [UInt8(ascii: "{")]
+
+  mutating func member(_ key: String, _ value: JSONValue) {
+    open(key)
+    value.encodeJSON(into: &bytes)
+  }
+
+  /// A member whose value is JSON text already written.
+  mutating func member(_ key: String, json: [UInt8]) {
+    open(key)
+    bytes.append(contentsOf: json)
+  }
+
+  private mutating func open(_ key: String) {
+    if bytes.count > 1 { bytes.append(UInt8(ascii: ",")) }
+    bytes.appendJSONString(key)
+    bytes.append(UInt8(ascii: ":"))
+  }
+
+  mutating func close() -> [UInt8] {
+    bytes.append(UInt8(ascii: "}"))
+    return bytes
+  }
+}

@@ -1,0 +1,53 @@
+import OutboxDomain
+import OutboxJSON
+import OutboxJSONRPC
+import OutboxSupport
+
+/// The MCP server in the same process: requests for MCP's methods (`MCPTable`) get here when the
+/// method table does not know their name, and are answered in the era each belongs to.
+extension Server {
+  /// Appends the reply to an MCP request to `draft` (for a notification too: the caller drops it).
+  func answerMCP(_ request: Request) {
+    let id = request.id ?? .null
+    do {
+      let result = try runMCP(request)
+      ResponseWriter.beginResult(id: id, to: &draft)
+      draft.append(contentsOf: result)
+      ResponseWriter.endResult(to: &draft)
+    } catch {
+      if request.isNotification { service.log.debug("notification \(request.method) failed: \(error.message)") }
+      ResponseWriter.append(Response(id: id, .error(error)), to: &draft)
+    }
+  }
+
+  /// The result object of an MCP request, or the error to answer with.
+  private func runMCP(_ request: Request) throws(RPCError) -> [UInt8] {
+    guard let method = MCPTable.standard.method(request) else { throw .methodNotFound(request.method) }
+    var call = try MCPCall(request, session: mcp)
+    if call.era.isStateless && !method.eras.contains(.stateless) {
+      // `initialize` and `ping` do not exist in the stateless era (2026-07-28 changelog, items 2 and 5).
+      throw .methodNotFound(request.method)
+    }
+    if !call.era.isStateless && !method.eras.contains(.handshake) {
+      let key = "_meta.\(MCPVersion.versionKey)"
+      throw .invalidParams(path: key, code: "missing", "\(request.method) needs \(key): it exists from 2026-07-28")
+    }
+    var result = MCPResultWriter()
+    if call.era.has(.statelessResult) { result.member("resultType", .string("complete")) }
+    try method.handle(&call, self, &result)
+    if call.era.has(.statelessResult) {
+      result.member("_meta", .object([JSONMember(MCPVersion.serverInfoKey, Self.mcpServerInfo)]))
+    }
+    return result.close()
+  }
+
+  /// `serverInfo`: the name and title of the OpenRPC document, and the build's version.
+  static let mcpServerInfo: JSONValue = {
+    let title = (try? JSONReader.parse(Array(openRPCDocument.utf8), maxDepth: 1000))?["info"]?["title"]
+    let name = title?.stringValue ?? "push-outbox"
+    return .object([
+      JSONMember("name", .string(name)), JSONMember("title", .string(name)),
+      JSONMember("version", .string(embeddedVersion)),
+    ])
+  }()
+}

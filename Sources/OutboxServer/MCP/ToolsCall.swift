@@ -1,0 +1,88 @@
+import OutboxDomain
+import OutboxJSON
+import OutboxJSONRPC
+import OutboxStore
+import OutboxSupport
+
+/// `tools/call {name, arguments?}` → `{content, structuredContent, isError}` (MCP server/tools):
+/// runs the wire method `name` with `arguments` as its params, through the method table, exactly
+/// as a JSON-RPC call of that method runs.
+///
+/// - The method's result is `structuredContent`, and its JSON text the one `text` content item.
+/// - An error the method answers (invalid params, store full, lease not found, …) is a result with
+///   `isError: true` whose text is the JSON-RPC error object, `{code, message, data}`.
+/// - An unknown tool, a `name` or `arguments` of the wrong type, and `-32603` (a bug in the server)
+///   are JSON-RPC errors, `-32602` with `data.errors` for the first two.
+/// Transcripts: `Protocol/transcripts/mcp-*.txt`.
+enum ToolsCall: MCPMethod {
+  static let name = "tools/call"
+
+  static func handle(_ call: inout MCPCall, _ server: Server, _ result: inout MCPResultWriter) throws(RPCError) {
+    let nameNode = call.params.node("name", "string", required: true)
+    let arguments = call.params.node("arguments", "object") ?? -1
+    try call.check()
+    let request = call.request
+    let tool = request.tape.string(nameNode!)
+    guard ToolCatalog.isTool(tool, in: server.table) else {
+      throw .invalidParams(path: "name", code: "unknown_tool", "no tool is named \"\(tool)\"; tools/list lists them")
+    }
+    let method = Request(
+      id: request.id, tape: request.tape, methodNode: nameNode!, paramsNode: arguments,
+      mayHaveDuplicateKeys: request.mayHaveDuplicateKeys, known: server.table.known)
+    switch server.runTool(method) {
+    case .success(let json):
+      result.member("content", textContent(json))
+      if call.era.has(.structuredContent) { result.member("structuredContent", json: json) }
+      result.member("isError", .bool(false))
+    case .failure(let error) where error.code == .internalError:
+      throw error
+    case .failure(let error):
+      result.member("content", textContent(error.jsonBytes))
+      result.member("isError", .bool(true))
+    }
+  }
+
+  /// `[{"type": "text", "text": JSON}]`.
+  private static func textContent(_ json: [UInt8]) -> JSONValue {
+    .array([
+      .object([JSONMember("type", .string("text")), JSONMember("text", .string(String(decoding: json, as: UTF8.self)))])
+    ])
+  }
+}
+
+extension RPCError {
+  /// The error object's JSON text, `{code, message, data}`.
+  var jsonBytes: [UInt8] {
+    var out: [UInt8] = []
+    encodeJSON(into: &out)
+    return out
+  }
+}
+
+extension Server {
+  /// Runs one wire method as a JSON-RPC call of it runs: earlier saves committed first when the
+  /// method needs that, then the method table; a result that waits for the journal commit is
+  /// committed now. Returns the result's JSON, or the error the call would be answered with.
+  func runTool(_ request: Request) -> Result<[UInt8], RPCError> {
+    if table.commitsFirst(request.method) { commit() }
+    var out: [UInt8] = []
+    do {
+      guard let waiting = try table.call(request, service, into: &out) else { return .success(out) }
+      if let refusal = commit() {
+        countRefusal(of: request.method, refusal)
+        return .failure(refusal)
+      }
+      switch waiting {
+      case .save(let save):
+        if !save.receipt.duplicate { service.counters.countSave(save.kind) }
+        save.encodeJSON(into: &out)
+      case .other(let result):
+        result.encodeJSON(into: &out)
+      }
+      return .success(out)
+    } catch {
+      countRefusal(of: request.method, error)
+      return .failure(error)
+    }
+  }
+}
