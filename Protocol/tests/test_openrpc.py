@@ -25,6 +25,7 @@ HERE = Path(__file__).resolve().parent
 PROTOCOL = HERE.parent
 ROOT = PROTOCOL.parent
 sys.path.insert(0, str(HERE))
+import mcp_check  # noqa: E402  (Protocol/tests/mcp_check.py: MCP replies, by the mcp SDK's models)
 import replay  # noqa: E402  (Protocol/tests/replay.py, standard library only)
 
 DOC_PATH = PROTOCOL / "openrpc.json"
@@ -213,6 +214,14 @@ def check_response(response: Any, request: Any) -> List[str]:
         if isinstance(request, dict) and isinstance(request.get("method"), str)
         else None
     )
+    if isinstance(request, dict) and method in mcp_check.METHODS:
+        return mcp_check.problems(
+            response,
+            request,
+            tool_result=lambda name, value: errors_of(result_validator(name), value),
+            tool_error=check_error,
+            error=check_error,
+        )
     if "error" in response:
         return check_error(response["error"], method)
     if method not in METHODS:

@@ -46,7 +46,7 @@ extension Server {
     let title = (try? JSONReader.parse(Array(openRPCDocument.utf8), maxDepth: 1000))?["info"]?["title"]
     let name = title?.stringValue ?? "push-outbox"
     return .object([
-      JSONMember("name", .string(name)), JSONMember("title", .string(name)),
+      JSONMember("name", .string(name)),
       JSONMember("version", .string(embeddedVersion)),
     ])
   }()
