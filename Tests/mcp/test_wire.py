@@ -175,3 +175,14 @@ def test_a_save_through_a_tool_is_journaled_before_its_reply(binary: Path, tmp_p
     items = again.call("flushPending")["result"]["items"]
     assert [i["id"] for i in items] == ids
     assert again.close() == 0
+
+
+def test_a_key_repeated_in_the_call_itself_is_a_protocol_error(session: Session) -> None:
+    initialize(session)
+    session.proc.stdin.write(  # type: ignore[union-attr]
+        b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"status","name":"ackFlush"}}\n'
+    )
+    session.proc.stdin.flush()  # type: ignore[union-attr]
+    reply = session.read()
+    assert issue_codes(reply) == ["duplicate_key"]
+    assert reply["error"]["data"]["errors"][0]["path"] == "name"

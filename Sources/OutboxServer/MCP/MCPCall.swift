@@ -19,6 +19,9 @@ struct MCPCall {
   init(_ request: Request, session: MCPSession) throws(RPCError) {
     self.request = request
     params = try Params(request)
+    if request.mayHaveDuplicateKeys, let path = Self.duplicateKeyPath(request) {
+      throw .invalidParams(path: path, code: "duplicate_key", "the key at \(path) appears more than once")
+    }
     meta = params.node("_meta", "object")
     var fields = meta.map { Params(tape: request.tape, node: $0) }
     if let version = fields?.node(MCPVersion.versionKey) {
@@ -27,6 +30,18 @@ struct MCPCall {
       era = MCPEra(version: session.version, isStateless: false)
     }
     try check()
+  }
+
+  /// The first key repeated in params, outside a `tools/call`'s `arguments`: those are the tool's
+  /// params, checked as a JSON-RPC call of its method checks them (a tool error, not a protocol error).
+  private static func duplicateKeyPath(_ request: Request) -> String? {
+    let tape = request.tape
+    guard request.paramsNode >= 0, tape.isObject(request.paramsNode) else { return nil }
+    if tape.hasDuplicateKey(request.paramsNode) { return tape.firstDuplicateKey(request.paramsNode) }
+    for (k, v) in tape.members(request.paramsNode) where !tape.stringEquals(k, "arguments") {
+      if let path = tape.duplicateKeyPath(v, path: tape.string(k)) { return path }
+    }
+    return nil
   }
 
   /// The version a stateless-era request names, after checking its required `_meta` fields.
