@@ -41,13 +41,9 @@ extension Server {
     return result.close()
   }
 
-  /// `serverInfo`: the name and title of the OpenRPC document, and the build's version.
-  static let mcpServerInfo: JSONValue = {
-    let title = (try? JSONReader.parse(Array(openRPCDocument.utf8), maxDepth: 1000))?["info"]?["title"]
-    let name = title?.stringValue ?? "push-outbox"
-    return .object([
-      JSONMember("name", .string(name)),
-      JSONMember("version", .string(embeddedVersion)),
-    ])
-  }()
+  /// `serverInfo`: the OpenRPC document's title, and the build's version.
+  static let mcpServerInfo: JSONValue = .object([
+    JSONMember("name", ToolCatalog.document["info"]?["title"] ?? .string("")),
+    JSONMember("version", .string(embeddedVersion)),
+  ])
 }
