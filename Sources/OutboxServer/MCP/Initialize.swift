@@ -35,7 +35,7 @@ enum Initialize: MCPMethod {
   /// Guidance for a model using the tools (MCP's `instructions`).
   static let instructions =
     "push-outbox holds analytics for Braze (custom events, custom attributes, user attributes) until "
-    + "they are handed out. Save them with the save tools; flushPending hands them out (with leaseMs, "
-    + "then ackFlush once they are sent, or releaseFlush); status reports what is held. Every tool is "
-    + "a JSON-RPC method of the same name, with the same arguments and result."
+    + "they are handed out. Save them with the save tools; the flush tool hands them out (with a lease: "
+    + "acknowledge it once they are sent, or release it); the status tool reports what is held. Every "
+    + "tool is a JSON-RPC method of the same name, with the same arguments and result."
 }

@@ -24,7 +24,8 @@ enum ToolsCall: MCPMethod {
     let request = call.request
     let tool = request.tape.string(nameNode!)
     guard ToolCatalog.isTool(tool, in: server.table) else {
-      throw .invalidParams(path: "name", code: "unknown_tool", "no tool is named \"\(tool)\"; tools/list lists them")
+      throw .invalidParams(
+        path: "name", code: "unknown_tool", "no tool is named \"\(tool)\"; \(ToolsList.name) lists them")
     }
     let method = Request(
       id: request.id, tape: request.tape, methodNode: nameNode!, paramsNode: arguments,
