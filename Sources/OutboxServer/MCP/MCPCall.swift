@@ -84,9 +84,16 @@ extension ErrorCode {
   static let unsupportedProtocolVersion = ErrorCode(rawValue: -32022)
 }
 
-/// Writes the members of one MCP result object.
+/// Writes the members of one MCP result object; in the stateless era, `resultType` first and
+/// `_meta.io.modelcontextprotocol/serverInfo` last (2026-07-28, basic/index).
 struct MCPResultWriter {
   private(set) var bytes: [UInt8] = [UInt8(ascii: "{")]
+  private let era: MCPEra
+
+  init(era: MCPEra) {
+    self.era = era
+    if era.has(.statelessResult) { member("resultType", .string("complete")) }
+  }
 
   mutating func member(_ key: String, _ value: JSONValue) {
     open(key)
@@ -106,6 +113,9 @@ struct MCPResultWriter {
   }
 
   mutating func close() -> [UInt8] {
+    if era.has(.statelessResult) {
+      member("_meta", .object([JSONMember(MCPVersion.serverInfoKey, Server.mcpServerInfo)]))
+    }
     bytes.append(UInt8(ascii: "}"))
     return bytes
   }

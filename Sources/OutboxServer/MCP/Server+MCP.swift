@@ -32,12 +32,8 @@ extension Server {
       let key = "_meta.\(MCPVersion.versionKey)"
       throw .invalidParams(path: key, code: "missing", "\(request.method) needs \(key): it exists from 2026-07-28")
     }
-    var result = MCPResultWriter()
-    if call.era.has(.statelessResult) { result.member("resultType", .string("complete")) }
+    var result = MCPResultWriter(era: call.era)
     try method.handle(&call, self, &result)
-    if call.era.has(.statelessResult) {
-      result.member("_meta", .object([JSONMember(MCPVersion.serverInfoKey, Self.mcpServerInfo)]))
-    }
     return result.close()
   }
 

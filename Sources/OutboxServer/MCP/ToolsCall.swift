@@ -30,10 +30,20 @@ enum ToolsCall: MCPMethod {
     let method = Request(
       id: request.id, tape: request.tape, methodNode: nameNode!, paramsNode: arguments,
       mayHaveDuplicateKeys: request.mayHaveDuplicateKeys, known: server.table.known)
-    switch server.runTool(method) {
+    try write(server.runTool(method), era: call.era, into: &result)
+  }
+
+  /// Writes a method's outcome as a tool result: its result as `structuredContent` and text, or its
+  /// error as `isError` text. `-32603` (a bug in the server) stays a JSON-RPC error.
+  static func write(
+    _ outcome: Result<[UInt8], RPCError>, era: MCPEra, into result: inout MCPResultWriter
+  )
+    throws(RPCError)
+  {
+    switch outcome {
     case .success(let json):
       result.member("content", textContent(json))
-      if call.era.has(.structuredContent) { result.member("structuredContent", json: json) }
+      if era.has(.structuredContent) { result.member("structuredContent", json: json) }
       result.member("isError", .bool(false))
     case .failure(let error) where error.code == .internalError:
       throw error
