@@ -1,5 +1,5 @@
-package import OutboxJSON
-package import OutboxJSONRPC
+import OutboxJSON
+import OutboxJSONRPC
 import OutboxSupport
 
 /// One method of the Model Context Protocol (`Protocol/README.md`, "MCP"): its name, the eras it
@@ -8,7 +8,7 @@ import OutboxSupport
 /// Method types are caseless enums, one per file in `MCP/`. The wire name appears here once, as `name`.
 /// MCP's methods are defined by the MCP specification, not by `Protocol/openrpc.json`: that document
 /// lists push-outbox's own methods, which `tools/call` serves as tools.
-protocol MCPMethod {
+protocol MCPMethod: SendableMetatype {
   static var name: String { get }
   /// The eras the method exists in: `initialize` and `ping` only in the handshake era,
   /// `server/discover` only in the stateless one.
@@ -31,14 +31,14 @@ struct MCPEras: OptionSet {
 }
 
 /// The MCP methods push-outbox answers, found by the bytes of a request's method name.
-package struct MCPTable: Sendable {
+struct MCPTable: Sendable {
   private let methods: [(name: [UInt8], type: any MCPMethod.Type)]
 
   init(_ methods: [any MCPMethod.Type]) {
     self.methods = methods.map { (Array($0.name.utf8), $0) }
   }
 
-  package static let standard = MCPTable([
+  static let standard = MCPTable([
     Initialize.self, Initialized.self, Ping.self, ServerDiscover.self, ToolsList.self, ToolsCall.self,
     Cancelled.self,
   ])
@@ -52,5 +52,5 @@ package struct MCPTable: Sendable {
     return nil
   }
 
-  package func serves(_ request: Request) -> Bool { method(request) != nil }
+  func serves(_ request: Request) -> Bool { method(request) != nil }
 }

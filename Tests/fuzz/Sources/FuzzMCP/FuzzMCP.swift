@@ -21,8 +21,11 @@ import OutboxStore
 import OutboxSupport
 import OutboxTransport
 
-/// The wire methods, `rpc.discover` (no tool) last.
-let tools = MethodTable.standard.names.filter { $0 != Discover.name } + [Discover.name]
+/// The wire methods, `rpc.discover` (OpenRPC's own method, no tool) last.
+let tools =
+  MethodTable.standard.names.filter { !$0.hasPrefix("rpc.") }
+  + MethodTable.standard.names.filter { $0.hasPrefix("rpc.") }
+let discover = tools.last!
 let mcpMethods = [
   "initialize", "ping", "server/discover", "tools/list", "tools/call", "notifications/initialized",
   "notifications/cancelled",
@@ -97,13 +100,13 @@ private func compare(_ reply: JSONValue, tool: String, arguments: [UInt8], _ inp
   guard let value = try? JSONReader.parse(arguments, maxDepth: 1000) else { return }  // not one value
   guard let result = reply["result"] else {
     let code = reply["error"]?["code"]
-    let shapeRefused = tool == Discover.name || value.objectValue == nil
+    let shapeRefused = tool == discover || value.objectValue == nil
     if !(code == .int(-32602) && shapeRefused) && !(code == .int(-32700)) {
       fail("tools/call refused a call of the right shape: \(reply.jsonText)", input)
     }
     return
   }
-  guard value.objectValue != nil, tool != Discover.name else { fail("a malformed call got a result", input) }
+  guard value.objectValue != nil, tool != discover else { fail("a malformed call got a result", input) }
   guard case .array(let content)? = result["content"], content.count == 1, content[0]["type"] == .string("text"),
     let text = content[0]["text"]?.stringValue, let parsed = try? JSONReader.parse(text, maxDepth: 1000),
     case .bool(let isError)? = result["isError"]
