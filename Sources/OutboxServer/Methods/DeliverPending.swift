@@ -13,7 +13,7 @@ package import OutboxTransport
 /// sends until everything is delivered, `max` objects were sent, or a failure paused delivery (the
 /// items are kept and `retrying` counts them). With `--deliver` the same engine also runs in the
 /// background; this call then just runs a pass now.
-package enum DeliverPending: RPCMethod {
+enum DeliverPending: RPCMethod {
   package static let name = "deliverPending"
   package static let commitsFirst = true
 
