@@ -25,12 +25,19 @@ package protocol LongWork: AnyObject {
   /// The caller cancelled: start nothing new. Work already in flight finishes in the background
   /// and its outcome is applied as usual.
   func cancel(_ service: Service)
+  /// False for work a cancel must not cut short (an import, whose reply names what it saved):
+  /// cancelling it does nothing.
+  var cancellable: Bool { get }
+}
+
+extension LongWork {
+  package var cancellable: Bool { true }
 }
 
 /// What a long method's handler returns: the work, where its progress goes, and how its outcome
 /// becomes the reply. The MCP layer's `tools/call` returns the inner method's `LongStart` with
 /// its own `progress` and a `finish` that wraps the outcome as a tool result.
-package struct LongStart: LongResult {
+package struct LongStart: LongResult, @unchecked Sendable {  // used on the loop thread only
   /// Turns the work's outcome (or the `-32800` of a cancel) into the reply's body.
   package typealias Finish = @Sendable (Result<any JSONEncodable, RPCError>) -> Result<any JSONEncodable, RPCError>
 
@@ -84,7 +91,7 @@ package final class LongCalls {
   /// Takes `start` on: its reply (for request `id`) comes when `step` finds its work over.
   package func add(_ start: LongStart, id: RequestID?) {
     var call = Call(id: id, start: start, reporter: ProgressReporter(start.progress))
-    call.reporter.begin(start.work.progress, into: &output)
+    call.reporter.begin(start.work.progress, cancellable: start.work.cancellable, into: &output)
     calls.append(call)
   }
 
@@ -109,7 +116,7 @@ package final class LongCalls {
   package func cancel(id: RequestID, reason: String? = nil, _ service: Service) {
     var n = 0
     while n < calls.count {
-      guard calls[n].id == id else {
+      guard calls[n].id == id, calls[n].start.work.cancellable else {
         n += 1
         continue
       }
@@ -194,8 +201,8 @@ extension Server {
 
   /// Moves the replies and progress notifications of long calls into this burst's draft.
   func takeLongCallOutput() {
+    guard !service.longCalls.output.isEmpty else { return }
     let taken = service.longCalls.takeOutput()
-    guard !taken.bytes.isEmpty else { return }
     draft.append(contentsOf: taken.bytes)
     ledger.late += taken.replies
   }

@@ -8,11 +8,14 @@ package struct ProgressTokens: Sendable {
   package var mcp: JSONValue?
   /// The work's name, the `title` of `$/progress` begin.
   package var title = ""
+  /// What `done` and `total` count, in the messages ("items", "elements").
+  package var unit = "items"
 
-  package init(workDone: JSONValue? = nil, mcp: JSONValue? = nil, title: String = "") {
+  package init(workDone: JSONValue? = nil, mcp: JSONValue? = nil, title: String = "", unit: String = "items") {
     self.workDone = workDone
     self.mcp = mcp
     self.title = title
+    self.unit = unit
   }
 
   var isEmpty: Bool { workDone == nil && mcp == nil }
@@ -48,6 +51,7 @@ struct ProgressReporter {
   /// Monotonic seconds of the messages sent in the last second.
   private var recent: [Double] = []
   private var lastDone = -1
+  private var cancellable = true
 
   static let interval = 0.1
   static let perSecond = 10
@@ -55,8 +59,9 @@ struct ProgressReporter {
   init(_ tokens: ProgressTokens) { self.tokens = tokens }
 
   /// The first message: `$/progress` begin, and the MCP progress at its start.
-  mutating func begin(_ progress: (done: Int, total: Int), into out: inout [UInt8]) {
+  mutating func begin(_ progress: (done: Int, total: Int), cancellable: Bool, into out: inout [UInt8]) {
     guard !tokens.isEmpty else { return }
+    self.cancellable = cancellable
     emit(progress, kind: "begin", into: &out)
   }
 
@@ -76,11 +81,11 @@ struct ProgressReporter {
   }
 
   private mutating func emit(_ progress: (done: Int, total: Int), kind: String, into out: inout [UInt8]) {
-    let message = "\(progress.done)/\(progress.total) items"
+    let message = "\(progress.done)/\(progress.total) \(tokens.unit)"
     if let token = tokens.workDone {
       var value = [JSONMember("kind", .string(kind))]
       if kind == "begin" {
-        value += [JSONMember("title", .string(tokens.title)), JSONMember("cancellable", .bool(true))]
+        value += [JSONMember("title", .string(tokens.title)), JSONMember("cancellable", .bool(cancellable))]
       }
       value.append(JSONMember("message", .string(message)))
       if kind != "end" {

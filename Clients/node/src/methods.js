@@ -23,7 +23,7 @@ export const METHODS = Object.freeze({
 /** The wire methods that are notifications: their camelCase methods send them and resolve once written. */
 export const NOTIFICATIONS = Object.freeze(new Set(['$/cancelRequest', 'notifications/cancelled']));
 
-/** Methods whose reply may come after replies to later requests (Protocol/README.md, "Long calls"). */
+/** Calls the id-null rule skips: long calls whose line is never refused (Protocol/README.md, "Errors with id null"). */
 export const LONG_METHODS = Object.freeze(new Set(['deliverPending']));
 /** The notification that cancels a long call, and the one that reports its progress. */
 export const CANCEL_METHOD = '$/cancelRequest';

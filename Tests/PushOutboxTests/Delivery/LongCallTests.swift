@@ -140,3 +140,51 @@ final class GatedPoster: HTTPPoster {
     #expect(reply.at("error.data.errors.1.path") == .string("_meta.progressToken"))
   }
 }
+
+/// A large `importLegacy` is a long call: a chunk per loop turn, other requests answered meanwhile.
+@Suite struct LongImportTests {
+  static func importLine(_ count: Int, id: Int = 1) -> String {
+    let events = (0..<count).map { #"{"event_name":"e\#($0)","n":\#($0)}"# }.joined(separator: ",")
+    return #"{"jsonrpc":"2.0","id":\#(id),"method":"importLegacy","params":{"pending_custom_events":[\#(events)]}}"#
+  }
+
+  @Test func aLargeImportLetsLaterRequestsThroughAndSavesEveryElementOnce() throws {
+    let server = InProcessServer()
+    let count = ImportLegacy.longCallElements * 2 + 7
+    let first = server.sendWithoutWaiting([
+      Self.importLine(count), #"{"jsonrpc":"2.0","id":2,"method":"status"}"#,
+      #"{"jsonrpc":"2.0","id":3,"method":"saveCustomEvent","params":{"name":"between"}}"#,
+    ])
+    #expect(try first.map { try JSONReader.parse($0)["id"] } == [.int(2), .int(3)])
+    #expect(try JSONReader.parse(first[0]).at("result.pending.total")?.intValue ?? 0 < count)
+    var rest: [String] = []
+    while rest.isEmpty { rest = server.turn() }
+    let reply = try JSONReader.parse(rest[0], maxDepth: 1000)
+    #expect(reply.at("result.saved") == .int(Int64(count)))
+    #expect(reply.at("result.results")?.arrayValue?.count == count)
+    #expect(server.service.store.count == count + 1)
+    let drained = try server.request("flushPending", #"{"max":100000}"#, id: 4)
+    let names = Set(drained.at("result.items")?.arrayValue?.compactMap { $0["name"]?.stringValue } ?? [])
+    #expect(names.count == count + 1)
+  }
+
+  @Test func aSmallImportIsAnsweredInOrder() throws {
+    let server = InProcessServer()
+    let lines = server.sendWithoutWaiting([
+      Self.importLine(ImportLegacy.longCallElements), #"{"jsonrpc":"2.0","id":2,"method":"status"}"#,
+    ])
+    #expect(try lines.map { try JSONReader.parse($0, maxDepth: 1000)["id"] } == [.int(1), .int(2)])
+  }
+
+  @Test func aLargeImportCannotBeCancelled() throws {
+    let server = InProcessServer()
+    let count = ImportLegacy.longCallElements + 1
+    let lines = server.sendWithoutWaiting([
+      Self.importLine(count), #"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}"#,
+    ])
+    #expect(lines.isEmpty)
+    var rest: [String] = []
+    while rest.isEmpty { rest = server.turn() }
+    #expect(try JSONReader.parse(rest[0], maxDepth: 1000).at("result.saved") == .int(Int64(count)))
+  }
+}

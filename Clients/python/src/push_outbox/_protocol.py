@@ -66,7 +66,8 @@ WIRE_PARAMS: Dict[str, Tuple[str, ...]] = {
     "notifications/cancelled": ("requestId", "reason"),
 }
 
-#: Methods whose reply may come after replies to later requests (Protocol/README.md, "Long calls").
+#: Calls the id-null rule skips: long calls whose line is never refused (Protocol/README.md,
+#: "Errors with id null"; a large importLegacy is long too, but its line may be the refused one).
 LONG_METHODS = frozenset({"deliverPending"})
 #: The notification that cancels a long call, and the one that reports its progress.
 CANCEL_METHOD = "$/cancelRequest"
