@@ -24,7 +24,8 @@ RESULTS: Dict[str, Tuple[Optional[type[BaseModel]], Optional[type[BaseModel]]]] 
     "tools/list": (handshake.ListToolsResult, stateless.ListToolsResult),
     "tools/call": (handshake.CallToolResult, stateless.CallToolResult),
 }
-METHODS = set(RESULTS) | {"notifications/initialized", "notifications/cancelled"}
+# `notifications/cancelled` is in openrpc.json: the long calls' cancel serves both protocols.
+METHODS = set(RESULTS) | {"notifications/initialized"}
 # Errors MCP defines beyond JSON-RPC's (2026-07-28 basic/index, "Error Codes").
 MCP_ERRORS = {-32022: "Unsupported protocol version"}
 

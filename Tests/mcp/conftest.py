@@ -50,14 +50,16 @@ def meta(version: str = MODERN, **extra: Any) -> Dict[str, Any]:
 class Session:
     """One push-outbox process; `call` writes one request line and reads its reply line."""
 
-    def __init__(self, binary: Path, *args: str) -> None:
+    def __init__(self, binary: Path, *args: str, env: Optional[Dict[str, str]] = None) -> None:
         self.proc = subprocess.Popen(
             [str(binary), *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
+            env=None if env is None else {**os.environ, **env},
         )
         self.next_id = 0
+        self.notifications: List[Dict[str, Any]] = []  # server notifications read, in order
 
     def send(self, message: Dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -78,6 +80,9 @@ class Session:
             message["params"] = params
         self.send(message)
         reply = self.read()
+        while "method" in reply:  # a notification (progress of a long call)
+            self.notifications.append(reply)
+            reply = self.read()
         assert reply["id"] == self.next_id, reply
         return reply
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
 
 import anyio
 import pytest
-from conftest import REPO
+from conftest import FIXED, REPO, Session, initialize, meta
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -185,3 +186,65 @@ def test_cancelling_a_long_tool_starts_nothing_new(
             assert sorted(received + pending) == sorted(saved)  # nothing lost, nothing sent twice
 
     anyio.run(main)
+
+
+@pytest.mark.parametrize("stateless", [False, True])
+def test_on_the_wire_a_cancelled_tool_call_gets_no_reply_and_progress_names_its_token(
+    binary: Path, store: Path, stub: BrazeStub, stateless: bool
+) -> None:
+    """MCP: a server does not answer a request the client cancelled (2025-11-25 SHOULD NOT; 2026-07-28
+    on stdio MUST NOT). The progress notifications carry the call's own `_meta.progressToken`."""
+    gate = gated(stub)
+    s = Session(
+        binary,
+        "--store",
+        str(store),
+        "--braze-endpoint",
+        stub.url,
+        "--braze-max-in-flight",
+        "1",
+        "--track-batch-limit",
+        "1",
+        *FIXED,
+        env={"BRAZE_API_KEY": "test-key"},
+    )
+    if not stateless:
+        initialize(s)
+    extra = (
+        {"_meta": meta(progressToken="p-1")} if stateless else {"_meta": {"progressToken": "p-1"}}
+    )
+    for n in range(3):
+        saved = s.call(
+            "tools/call",
+            {
+                "name": "saveCustomEvent",
+                "arguments": {"name": f"e{n}", "user": {"externalId": "u"}},
+                **extra,
+            },
+        )
+        assert saved["result"]["isError"] is False
+    s.send(
+        {
+            "jsonrpc": "2.0",
+            "id": "long",
+            "method": "tools/call",
+            "params": {"name": "deliverPending", **extra},
+        }
+    )
+    deadline = time.monotonic() + 30
+    while stub.in_flight < 1:  # the pass waits on Braze
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    status = s.call("status")  # answered while the pass waits
+    assert status["result"]["delivery"]["inFlight"] == 1
+    cancel = {"requestId": "long", "reason": "test"}
+    if stateless:  # MCP's CancelledNotificationParams may carry `_meta` (NotificationMetaObject)
+        cancel["_meta"] = {"io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}
+    s.notify("notifications/cancelled", cancel)
+    gate.set()
+    while s.call("status")["result"]["delivery"]["inFlight"] != 0:
+        assert time.monotonic() < deadline + 30
+        time.sleep(0.01)
+    progress = [n for n in s.notifications if n["method"] == "notifications/progress"]
+    assert progress and all(n["params"]["progressToken"] == "p-1" for n in progress)
+    assert s.close() == 0  # nothing more: no reply to "long"

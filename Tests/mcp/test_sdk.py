@@ -16,11 +16,11 @@ from mcp.client.client import Client
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent
-from tool_catalog import DOCUMENT
+from tool_catalog import tools
 
 pytestmark = pytest.mark.timeout(120)
 
-TOOLS = [m["name"] for m in DOCUMENT["methods"] if m["name"] != "rpc.discover"]
+TOOLS = [t["name"] for t in tools()]
 
 
 def run(fn: Callable[[], Awaitable[None]]) -> None:

@@ -1,7 +1,7 @@
 """The MCP tool list, made from Protocol/openrpc.json on its own (no code shared with the binary).
 
-The rules, as Protocol/README.md ("MCP") states them: one tool per method but `rpc.discover`, in
-the document's order; `description` is the summary, a blank line and the description;
+The rules, as Protocol/README.md ("MCP") states them: one tool per method with `x-mcp-annotations`
+(all but `rpc.discover` and the cancel notifications), in the document's order; `description` is the summary, a blank line and the description;
 `inputSchema` an object of the params (each param's schema with the param's description),
 `required` as the params say and `additionalProperties: false`; `outputSchema` the result schema
 with `"type": "object"` added at the root when it has no `type`; `annotations` the method's
@@ -118,8 +118,8 @@ def tools(version: str = VERSIONS[-1], document: Dict[str, Any] = DOCUMENT) -> L
     inliner = Inliner(document)
     out = []
     for method in document["methods"]:
-        if method["name"] == "rpc.discover":
-            continue
+        if "x-mcp-annotations" not in method:
+            continue  # rpc.discover, $/cancelRequest, notifications/cancelled: protocol, not tools
         tool = _tool(method, inliner)
         if VERSIONS.index(version) < VERSIONS.index("2025-06-18"):
             tool.pop("outputSchema")

@@ -15,6 +15,8 @@ struct MCPCall {
   let era: MCPEra
   /// The node of `params._meta`, when it is an object.
   let meta: Int?
+  /// Set by a handler whose answer comes when long work ends (`tools/call` of a long method).
+  var long: LongStart?
 
   init(_ request: Request, session: MCPSession) throws(RPCError) {
     self.request = request
@@ -70,6 +72,18 @@ struct MCPCall {
         ]))
     }
     return version
+  }
+
+  /// `_meta.progressToken`, MCP's opt-in to `notifications/progress`: a string or an integer.
+  mutating func progressToken() -> JSONValue? {
+    guard let meta else { return nil }
+    let tape = request.tape
+    var fields = Params(tape: tape, node: meta)
+    guard let n = fields.node("progressToken") else { return nil }
+    if tape.isString(n) || tape.isIntegerText(n) { return tape.value(n) }
+    let path = "_meta.progressToken"
+    params.issues.error(path, "wrong_type", "\(path) must be a string or an integer, not \(tape.typeName(n))")
+    return nil
   }
 
   /// Throws `-32602` when reading params found a problem (a wrong type; unknown keys are allowed:

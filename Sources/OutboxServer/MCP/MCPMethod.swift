@@ -40,7 +40,6 @@ struct MCPTable: Sendable {
 
   static let standard = MCPTable([
     Initialize.self, Initialized.self, Ping.self, ServerDiscover.self, ToolsList.self, ToolsCall.self,
-    Cancelled.self,
   ])
 
   /// The method `request` names, if it is an MCP method.

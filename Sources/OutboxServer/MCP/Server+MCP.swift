@@ -6,22 +6,33 @@ import OutboxSupport
 /// The MCP server in the same process: requests for MCP's methods (`MCPTable`) get here when the
 /// method table does not know their name, and are answered in the era each belongs to.
 extension Server {
-  /// Appends the reply to an MCP request to `draft` (for a notification too: the caller drops it).
-  func answerMCP(_ request: Request) {
+  /// Appends the reply to an MCP request to `draft` (for a notification too: the caller drops it),
+  /// or returns the long work whose end answers it (`startLong`).
+  func answerMCP(_ request: Request) -> LongStart? {
     let id = request.id ?? .null
     do {
-      let result = try runMCP(request)
-      ResponseWriter.beginResult(id: id, to: &draft)
-      draft.append(contentsOf: result)
-      ResponseWriter.endResult(to: &draft)
+      switch try runMCP(request) {
+      case .result(let result):
+        ResponseWriter.beginResult(id: id, to: &draft)
+        draft.append(contentsOf: result)
+        ResponseWriter.endResult(to: &draft)
+      case .long(let start):
+        return start
+      }
     } catch {
       if request.isNotification { service.log.debug("notification \(request.method) failed: \(error.message)") }
       ResponseWriter.append(Response(id: id, .error(error)), to: &draft)
     }
+    return nil
   }
 
-  /// The result object of an MCP request, or the error to answer with.
-  private func runMCP(_ request: Request) throws(RPCError) -> [UInt8] {
+  private enum MCPAnswer {
+    case result([UInt8])
+    case long(LongStart)
+  }
+
+  /// The result object of an MCP request, or its long work, or the error to answer with.
+  private func runMCP(_ request: Request) throws(RPCError) -> MCPAnswer {
     guard let method = MCPTable.standard.method(request) else { throw .methodNotFound(request.method) }
     var call = try MCPCall(request, session: mcp)
     if call.era.isStateless && !method.eras.contains(.stateless) {
@@ -34,7 +45,8 @@ extension Server {
     }
     var result = MCPResultWriter(era: call.era)
     try method.handle(&call, self, &result)
-    return result.close()
+    if let long = call.long { return .long(long) }
+    return .result(result.close())
   }
 
   /// `serverInfo`: the OpenRPC document's title, and the build's version.

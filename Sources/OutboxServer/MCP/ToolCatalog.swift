@@ -1,8 +1,9 @@
 import OutboxJSON
 import OutboxSupport
 
-/// The tools: every wire method but `rpc.discover`, by its wire name, described by the embedded
-/// `Protocol/openrpc.json` (so nothing is written twice):
+/// The tools: the wire methods `Protocol/openrpc.json` gives `x-mcp-annotations` (all but
+/// `rpc.discover` and the two cancel notifications), by their wire names, described by the
+/// embedded document (so nothing is written twice):
 /// - `description`: the method's `summary`, a blank line and its `description`;
 /// - `inputSchema`: an object of its params (each param's schema, with the param's description),
 ///   `required` as the params say, no other members (the method refuses unknown params);
@@ -37,7 +38,12 @@ struct ToolCatalog {
 
   /// True for the wire methods served as tools.
   static func isTool(_ name: String, in table: MethodTable) -> Bool {
-    !sameText(name, Discover.name) && table.names.contains { sameText($0, name) }
+    annotated.contains { sameText($0, name) } && table.names.contains { sameText($0, name) }
+  }
+
+  /// The methods the document marks as tools.
+  private static let annotated: [String] = (document["methods"]?.arrayValue ?? []).compactMap { method in
+    method["x-mcp-annotations"] == nil ? nil : method["name"]?.stringValue
   }
 
   private static func tool(_ name: String, _ method: JSONValue, _ inliner: SchemaInliner) -> Tool {

@@ -20,6 +20,7 @@ enum ToolsCall: MCPMethod {
   static func handle(_ call: inout MCPCall, _ server: Server, _ result: inout MCPResultWriter) throws(RPCError) {
     let nameNode = call.params.node("name", "string", required: true)
     let arguments = call.params.node("arguments", "object") ?? -1
+    let progressToken = call.progressToken()
     try call.check()
     let request = call.request
     let tool = request.tape.string(nameNode!)
@@ -30,7 +31,36 @@ enum ToolsCall: MCPMethod {
     let method = Request(
       id: request.id, tape: request.tape, methodNode: nameNode!, paramsNode: arguments,
       mayHaveDuplicateKeys: request.mayHaveDuplicateKeys, known: server.table.known)
-    try write(server.runTool(method), era: call.era, into: &result)
+    switch server.runTool(method) {
+    case .done(let outcome):
+      try write(outcome, era: call.era, into: &result)
+    case .long(var start):
+      // A long method (`LongCalls`): the tool result is written when its work ends, and progress
+      // goes to this call's `_meta.progressToken`.
+      if let progressToken { start.progress.mcp = progressToken }
+      call.long = LongStart(start.work, progress: start.progress, finish: finish(era: call.era))
+    }
+  }
+
+  /// The tool result a long method's outcome becomes. A cancelled call gets no reply: MCP's server
+  /// does not answer a request the client cancelled (basic/utilities/cancellation: SHOULD NOT in
+  /// 2025-11-25; on stdio, MUST NOT in 2026-07-28).
+  private static func finish(era: MCPEra) -> LongStart.Finish {
+    { outcome in
+      if case .failure(let error) = outcome, error.code == .requestCancelled { return nil }
+      let json = outcome.map { result in
+        var out: [UInt8] = []
+        result.encodeJSON(into: &out)
+        return out
+      }
+      var writer = MCPResultWriter(era: era)
+      do throws(RPCError) {
+        try write(json, era: era, into: &writer)
+      } catch {
+        return .failure(error)
+      }
+      return .success(RawJSON(bytes: writer.close()))
+    }
   }
 
   /// Writes a method's outcome as a tool result: its result as `structuredContent` and text, or its
@@ -70,18 +100,32 @@ extension RPCError {
   }
 }
 
+/// JSON text already written, as a result.
+struct RawJSON: JSONEncodable, Sendable {
+  var bytes: [UInt8]
+  func encodeJSON(into out: inout [UInt8]) { out.append(contentsOf: bytes) }
+}
+
+/// How a wire method run as a tool ended: now, or as long work whose end answers the call.
+enum ToolRun {
+  case done(Result<[UInt8], RPCError>)
+  case long(LongStart)
+}
+
 extension Server {
   /// Runs one wire method as a JSON-RPC call of it runs: earlier saves committed first when the
   /// method needs that, then the method table; a result that waits for the journal commit is
-  /// committed now. Returns the result's JSON, or the error the call would be answered with.
-  func runTool(_ request: Request) -> Result<[UInt8], RPCError> {
+  /// committed now. Returns the result's JSON or the error the call would be answered with, or the
+  /// long work a long method started.
+  func runTool(_ request: Request) -> ToolRun {
     if table.commitsFirst(request.method) { commit() }
     var out: [UInt8] = []
     do {
-      guard let waiting = try table.call(request, service, into: &out) else { return .success(out) }
+      guard let waiting = try table.call(request, service, into: &out) else { return .done(.success(out)) }
+      if case .long(let start) = waiting { return .long(start) }
       if let refusal = commit() {
         countRefusal(of: request.method, refusal)
-        return .failure(refusal)
+        return .done(.failure(refusal))
       }
       switch waiting {
       case .save(let save):
@@ -89,11 +133,13 @@ extension Server {
         save.encodeJSON(into: &out)
       case .other(let result):
         result.encodeJSON(into: &out)
+      case .long:
+        break
       }
-      return .success(out)
+      return .done(.success(out))
     } catch {
       countRefusal(of: request.method, error)
-      return .failure(error)
+      return .done(.failure(error))
     }
   }
 }

@@ -1,7 +1,7 @@
 // Fuzz target: the MCP layer (Sources/OutboxServer/MCP). Input: byte 0 picks the mode, byte 1 the
 // method or tool, the rest is JSON text.
 // - Mode 0 and 1 (`tools/call`; 1 adds a stateless-era `_meta`): the rest is the call's `arguments`
-//   for the tool byte 1 names (modulo the wire methods, plus one name that is no tool).
+//   for the wire method byte 1 names (modulo the method table; the ones that are no tools too).
 // - Mode 2: the rest is the params of the MCP method byte 1 names (modulo `mcpMethods`).
 //
 // Checks: nothing traps; a request gets exactly one reply line with its id, a notification none;
@@ -21,11 +21,11 @@ import OutboxStore
 import OutboxSupport
 import OutboxTransport
 
-/// The wire methods, `rpc.discover` (OpenRPC's own method, no tool) last.
-let tools =
-  MethodTable.standard.names.filter { !$0.hasPrefix("rpc.") }
-  + MethodTable.standard.names.filter { $0.hasPrefix("rpc.") }
-let discover = tools.last!
+/// The wire methods that are no tools: OpenRPC's `rpc.discover` and the protocol's cancel
+/// notifications (`$/cancelRequest`, `notifications/cancelled`).
+let notTools = MethodTable.standard.names.filter { $0.hasPrefix("rpc.") || $0.contains("/") }
+/// The wire methods, the ones that are no tools last.
+let tools = MethodTable.standard.names.filter { !notTools.contains($0) } + notTools
 let mcpMethods = [
   "initialize", "ping", "server/discover", "tools/list", "tools/call", "notifications/initialized",
   "notifications/cancelled",
@@ -100,13 +100,13 @@ private func compare(_ reply: JSONValue, tool: String, arguments: [UInt8], _ inp
   guard let value = try? JSONReader.parse(arguments, maxDepth: 1000) else { return }  // not one value
   guard let result = reply["result"] else {
     let code = reply["error"]?["code"]
-    let shapeRefused = tool == discover || value.objectValue == nil
+    let shapeRefused = notTools.contains(tool) || value.objectValue == nil
     if !(code == .int(-32602) && shapeRefused) && !(code == .int(-32700)) {
       fail("tools/call refused a call of the right shape: \(reply.jsonText)", input)
     }
     return
   }
-  guard value.objectValue != nil, tool != discover else { fail("a malformed call got a result", input) }
+  guard value.objectValue != nil, !notTools.contains(tool) else { fail("a malformed call got a result", input) }
   guard case .array(let content)? = result["content"], content.count == 1, content[0]["type"] == .string("text"),
     let text = content[0]["text"]?.stringValue, let parsed = try? JSONReader.parse(text, maxDepth: 1000),
     case .bool(let isError)? = result["isError"]
