@@ -30,9 +30,11 @@ import Testing
     #expect(defs.count == 1 && defs["Tree"] == body)
   }
 
-  @Test func theToolsAreTheMethodTableButRPCDiscover() {
+  @Test func theToolsAreTheMethodTableButTheProtocolMethods() {
     let names = ToolCatalog(table: .standard).tools.map(\.name)
-    #expect(names == MethodTable.standard.names.filter { $0 != Discover.name })
+    let protocolMethods = [Discover.name, CancelRequest.name, CancelledNotification.name]
+    #expect(names == MethodTable.standard.names.filter { !protocolMethods.contains($0) })
+    #expect(names.count == 13)
   }
 
   @Test func aToolCallAnswersAsTheMethod() throws {
