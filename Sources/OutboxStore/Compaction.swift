@@ -111,6 +111,13 @@ struct Compaction: Sendable {
   }
 
   /// Does the work; the first failure stops it (what is done stays consistent: see `Recovery`).
+  ///
+  /// The order, each step durable before the next: the journal's records (closed segments and the
+  /// open one) are flushed; the checkpoint is written to a temporary file, flushed, renamed into
+  /// place, and the directory flushed; then, oldest first, each rewrite goes the same way (temporary
+  /// file, flush, rename, directory flush) and each deletion is an unlink whose directory flush comes
+  /// before the next rename and at the end. A segment the new checkpoint no longer lists is only
+  /// unlinked once that checkpoint is durable.
   func run(directory: String, policy: FsyncPolicy) -> FileError? {
     defer { closeFD(openFD) }
     do throws(FileError) {
@@ -120,25 +127,37 @@ struct Compaction: Sendable {
         throw FileError(
           operation: "snapshot check (a listed segment is gone)", path: SegmentFormat.name(first: first), code: errno)
       }
+      KillPoint.reach(.barrier)
       try FileIO.writeAtomically(checkpoint.encode(), to: directory + "/" + Checkpoint.fileName, directory: directory)
       KillPoint.reach(.checkpoint)
+      var unlinked = false
       for rewrite in rewrites {
         let path = directory + "/" + SegmentFormat.name(first: rewrite.first)
         if let bytes = rewrite.bytes {
+          if unlinked { try syncDeletions(directory, &unlinked) }
           // Always flushed, whatever the policy: a rewrite replaces bytes that may already be durable.
           try FileIO.writeAtomically(bytes, to: path, directory: directory)
           KillPoint.reach(.rewrite)
         } else if unlink(path) != 0 && errno != ENOENT {
           throw FileError(operation: "unlink", path: path, code: errno)
         } else {
+          unlinked = true
           KillPoint.reach(.deletion)
         }
       }
-      if !rewrites.isEmpty { try FileIO.syncDirectory(directory) }
+      if unlinked { try syncDeletions(directory, &unlinked) }
+      KillPoint.reach(.compacted)
       return nil
     } catch {
       return error
     }
+  }
+
+  /// Flushes the directory after unlinks, so no later rename is durable before them.
+  private func syncDeletions(_ directory: String, _ unlinked: inout Bool) throws(FileError) {
+    try FileIO.syncDirectory(directory)
+    unlinked = false
+    KillPoint.reach(.deletionSynced)
   }
 
   /// Tells the journal what the files look like now.
