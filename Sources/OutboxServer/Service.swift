@@ -30,6 +30,8 @@ package final class Service {
   package var counters = MetricCounters()
   /// `--metrics-listen` / `--metrics-file`, once started.
   package internal(set) var metrics: MetricsExport?
+  /// When each health problem was first seen (`Service+Health.swift`).
+  package var healthMemory = HealthMemory()
 
   package init(config: Configuration, log: Log? = nil) {
     self.config = config
@@ -64,6 +66,7 @@ package final class Service {
     expireLeases(now: now)
     delivery?.tick(busy: busy)
     disk?.tick(store, now: now)
+    observeHealth(now: now)
     if metrics != nil { publishMetrics() }
   }
 

@@ -22,6 +22,8 @@ import Darwin
 ///
 /// The work is bounded by what changed: only segments touched since the last snapshot are rewritten,
 /// and a segment is at most `Journal.segmentLimit` bytes of held items (a larger one only after an upgrade).
+/// Under `--max-store-bytes` a rewrite larger than the cap's headroom allows is not written: its
+/// segment stays as it is until nothing in it is held and it is deleted (see `StoreCap`).
 struct Compaction: Sendable {
   struct Rewrite: Sendable {
     var first: UInt64
@@ -61,9 +63,12 @@ struct Compaction: Sendable {
       let info = segments[n]
       let next = n + 1 < segments.count ? segments[n + 1].first : nil
       let held = table.heldCount(in: table.lowerBound(info.first)..<(next.map(table.lowerBound) ?? table.seqs.count))
-      if n < closed && (held == 0 || info.needsRewrite || held != info.items - info.dead) {
-        work.rewrites.append(try rewrite(info, held: held, next: next, store: store))
-      } else if held > 0 {
+      if n < closed && (held == 0 || info.needsRewrite || held != info.items - info.dead),
+        case let rewrite = try rewrite(info, held: held, next: next, store: store),
+        (rewrite.bytes?.count ?? 0) <= (store.cap?.rewriteLimit ?? Int.max)
+      {
+        work.rewrites.append(rewrite)
+      } else if held > 0 {  // kept as it is (a rewrite too large for the cap's headroom waits)
         work.kept.append(info.first)
       }
       if held > 0 {
