@@ -24,7 +24,7 @@ package struct MetricsSnapshot: Sendable {
   /// 0 ok, 1 degraded, 2 failing.
   package var health = 0
   /// The reasons of `status.problems` now.
-  package var problems: Set<String> = []
+  package var problems: Set<HealthReason> = []
   package var version = ""
 
   package init() {}

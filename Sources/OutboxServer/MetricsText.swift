@@ -64,8 +64,8 @@ package enum MetricsText {
     w.family("push_outbox_health", .gauge, "0 ok, 1 degraded, 2 failing.")
     w.sample("push_outbox_health", [], UInt64(max(0, s.health)))
     w.family("push_outbox_problem", .gauge, "1 while status.problems lists this reason, else 0.")
-    for reason in HealthProblem.reasons {
-      w.sample("push_outbox_problem", [("reason", reason)], UInt64(s.problems.contains(reason) ? 1 : 0))
+    for reason in HealthReason.allCases {
+      w.sample("push_outbox_problem", [("reason", reason.rawValue)], UInt64(s.problems.contains(reason) ? 1 : 0))
     }
     w.family("push_outbox_build_info", .info, "The running version (value 1).")
     w.sample("push_outbox_build_info", [("version", s.version)], UInt64(1))

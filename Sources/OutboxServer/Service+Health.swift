@@ -17,23 +17,27 @@ package enum HealthState: String, Sendable {
   }
 }
 
+/// Why health is not ok (`status.problems[].reason`, `push_outbox_problem{reason}`).
+package enum HealthReason: String, CaseIterable, Sendable {
+  case journalFailing = "journal_failing"
+  case dataQuarantined = "data_quarantined"
+  case storeNearCap = "store_near_cap"
+  case deliveryStopped = "delivery_stopped"
+  case deliveryRetrying = "delivery_retrying"
+  case pendingTooOld = "pending_too_old"
+}
+
 /// One thing wrong: `{reason, since, detail}` in `status.problems`.
 package struct HealthProblem: Sendable, Equatable {
-  package var reason: String
+  package var reason: HealthReason
   /// Wall-clock ms: when the condition began, where the state says, else when it was first seen.
   package var since: Int64
   package var detail: String
   package var failing = false
 
-  /// Every reason, for the metrics' fixed label set.
-  package static let reasons = [
-    "journal_failing", "data_quarantined", "store_near_cap", "delivery_stopped", "delivery_retrying",
-    "pending_too_old",
-  ]
-
   package var json: JSONValue {
     .object([
-      JSONMember("reason", .string(reason)), JSONMember("since", .string(UTCTime.format(ms: since))),
+      JSONMember("reason", .string(reason.rawValue)), JSONMember("since", .string(UTCTime.format(ms: since))),
       JSONMember("detail", .string(detail)),
     ])
   }
@@ -41,7 +45,7 @@ package struct HealthProblem: Sendable, Equatable {
 
 /// When each problem whose start the state does not record was first seen (`Service.observeHealth`).
 package struct HealthMemory: Sendable {
-  var firstSeen: [String: Int64] = [:]
+  var firstSeen: [HealthReason: Int64] = [:]
   var observedAt: Int64? = nil
 
   package init() {}
@@ -62,14 +66,14 @@ extension Service {
       Double(now - since) > config.maxRetryAge * 1000
     {
       let detail = "delivery has failed since \(UTCTime.format(ms: since)): \(summary.lastError ?? "no answer")"
-      problems.append(HealthProblem(reason: "delivery_retrying", since: since, detail: detail))
+      problems.append(HealthProblem(reason: .deliveryRetrying, since: since, detail: detail))
     }
     if let maxAge = config.maxPendingAge, let saved = oldestPendingSavedAt ?? store.items.oldestPendingSavedAt,
       Double(now - saved) > maxAge * 1000
     {
       let detail =
         "the oldest pending item was saved at \(UTCTime.format(ms: saved)), over --max-pending-age \(maxAge) s ago"
-      problems.append(HealthProblem(reason: "pending_too_old", since: saved + Int64(maxAge * 1000), detail: detail))
+      problems.append(HealthProblem(reason: .pendingTooOld, since: saved + Int64(maxAge * 1000), detail: detail))
     }
     let state: HealthState =
       problems.contains(where: \.failing) ? .failing : problems.isEmpty ? .ok : .degraded
@@ -88,11 +92,11 @@ extension Service {
   }
 
   /// The conditions whose start is only known by watching: (reason, detail, failing).
-  private func observedConditions() -> [(String, String, Bool)] {
-    var found: [(String, String, Bool)] = []
+  private func observedConditions() -> [(HealthReason, String, Bool)] {
+    var found: [(HealthReason, String, Bool)] = []
     if store.lastCommitFailed || disk?.fsyncFailed == true {
       let what = store.lastCommitFailed ? store.lastCommitError : disk?.lastFsyncError
-      found.append(("journal_failing", "the journal cannot be written or flushed: \(what ?? "unknown")", true))
+      found.append((.journalFailing, "the journal cannot be written or flushed: \(what ?? "unknown")", true))
     }
     let warnings = (disk?.status.recovery ?? []) + store.notices
     if !warnings.isEmpty {
@@ -101,17 +105,17 @@ extension Service {
         return nil
       }
       found.append(
-        ("data_quarantined", "since start: " + codes.joined(separator: ", ") + " (see status.recovery)", false))
+        (.dataQuarantined, "since start: " + codes.joined(separator: ", ") + " (see status.recovery)", false))
     }
     if let usable = store.usableStoreBytes, let cap = store.cap,
       Double(store.storeBytes) >= Self.nearCapShare * Double(usable)
     {
       let detail =
         "the store holds \(store.storeBytes) bytes of the \(usable) saves may use (--max-store-bytes \(cap.max) less the snapshot headroom)"
-      found.append(("store_near_cap", detail, false))
+      found.append((.storeNearCap, detail, false))
     }
     if let reason = delivery?.summary.configError {
-      found.append(("delivery_stopped", "Braze refused the endpoint or key: \(reason)", false))
+      found.append((.deliveryStopped, "Braze refused the endpoint or key: \(reason)", false))
     }
     return found
   }

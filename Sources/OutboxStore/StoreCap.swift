@@ -54,6 +54,9 @@ package struct StoreCap: Sendable {
 }
 
 extension Store {
+  /// The flag a refusal names (`error.data.limit`).
+  static let flag = "max-store-bytes"
+
   /// The store directory's bytes as the cap counts them: the journal's segments as written (and the
   /// records waiting for this burst's commit) plus the other files, measured at start and after each
   /// snapshot. 0 without files.
@@ -71,7 +74,7 @@ extension Store {
   func admitFiles(_ recordBytes: Int) throws(StoreError) {
     guard let cap, journal != nil, let usable = usableStoreBytes else { return }
     let current = storeBytes
-    if recordBytes > usable - current { throw .storeFull(limit: "max-store-bytes", value: cap.max, current: current) }
+    if recordBytes > usable - current { throw .storeFull(limit: Self.flag, value: cap.max, current: current) }
   }
 
   /// Checks every limit an item must meet before it is saved: `--max-item-bytes`, `--max-pending`,
@@ -91,7 +94,7 @@ extension Store {
     for (index, size) in sizes.enumerated() where index < (first?.index ?? Int.max) {
       bytes += SegmentFormat.itemRecordBytes(body: size.body, clientID: size.clientID)
       if bytes > usable {
-        first = (index, .storeFull(limit: "max-store-bytes", value: cap.max, current: current))
+        first = (index, .storeFull(limit: Self.flag, value: cap.max, current: current))
         break
       }
     }
