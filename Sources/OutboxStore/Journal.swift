@@ -31,7 +31,9 @@ package final class Journal {
   /// The seq of the first record in `buffer`: the name of a segment opened for it.
   private var pendingFirst: UInt64 = 0
   /// Every segment on disk, oldest first; the last one is being written when `fd` is open.
-  package private(set) var segments: [SegmentInfo]
+  package private(set) var segments: [SegmentInfo] { didSet { cachedFileBytes = nil } }
+  /// `fileBytes`, until `segments` changes (a capped store asks for it at every save).
+  private var cachedFileBytes: Int64? = nil
   private var lastSync = Clock.monotonicSeconds()
   private var unsynced = false
   private let syncQueue = DispatchQueue(label: "push-outbox.fsync")
@@ -49,7 +51,12 @@ package final class Journal {
   var hasPendingRecords: Bool { !buffer.isEmpty }
   var totalBytes: Int64 { fileBytes + Int64(buffer.count) }
   /// The segments' bytes as written (without the records waiting for a commit).
-  var fileBytes: Int64 { Int64(segments.reduce(0) { $0 + $1.bytes }) }
+  var fileBytes: Int64 {
+    if let cachedFileBytes { return cachedFileBytes }
+    let total = Int64(segments.reduce(0) { $0 + $1.bytes })
+    cachedFileBytes = total
+    return total
+  }
   /// True while a segment is open for writing (it is the last of `segments`).
   package var isOpen: Bool { fd >= 0 }
 
