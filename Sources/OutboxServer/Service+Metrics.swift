@@ -110,7 +110,7 @@ extension Service {
     s.deliveredObjects = UInt64(max(0, summary?.delivered ?? 0))
     for (code, n) in summary?.requestsByCode ?? [:] { s.brazeRequests[code] = UInt64(max(0, n)) }
     s.storeBytes = Int64(store.storeBytes)
-    s.storeMaxBytes = store.cap.map { Int64($0.max) }
+    s.storeMaxBytes = disk == nil ? nil : store.cap.map { Int64($0.max) }
     s.journalFsync = DurationHistogram.journalFsync.value
     s.snapshot = DurationHistogram.snapshot.value
     let (health, problems) = health(now: clock.now(), oldestPendingSavedAt: .some(metrics.cachedOldest))

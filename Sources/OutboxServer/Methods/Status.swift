@@ -38,7 +38,7 @@ package enum Status: RPCMethod {
       JSONMember("snapshotSeq", .int(Int64(facts.snapshotSeq))),
       JSONMember("journalBytes", .int(facts.journalBytes)),
       JSONMember("storeBytes", .int(Int64(store_.storeBytes))),
-      JSONMember("maxStoreBytes", store_.cap.map { .int(Int64($0.max)) } ?? .null),
+      JSONMember("maxStoreBytes", store_.cap.flatMap { service.disk == nil ? nil : .int(Int64($0.max)) } ?? .null),
       JSONMember("fsync", .string(service.config.fsync.rawValue)),
       JSONMember("lease", service.store.leases.first { $0.origin == .flush }.map { leaseJSON($0) } ?? .null),
       JSONMember("recovery", .array(facts.recovery + service.store.notices)),
