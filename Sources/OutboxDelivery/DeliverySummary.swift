@@ -31,7 +31,7 @@ package struct DeliverySummary: Sendable {
   /// Wall-clock ms of the first failed request since the last delivery (nil: not failing).
   package var failingSince: Int64?
   package var rate = ""
-  package var recentRequests = 0
+  var recentRequests = 0
   /// Requests sent and answered, by HTTP status code ("error" when no answer came back).
   package var requestsByCode: [String: Int] = [:]
 
