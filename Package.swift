@@ -73,7 +73,9 @@ if ProcessInfo.processInfo.environment["PUSH_OUTBOX_FUZZ"] == "1" {
     .target(
       name: "FuzzSupport", dependencies: allLayers, path: "Tests/fuzz/Sources/FuzzSupport", swiftSettings: settings
     ))
-  for name in ["FuzzJSON", "FuzzDiff", "FuzzLine", "FuzzRecovery", "FuzzPayload", "FuzzDelivery", "FuzzStoreOps"] {
+  for name in [
+    "FuzzJSON", "FuzzDiff", "FuzzLine", "FuzzRecovery", "FuzzPayload", "FuzzDelivery", "FuzzStoreOps", "FuzzNATS",
+  ] {
     package.targets.append(
       .executableTarget(
         name: name, dependencies: allLayers + ["FuzzSupport"], path: "Tests/fuzz/Sources/\(name)",

@@ -131,6 +131,7 @@ struct RelaySession {
       settle(flushId, items, acks: [])
       throw error
     }
+    KillPoint.reach(.relayAcked)
     return settle(flushId, items, acks: acks)
   }
 

@@ -38,7 +38,11 @@ def test_relay_publishes_every_saved_item_once(
     assert all(ns == sorted(ns) for ns in by_user.values())
     assert pending(store) == []
     config = nats_server.stream_config()
-    assert (config["retention"], config["storage"], config["discard"]) == ("workqueue", "file", "new")
+    assert (config["retention"], config["storage"], config["discard"]) == (
+        "workqueue",
+        "file",
+        "new",
+    )
     assert config["duplicate_window"] >= 120 and config["max_bytes"] == 1 << 30
     assert f"published {len(saved.items)}" in run.stderr
 
@@ -65,31 +69,53 @@ def test_items_without_a_user_are_dead_lettered_or_sent_with_default_user(
     assert all(sent[i]["user"] == {"externalId": "fallback"} for i in saved2.items)
 
 
-def test_kill9_mid_relay_then_rerun_loses_nothing_and_stores_each_id_once(
-    tmp_path: Path, nats_server: NatsServer
+@pytest.mark.parametrize("seed", [11, 12])
+def test_kill9_after_the_acks_then_rerun_stores_each_id_once(
+    tmp_path: Path, nats_server: NatsServer, seed: int
 ) -> None:
+    """Killed after JetStream acked a round and before the store removed it (kill point
+    relayAcked), the rerun publishes that round again: JetStream drops it by Nats-Msg-Id."""
     store = tmp_path / "store"
-    saved = save_items(store, 20_000, 11)
-    rng = random.Random(11)
-    proc = subprocess.Popen(
-        [binary(), "relay", "--to", nats_server.url, "--store", str(store)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    time.sleep(rng.uniform(0.2, 0.6))
-    proc.kill()
-    proc.wait()
+    saved = save_items(store, 20_000, seed)
+    round_killed = random.Random(seed).randrange(1, 10)
+    killed = relay(store, nats_server, env={"PUSH_OUTBOX_KILL_AT": f"relayAcked:{round_killed}"})
+    assert killed.returncode == -9
     first = len(nats_server.messages())
-    print(f"killed after {first} of {len(saved.items)} messages were stored")
+    assert first == round_killed * 2000  # the killed round is in the stream and still in the store
+    # dump lists the pending items; the killed round is held under its lease, released by the rerun.
+    assert len(pending(store)) == len(saved.items) - round_killed * 2000
     run = relay(store, nats_server)
     assert run.returncode == 0, run.stderr
+    assert (
+        f"published {len(saved.items) - (round_killed - 1) * 2000} (2000 already in the stream)"
+        in run.stderr
+    )
     messages = nats_server.messages()
     ids = Counter(p["id"] for _, _, _, p in messages)
     assert set(ids) == set(saved.items)  # every item at least once
-    assert max(ids.values()) == 1  # the duplicates were de-duplicated by Nats-Msg-Id
+    assert max(ids.values()) == 1  # the round published twice was de-duplicated by Nats-Msg-Id
     assert {stream_key(p) for _, _, _, p in messages} == {saved.key(i) for i in saved.items}
     assert pending(store) == []
-    print(run.stderr)
+
+
+def test_kill9_at_a_random_moment_then_rerun_loses_nothing(
+    tmp_path: Path, nats_server: NatsServer
+) -> None:
+    store = tmp_path / "store"
+    saved = save_items(store, 20_000, 13)
+    proc = subprocess.Popen(
+        [binary(), "relay", "--to", nats_server.url, "--store", str(store)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(random.Random(13).uniform(0.2, 0.6))
+    proc.kill()
+    proc.wait()
+    run = relay(store, nats_server)
+    assert run.returncode == 0, run.stderr
+    ids = Counter(p["id"] for _, _, _, p in nats_server.messages())
+    assert set(ids) == set(saved.items) and max(ids.values()) == 1
+    assert pending(store) == []
 
 
 def test_nats_down_keeps_everything_local_then_relay_succeeds(tmp_path: Path) -> None:
