@@ -61,9 +61,10 @@ package final class NATSConnection {
   package var maxPayload: Int { Int(info["max_payload"]?.intValue ?? 1 << 20) }
 
   private func handshake(deadline: Double) throws(NATSError) {
-    guard case .info(let text) = try nextEvent(deadline: deadline, handlePings: false) else {
-      throw NATSError(.protocolError, "the server did not start with INFO")
+    guard let first = try nextEvent(deadline: deadline, handlePings: false) else {
+      throw NATSError(.timeout, "no INFO from \(options.address) before the deadline (NATS slow or not NATS)")
     }
+    guard case .info(let text) = first else { throw NATSError(.protocolError, "the server did not start with INFO") }
     guard let parsed = try? JSONReader.parse(text, maxDepth: 16) else {
       throw NATSError(.protocolError, "the server's INFO is not JSON")
     }

@@ -4,6 +4,7 @@ nats-py), once per item id, and nothing leaves the store before JetStream acked 
 from __future__ import annotations
 
 import random
+import socket
 import subprocess
 import time
 from collections import Counter
@@ -200,3 +201,22 @@ def test_plain_text_to_a_remote_host_is_refused(tmp_path: Path) -> None:
     )
     assert run.returncode == 2
     assert "not loopback and TLS is not supported yet" in run.stderr
+
+
+def test_a_silent_server_keeps_everything_local_within_max_seconds(tmp_path: Path) -> None:
+    """A port that accepts connections and never speaks: the relay gives up after --max-seconds."""
+    store = tmp_path / "store"
+    saved = save_items(store, 50, 6)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        url = f"nats://127.0.0.1:{listener.getsockname()[1]}"
+        run = subprocess.run(
+            [binary(), "relay", "--to", url, "--store", str(store), "--max-seconds", "2"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert run.returncode == 1
+    assert "no INFO from" in run.stderr and "gave up after --max-seconds" in run.stderr
+    assert {p["id"] for p in pending(store)} == set(saved.items)
