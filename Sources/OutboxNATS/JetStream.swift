@@ -77,15 +77,19 @@ package enum PublishAck: Sendable, Equatable {
   }
 }
 
-/// One message for `JetStream.publish`: subject, `Nats-Msg-Id` and payload.
+/// One message for `JetStream.publish`: subject, headers (`Nats-Msg-Id`, expectations) and payload.
 package struct OutgoingMessage: Sendable {
   package var subject: String
-  package var messageID: String
+  package var headers: [NATSHeader]
   package var payload: [UInt8]
 
   package init(subject: String, messageID: String, payload: [UInt8]) {
+    self.init(subject: subject, headers: [NATSHeader("Nats-Msg-Id", messageID)], payload: payload)
+  }
+
+  package init(subject: String, headers: [NATSHeader], payload: [UInt8]) {
     self.subject = subject
-    self.messageID = messageID
+    self.headers = headers
     self.payload = payload
   }
 }
@@ -132,9 +136,7 @@ package struct JetStream {
     for (index, message) in messages.enumerated() {
       let reply = connection.replySubject()
       waiting[reply] = index
-      connection.publish(
-        message.subject, reply: reply, headers: [NATSHeader("Nats-Msg-Id", message.messageID)],
-        payload: message.payload)
+      connection.publish(message.subject, reply: reply, headers: message.headers, payload: message.payload)
     }
     try connection.flush(deadline: deadline)
     var acks = [PublishAck?](repeating: nil, count: messages.count)
@@ -145,7 +147,8 @@ package struct JetStream {
     return acks
   }
 
-  private func api(_ verb: String, _ body: JSONValue, deadline: Double) throws(NATSError) -> JSONValue {
+  /// A JetStream API request (`$JS.API.<verb>`) and its JSON answer.
+  package func api(_ verb: String, _ body: JSONValue, deadline: Double) throws(NATSError) -> JSONValue {
     var payload: [UInt8] = []
     body.encodeJSON(into: &payload)
     let answer = try connection.request("$JS.API." + verb, payload: payload, deadline: deadline)
@@ -156,7 +159,7 @@ package struct JetStream {
     return value
   }
 
-  private func apiError(_ verb: String, _ error: JSONValue) -> NATSError {
+  func apiError(_ verb: String, _ error: JSONValue) -> NATSError {
     let text = connection.redacted(error["description"]?.stringValue ?? "unknown error")
     return NATSError(.refused, "\(verb): \(text) (err_code \(error["err_code"]?.intValue ?? 0))")
   }
