@@ -175,18 +175,24 @@ package final class NATSConnection {
     return nil
   }
 
-  /// The next message on a `subscribe` subscription, nil when `deadline` passed first.
-  package func nextMessage(deadline: Double) throws(NATSError) -> NATSMessage? {
-    if !queued.isEmpty { return queued.removeFirst() }
+  /// The next message on the `subscribe` subscription `sid`, nil when `deadline` passed first.
+  /// Messages of other subscriptions wait in arrival order.
+  package func nextMessage(sid: String, deadline: Double) throws(NATSError) -> NATSMessage? {
+    if let index = queued.firstIndex(where: { $0.sid == sid }) { return queued.remove(at: index) }
     while let event = try nextEvent(deadline: deadline, handlePings: true) {
       switch event {
-      case .message(let message) where message.sid != Self.inboxSid: return message
+      case .message(let message) where message.sid == sid: return message
+      case .message(let message) where message.sid != Self.inboxSid: queued.append(message)
       case .error(let text): throw serverError(text)
       default: continue
       }
     }
     return nil
   }
+
+  /// A fresh subject outside the reply inbox, for a subscription of its own (a pull request's replies,
+  /// whose messages keep their stream subjects and are told apart by their subscription id).
+  package func newInbox() -> String { "_INBOX." + Self.token(22) }
 
   private func nextEvent(deadline: Double, handlePings: Bool) throws(NATSError) -> NATSEvent? {
     while true {

@@ -98,6 +98,38 @@ import Testing
     #expect(try kv.get("owner", deadline: Self.deadline()) == .init(value: Array("a2".utf8), revision: second))
   }
 
+  @Test(.enabled(if: serverPath != nil, "nats-server is not installed (apt-get install nats-server)"))
+  func pullConsumerFetchAckAndNak() throws {
+    let server = try Server(path: Self.serverPath!)
+    let connection = try server.connect()
+    defer { connection.close() }
+    let js = JetStream(connection)
+    try js.ensureStream(StreamSettings(name: "W", subjects: ["W.*"], maxBytes: 1 << 20), deadline: Self.deadline())
+    let sent = (1...5).map {
+      OutgoingMessage(subject: "W.\($0 % 2)", messageID: "m\($0)", payload: Array("p\($0)".utf8))
+    }
+    #expect(
+      try js.publish(sent, deadline: Self.deadline()).allSatisfy { if case .stored? = $0 { true } else { false } })
+    let consumer = NATSPullConsumer(js, streamName: "W", name: "deliverer")
+    try consumer.ensure(ackWaitSeconds: 30, maxDeliver: 5, deadline: Self.deadline())
+    try consumer.ensure(ackWaitSeconds: 30, maxDeliver: 5, deadline: Self.deadline())  // found again
+    let first = try consumer.fetch(batch: 10, expiresSeconds: 0.5, deadline: Self.deadline())
+    #expect(first.map { String(decoding: $0.payload, as: UTF8.self) } == ["p1", "p2", "p3", "p4", "p5"])
+    #expect(first.allSatisfy { $0.deliveries == 1 })
+    for message in first.prefix(3) { consumer.ack(message) }
+    for message in first.dropFirst(3) { consumer.nak(message, delaySeconds: 0) }
+    try connection.flush(deadline: Self.deadline())
+    let again = try consumer.fetch(batch: 10, expiresSeconds: 0.5, deadline: Self.deadline())
+    #expect(again.map { String(decoding: $0.payload, as: UTF8.self) } == ["p4", "p5"])
+    #expect(again.allSatisfy { $0.deliveries == 2 })
+    for message in again { consumer.ack(message) }
+    try connection.flush(deadline: Self.deadline())
+    // A work-queue stream drops what was acked; an empty fetch ends on the server's 404/408.
+    #expect(try consumer.fetch(batch: 10, expiresSeconds: 0.3, deadline: Self.deadline()).isEmpty)
+    let info = try js.api("STREAM.INFO.W", .object([]), deadline: Self.deadline())
+    #expect(info["state"]?["messages"]?.intValue == 0)
+  }
+
   @Test func addressesAndLoopback() throws {
     #expect(try NATSAddress.parse("nats://127.0.0.1:4333").get() == NATSAddress(host: "127.0.0.1", port: 4333))
     #expect(try NATSAddress.parse("nats://[::1]").get() == NATSAddress(host: "::1", port: 4222))
