@@ -24,6 +24,7 @@ struct RelaySession {
   private(set) var published = 0
   private(set) var duplicates = 0
   private(set) var deadLettered = 0
+  private(set) var tooLargeCount = 0
   private var problem: String?
 
   init(service: Service, nats: NATSOptions, options: RelayCommand.Options, defaultUser: UserIdentifier?) {
@@ -37,6 +38,10 @@ struct RelaySession {
     let store = service.store
     var text = "published \(published) (\(duplicates) already in the stream)"
     if deadLettered > 0 { text += ", \(deadLettered) without an identifier moved to the dead letters (no_identifier)" }
+    if tooLargeCount > 0 {
+      text +=
+        ", \(tooLargeCount) larger than the server's max_payload moved to the dead letters (\(Self.tooLargeReason))"
+    }
     text += "; left in the store: \(store.count) pending, \(store.items.deadCount) dead letters"
     return problem.map { text + "; stopped: " + $0 } ?? text
   }
@@ -124,23 +129,38 @@ struct RelaySession {
       throw NATSError(.refused, "cannot record the lease: \(error)")
     }
     let messages = items.map(message)
-    var acks: [PublishAck?] = []
+    // A message over the server's max_payload would close the connection: a dead letter instead.
+    let limit = js.connection.maxPayload
+    let tooLarge = Set(messages.indices.filter { messages[$0].payload.count + Self.headerRoom > limit })
+    let sent = messages.indices.filter { !tooLarge.contains($0) }
+    var acks = [PublishAck?](repeating: nil, count: messages.count)
     do throws(NATSError) {
-      acks = try js.publish(messages, deadline: min(deadline, Clock.monotonicSeconds() + 10))
+      let answers = try js.publish(sent.map { messages[$0] }, deadline: min(deadline, Clock.monotonicSeconds() + 10))
+      for (index, answer) in zip(sent, answers) { acks[index] = answer }
     } catch {
-      settle(flushId, items, acks: [])
+      settle(flushId, items, acks: [], tooLarge: tooLarge)
       throw error
     }
     KillPoint.reach(.relayAcked)
-    return settle(flushId, items, acks: acks)
+    return settle(flushId, items, acks: acks, tooLarge: tooLarge)
   }
+
+  /// Room for the `Nats-Msg-Id` header block next to the payload.
+  static let headerRoom = 128
 
   /// Removes the acked items; the others are pending again. Names why none went.
   @discardableResult
-  private mutating func settle(_ flushId: String, _ items: [PendingItem], acks: [PublishAck?]) -> Outcome {
+  private mutating func settle(
+    _ flushId: String, _ items: [PendingItem], acks: [PublishAck?], tooLarge: Set<Int>
+  ) -> Outcome {
     var delivered: [UInt64] = []
+    var dead: [(UInt64, String)] = []
     var refusal: String?
     for (index, item) in items.enumerated() {
+      if tooLarge.contains(index) {
+        dead.append((item.seq, Self.tooLargeReason))
+        continue
+      }
       switch index < acks.count ? acks[index] : nil {
       case .stored(_, let duplicate)?:
         delivered.append(item.seq)
@@ -151,13 +171,16 @@ struct RelaySession {
       case nil: refusal = refusal ?? "no publish ack before the deadline (NATS slow or gone)"
       }
     }
-    service.store.settle(flushId, delivered: delivered, dead: [])
+    service.store.settle(flushId, delivered: delivered, dead: dead)
     if let error = service.store.commit() { return .stalled("cannot record the acks: \(error)") }
     published += delivered.count
-    if delivered.count == items.count { return .progress }
-    if !delivered.isEmpty { return .progress }
+    tooLargeCount += dead.count
+    if !delivered.isEmpty || !dead.isEmpty { return .progress }
     return .stalled(refusal ?? "nothing acked")
   }
+
+  /// The dead-letter reason of an item larger than the server's `max_payload`.
+  static let tooLargeReason = "over_nats_max_payload"
 
   /// `{"id","seq","kind","savedAt","deliveryCount","user",…}` to `<stream>.<shard of the user>`.
   private func message(_ item: PendingItem) -> OutgoingMessage {

@@ -215,7 +215,11 @@ package final class NATSConnection {
   private func serverError(_ text: String) -> NATSError {
     let clean = redacted(text)
     let lower = clean.lowercased()
-    let kind: NATSError.Kind = lower.contains("authorization") || lower.contains("authentication") ? .auth : .refused
+    // Credentials and permissions do not change by retrying; the rest (stale connection, slow
+    // consumer, payload violation after a server change) ends this connection only.
+    let kind: NATSError.Kind =
+      lower.contains("authorization") || lower.contains("authentication") || lower.contains("permissions")
+      ? .auth : .closed
     return NATSError(kind, "the server answered -ERR '\(clean)'")
   }
 

@@ -58,10 +58,11 @@ def free_port() -> int:
 class NatsServer:
     """One nats-server with JetStream, its data under `root`; stop and start keep the data."""
 
-    def __init__(self, root: Path, token: Optional[str] = None) -> None:
+    def __init__(self, root: Path, token: Optional[str] = None, config: str = "") -> None:
         self.root = root
         self.port = free_port()
         self.token = token
+        self.config = config
         self.proc: Optional[subprocess.Popen[bytes]] = None
 
     @property
@@ -81,6 +82,9 @@ class NatsServer:
         ]
         if self.token:
             args += ["--auth", self.token]
+        if self.config:
+            (self.root / "nats.conf").write_text(self.config)
+            args += ["-c", str(self.root / "nats.conf")]
         log = open(self.root / "nats-server.log", "ab")
         self.proc = subprocess.Popen(args, stdout=log, stderr=log)
         deadline = time.monotonic() + 10

@@ -3,6 +3,7 @@ nats-py), once per item id, and nothing leaves the store before JetStream acked 
 
 from __future__ import annotations
 
+import json
 import random
 import socket
 import subprocess
@@ -220,3 +221,44 @@ def test_a_silent_server_keeps_everything_local_within_max_seconds(tmp_path: Pat
     assert run.returncode == 1
     assert "no INFO from" in run.stderr and "gave up after --max-seconds" in run.stderr
     assert {p["id"] for p in pending(store)} == set(saved.items)
+
+
+def test_an_item_over_max_payload_becomes_a_dead_letter_and_the_rest_goes(tmp_path: Path) -> None:
+    server = NatsServer(tmp_path, config="max_payload: 2048\n")
+    server.start()
+    try:
+        store = tmp_path / "store"
+        saved = save_items(store, 40, 21)
+        big = tmp_path / "big.jsonl"
+        lines = [
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": n,
+                    "method": "saveCustomEvent",
+                    "params": {
+                        "name": "big",
+                        "properties": {**{f"p{k}": "x" * 200 for k in range(20)}},
+                        "user": {"externalId": "u1"},
+                    },
+                }
+            )
+            for n in range(3)
+        ]
+        big.write_text("\n".join(lines) + "\n")
+        out = subprocess.run(
+            [binary(), "--store", str(store)], stdin=big.open("rb"), capture_output=True, check=True
+        )
+        big_ids = {json.loads(line)["result"]["id"] for line in out.stdout.splitlines()}
+        run = relay(store, server)
+        assert run.returncode == 0, run.stderr
+        assert (
+            "3 larger than the server's max_payload moved to the dead letters (over_nats_max_payload)"
+            in run.stderr
+        )
+        assert {p["id"] for _, _, _, p in server.messages()} == set(saved.items)
+        dead = pending(store, dead=True)
+        assert {d["item"]["id"] for d in dead} == big_ids
+        assert {d["reason"] for d in dead} == {"over_nats_max_payload"}
+    finally:
+        server.stop()
