@@ -117,6 +117,24 @@ extension Configuration {
       .init(name: "--max-pending-bytes", valueName: "N", help: "most bytes held (default unlimited)") {
         c, v throws(UsageError) in c.store.maxPendingBytes = try int(v, min: 1, max: Limits.storeBytes)
       },
+      .init(
+        name: "--max-store-bytes", valueName: "N",
+        help: "most bytes of the whole store directory; saves stop short of it, nothing is dropped (default unlimited)"
+      ) {
+        c, v throws(UsageError) in c.store.maxStoreBytes = try int(v, min: StoreCap.minimum, max: Limits.storeBytes)
+      },
+      .init(
+        name: "--max-pending-age", valueName: "SECONDS",
+        help: "health is degraded while the oldest pending item is older (default unset)"
+      ) {
+        c, v throws(UsageError) in c.maxPendingAge = try number(v, min: 1, max: 31_536_000)
+      },
+      .init(
+        name: "--max-retry-age", valueName: "SECONDS",
+        help: "health is degraded while delivery has kept failing this long (default 600)"
+      ) {
+        c, v throws(UsageError) in c.maxRetryAge = try number(v, min: 1, max: 31_536_000)
+      },
       .init(name: "--max-item-bytes", valueName: "N", help: "largest single item (default unlimited)") {
         c, v throws(UsageError) in c.store.maxItemBytes = try int(v, min: 1, max: Limits.bytes)
       },

@@ -139,6 +139,7 @@ extension Deliverer {
     summary.deadLettered = stats.deadLettered
     summary.lastError = stats.lastError
     summary.configError = stats.configError
+    summary.failingSince = stats.failingSince
     summary.rate = settings.rate.text
     summary.recentRequests = recentRequests
     summary.requestsByCode = stats.requests

@@ -206,6 +206,7 @@ package final class Deliverer {
     picking.forget(batch.seqs)
     throttle.delivered()
     stats.configError = nil
+    stats.failingSince = nil
   }
 
   /// A 400 for the whole request: halve the batch until the bad object is alone, then dead-letter it.
@@ -227,12 +228,14 @@ package final class Deliverer {
   private func fail(reason: String, afterMs: Int?) {
     let until = throttle.fail(nowMs: clock.now(), afterMs: afterMs)
     stats.lastError = reason
+    stats.failingSince = stats.failingSince ?? clock.now()
     log.warn("delivery: \(reason); retrying at \(UTCTime.format(ms: until))")
   }
 
   private func stop(reason: String) {
     stats.configError = reason
     stats.lastError = reason
+    stats.failingSince = stats.failingSince ?? clock.now()
     let until = throttle.stop(nowMs: clock.now())
     log.error(
       "delivery stopped: Braze answered \(reason); check --braze-endpoint and the API key (needs users.track)."

@@ -9,6 +9,8 @@ struct DeliveryStats: Sendable {
   var retrying: Set<UInt64> = []
   var lastError: String?
   var configError: String?
+  /// Wall-clock ms of the first failed request since the last delivery (nil: not failing).
+  var failingSince: Int64?
   /// Answers from Braze by HTTP status ("error": no answer: a connection or timeout failure).
   var requests: [String: Int] = [:]
 }
@@ -23,9 +25,11 @@ package struct DeliverySummary: Sendable {
   /// Wall-clock ms before which nothing is sent (after a failure or a stop).
   package var pausedUntil: Int64 = 0
   package var deadLettered = 0
-  var lastError: String?
+  package var lastError: String?
   /// Why Braze refused the endpoint or key (401/403/404), until a request is delivered.
   package var configError: String?
+  /// Wall-clock ms of the first failed request since the last delivery (nil: not failing).
+  package var failingSince: Int64?
   package var rate = ""
   var recentRequests = 0
   /// Requests sent and answered, by HTTP status code ("error" when no answer came back).

@@ -28,6 +28,10 @@ package struct Configuration: Sendable {
   package var apiKeyFile: String?
   package var fsync = FsyncPolicy.everysec
   package var store = StoreLimits()
+  /// `--max-pending-age SECONDS`: `status.health` is degraded while the oldest pending item is older.
+  package var maxPendingAge: Double?
+  /// `--max-retry-age SECONDS`: `status.health` is degraded while delivery has failed for longer.
+  package var maxRetryAge = 600.0
   package var fixedClock: Int64?
   package var idSeed: UInt64?
   /// `--metrics-listen HOST:PORT`: serve `GET /metrics` there.

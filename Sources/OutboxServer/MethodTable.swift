@@ -96,10 +96,11 @@ extension StoreError {
   /// The JSON-RPC error for each store refusal.
   package var rpcError: RPCError {
     switch self {
-    case .storeFull(let limit, let value):
+    case .storeFull(let limit, let value, let current):
       .app(
         .storeFull, "store_full", "Store full",
-        [JSONMember("limit", .string(limit)), JSONMember("value", .int(Int64(value)))])
+        [JSONMember("limit", .string(limit)), JSONMember("value", .int(Int64(value)))]
+          + (current.map { [JSONMember("max", .int(Int64(value))), JSONMember("current", .int(Int64($0)))] } ?? []))
     case .itemTooLarge(let bytes, let limit):
       .app(
         .itemTooLarge, "item_too_large", "Item too large",

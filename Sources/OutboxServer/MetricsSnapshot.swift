@@ -16,11 +16,15 @@ package struct MetricsSnapshot: Sendable {
   package var deadLetters: [String: Int] = [:]
   var deliveredObjects: UInt64 = 0
   var brazeRequests: [String: UInt64] = [:]
+  /// The whole store directory (`Store.storeBytes`), and `--max-store-bytes` when set.
   package var storeBytes: Int64 = 0
+  var storeMaxBytes: Int64?
   package var journalFsync = DurationHistogram.Value()
   package var snapshot = DurationHistogram.Value()
   /// 0 ok, 1 degraded, 2 failing.
   var health = 0
+  /// The reasons of `status.problems` now.
+  var problems: Set<HealthReason> = []
   package var version = ""
 
   package init() {}

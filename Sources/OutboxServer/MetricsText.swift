@@ -53,12 +53,20 @@ package enum MetricsText {
     for (code, n) in s.brazeRequests.sorted(by: { $0.key < $1.key }) {
       w.sample("push_outbox_braze_requests_total", [("code", code)], n)
     }
-    w.family("push_outbox_store_bytes", .gauge, "Bytes of the store's journal segments on disk.")
+    w.family("push_outbox_store_bytes", .gauge, "Bytes of the store directory: segments, checkpoint, quarantine.")
     w.sample("push_outbox_store_bytes", [], UInt64(max(0, s.storeBytes)))
+    if let cap = s.storeMaxBytes {
+      w.family("push_outbox_store_max_bytes", .gauge, "The store directory's cap (--max-store-bytes).")
+      w.sample("push_outbox_store_max_bytes", [], UInt64(max(0, cap)))
+    }
     w.histogram("push_outbox_journal_fsync_seconds", "Time to fsync the journal.", s.journalFsync)
     w.histogram("push_outbox_snapshot_seconds", "Time to take a snapshot.", s.snapshot)
     w.family("push_outbox_health", .gauge, "0 ok, 1 degraded, 2 failing.")
     w.sample("push_outbox_health", [], UInt64(max(0, s.health)))
+    w.family("push_outbox_problem", .gauge, "1 while status.problems lists this reason, else 0.")
+    for reason in HealthReason.allCases {
+      w.sample("push_outbox_problem", [("reason", reason.rawValue)], UInt64(s.problems.contains(reason) ? 1 : 0))
+    }
     w.family("push_outbox_build_info", .info, "The running version (value 1).")
     w.sample("push_outbox_build_info", [("version", s.version)], UInt64(1))
     if format == .openMetrics { w.text += "# EOF\n" }

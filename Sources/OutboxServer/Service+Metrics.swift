@@ -109,16 +109,13 @@ extension Service {
     let summary = delivery?.summary
     s.deliveredObjects = UInt64(max(0, summary?.delivered ?? 0))
     for (code, n) in summary?.requestsByCode ?? [:] { s.brazeRequests[code] = UInt64(max(0, n)) }
-    disk?.refresh()
-    s.storeBytes = disk?.status.journalBytes ?? 0
+    s.storeBytes = Int64(store.storeBytes)
+    s.storeMaxBytes = disk == nil ? nil : store.cap.map { Int64($0.max) }
     s.journalFsync = DurationHistogram.journalFsync.value
     s.snapshot = DurationHistogram.snapshot.value
-    let quarantined = !(disk?.status.recovery.isEmpty ?? true) || !store.notices.isEmpty
-    if store.lastCommitFailed || disk?.fsyncFailed == true {
-      s.health = 2
-    } else if summary?.configError != nil || quarantined {
-      s.health = 1
-    }
+    let (health, problems) = health(now: clock.now(), oldestPendingSavedAt: .some(metrics.cachedOldest))
+    s.health = health.gauge
+    s.problems = Set(problems.map(\.reason))
     s.version = embeddedVersion
     return s
   }

@@ -32,6 +32,8 @@ package final class Service {
   package internal(set) var metrics: MetricsExport?
   /// Calls whose work outlasts their request (`deliverPending`), stepped by `tick`.
   package let longCalls = LongCalls()
+  /// When each health problem was first seen (`Service+Health.swift`).
+  var healthMemory = HealthMemory()
 
   package init(config: Configuration, log: Log? = nil) {
     self.config = config
@@ -67,6 +69,7 @@ package final class Service {
     delivery?.tick(busy: busy)
     if !longCalls.isEmpty { longCalls.step(self) }
     disk?.tick(store, now: now)
+    observeHealth(now: now)
     if metrics != nil { publishMetrics() }
   }
 

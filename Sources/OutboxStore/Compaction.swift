@@ -22,6 +22,8 @@ import Darwin
 ///
 /// The work is bounded by what changed: only segments touched since the last snapshot are rewritten,
 /// and a segment is at most `Journal.segmentLimit` bytes of held items (a larger one only after an upgrade).
+/// Under `--max-store-bytes` a rewrite larger than the cap's headroom allows is not written: its
+/// segment stays as it is until nothing in it is held and it is deleted (see `StoreCap`).
 struct Compaction: Sendable {
   struct Rewrite: Sendable {
     var first: UInt64
@@ -61,9 +63,12 @@ struct Compaction: Sendable {
       let info = segments[n]
       let next = n + 1 < segments.count ? segments[n + 1].first : nil
       let held = table.heldCount(in: table.lowerBound(info.first)..<(next.map(table.lowerBound) ?? table.seqs.count))
-      if n < closed && (held == 0 || info.needsRewrite || held != info.items - info.dead) {
-        work.rewrites.append(try rewrite(info, held: held, next: next, store: store))
-      } else if held > 0 {
+      if n < closed && (held == 0 || info.needsRewrite || held != info.items - info.dead),
+        case let rewrite = try rewrite(info, held: held, next: next, store: store),
+        (rewrite.bytes?.count ?? 0) <= (store.cap?.rewriteLimit ?? Int.max)
+      {
+        work.rewrites.append(rewrite)
+      } else if held > 0 {  // kept as it is (a rewrite too large for the cap's headroom waits)
         work.kept.append(info.first)
       }
       if held > 0 {
@@ -111,6 +116,13 @@ struct Compaction: Sendable {
   }
 
   /// Does the work; the first failure stops it (what is done stays consistent: see `Recovery`).
+  ///
+  /// The order, each step durable before the next: the journal's records (closed segments and the
+  /// open one) are flushed; the checkpoint is written to a temporary file, flushed, renamed into
+  /// place, and the directory flushed; then, oldest first, each rewrite goes the same way (temporary
+  /// file, flush, rename, directory flush) and each deletion is an unlink whose directory flush comes
+  /// before the next rename and at the end. A segment the new checkpoint no longer lists is only
+  /// unlinked once that checkpoint is durable.
   func run(directory: String, policy: FsyncPolicy) -> FileError? {
     defer { closeFD(openFD) }
     do throws(FileError) {
@@ -120,25 +132,37 @@ struct Compaction: Sendable {
         throw FileError(
           operation: "snapshot check (a listed segment is gone)", path: SegmentFormat.name(first: first), code: errno)
       }
+      KillPoint.reach(.barrier)
       try FileIO.writeAtomically(checkpoint.encode(), to: directory + "/" + Checkpoint.fileName, directory: directory)
       KillPoint.reach(.checkpoint)
+      var unlinked = false
       for rewrite in rewrites {
         let path = directory + "/" + SegmentFormat.name(first: rewrite.first)
         if let bytes = rewrite.bytes {
+          if unlinked { try syncDeletions(directory, &unlinked) }
           // Always flushed, whatever the policy: a rewrite replaces bytes that may already be durable.
           try FileIO.writeAtomically(bytes, to: path, directory: directory)
           KillPoint.reach(.rewrite)
         } else if unlink(path) != 0 && errno != ENOENT {
           throw FileError(operation: "unlink", path: path, code: errno)
         } else {
+          unlinked = true
           KillPoint.reach(.deletion)
         }
       }
-      if !rewrites.isEmpty { try FileIO.syncDirectory(directory) }
+      if unlinked { try syncDeletions(directory, &unlinked) }
+      KillPoint.reach(.compacted)
       return nil
     } catch {
       return error
     }
+  }
+
+  /// Flushes the directory after unlinks, so no later rename is durable before them.
+  private func syncDeletions(_ directory: String, _ unlinked: inout Bool) throws(FileError) {
+    try FileIO.syncDirectory(directory)
+    unlinked = false
+    KillPoint.reach(.deletionSynced)
   }
 
   /// Tells the journal what the files look like now.

@@ -46,7 +46,9 @@ package final class Disk {
   package private(set) var status = DiskStatus()
   /// The journal's last background fsync failed, and no snapshot has been taken since.
   package private(set) var fsyncFailed = false
+  package private(set) var lastFsyncError: String?
   private let log: Log
+  private weak var measuredStore: Store?
   #if DEBUG
   private weak var auditedStore: Store?
   #endif
@@ -63,13 +65,16 @@ package final class Disk {
     try StoreDirectory.prepare(directory)
     lock = try StoreLock(directory: directory)
     let outcome = try Recovery.run(directory: directory, store: store, acceptLoss: options.acceptLoss, log: log)
-    journal = Journal(directory: directory, policy: options.fsync, segments: outcome.segments)
+    journal = Journal(
+      directory: directory, policy: options.fsync, segments: outcome.segments,
+      rotateAt: store.cap?.segmentLimit ?? Journal.segmentLimit)
     store.restore(leases: outcome.leases, finished: outcome.finished, journal: journal)
     status.recovery = outcome.warnings
     status.lastSnapshotAt = outcome.checkpoint?.createdAt
     status.snapshotSeq = outcome.checkpoint?.coversSeq ?? 0
     savedVersion = outcome.dirty ? store.version &- 1 : store.version
     if outcome.dirty { nextDue = 0 }
+    measure(store)
     refresh()
     log.info("opened \(directory): \(store.count) items held in \(outcome.segments.count) segments")
   }
@@ -88,6 +93,7 @@ package final class Disk {
     if let failure = journal.tick() {
       log.error("journal fsync failed (\(failure)); moved to a new segment, snapshotting now")
       fsyncFailed = true
+      lastFsyncError = "\(failure)"
       savedVersion = store.version &- 1
       nextDue = 0
     }
@@ -145,6 +151,7 @@ package final class Disk {
     fsyncFailed = false
     audit(work)
     savedVersion = inFlightVersion
+    if let store = measuredStore { measure(store) }
     status.lastSnapshotAt = work.checkpoint.createdAt
     status.snapshotSeq = work.checkpoint.coversSeq
     refresh()
@@ -158,6 +165,14 @@ package final class Disk {
     let problems = SnapshotAudit.check(directory: directory, store: store.items)
     precondition(problems.isEmpty, "snapshot invariant broken: \(problems)")
     #endif
+  }
+
+  /// Measures the files besides the segments (checkpoint, quarantine, LOCK) for `Store.storeBytes`
+  /// and the cap: at start and after each snapshot, when no temporary file is being written.
+  private func measure(_ store: Store) {
+    measuredStore = store
+    store.filesBesideJournal = max(0, StoreCap.measure(directory) - Int(journal.fileBytes))
+    store.checkpointBytes = FileIO.size(directory + "/" + Checkpoint.fileName)
   }
 
   /// Brings the journal figures in `status` up to date.

@@ -21,6 +21,8 @@ package final class Journal {
   package let directory: String
   package let policy: FsyncPolicy
   static let segmentLimit = 4 << 20
+  /// Where this journal rotates: `segmentLimit`, or less under `--max-store-bytes`.
+  let rotateAt: Int
   private var fd: Int32 = -1
   private var goodSize = 0
   private var buffer: [UInt8] = []
@@ -29,7 +31,9 @@ package final class Journal {
   /// The seq of the first record in `buffer`: the name of a segment opened for it.
   private var pendingFirst: UInt64 = 0
   /// Every segment on disk, oldest first; the last one is being written when `fd` is open.
-  package private(set) var segments: [SegmentInfo]
+  package private(set) var segments: [SegmentInfo] { didSet { cachedFileBytes = nil } }
+  /// `fileBytes`, until `segments` changes (a capped store asks for it at every save).
+  private var cachedFileBytes: Int64? = nil
   private var lastSync = Clock.monotonicSeconds()
   private var unsynced = false
   private let syncQueue = DispatchQueue(label: "push-outbox.fsync")
@@ -37,14 +41,22 @@ package final class Journal {
   /// True when the last failed commit could not cut its records back off the file.
   private(set) var lastCutFailed = false
 
-  package init(directory: String, policy: FsyncPolicy, segments: [SegmentInfo]) {
+  package init(directory: String, policy: FsyncPolicy, segments: [SegmentInfo], rotateAt: Int = segmentLimit) {
+    self.rotateAt = rotateAt
     self.directory = directory
     self.policy = policy
     self.segments = segments
   }
 
   var hasPendingRecords: Bool { !buffer.isEmpty }
-  var totalBytes: Int64 { Int64(segments.reduce(0) { $0 + $1.bytes } + buffer.count) }
+  var totalBytes: Int64 { fileBytes + Int64(buffer.count) }
+  /// The segments' bytes as written (without the records waiting for a commit).
+  var fileBytes: Int64 {
+    if let cachedFileBytes { return cachedFileBytes }
+    let total = Int64(segments.reduce(0) { $0 + $1.bytes })
+    cachedFileBytes = total
+    return total
+  }
   /// True while a segment is open for writing (it is the last of `segments`).
   package var isOpen: Bool { fd >= 0 }
 
@@ -134,7 +146,7 @@ package final class Journal {
     segments[segments.count - 1].items += pendingItems
     segments[segments.count - 1].otherBytes += pendingOther
     unsynced = policy != .always
-    if goodSize >= Self.segmentLimit { closeSegment() }
+    if goodSize >= rotateAt { closeSegment() }
   }
 
   /// Drops the item records from `buffer`, keeping the others in order.

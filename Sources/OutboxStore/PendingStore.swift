@@ -3,7 +3,8 @@ package import OutboxSupport
 
 /// Why the store refused a change. Mapped to JSON-RPC errors in one place (`MethodTable`).
 package enum StoreError: Error, Sendable, Equatable {
-  case storeFull(limit: String, value: Int)
+  /// `current`: the store directory's bytes, for `--max-store-bytes`.
+  case storeFull(limit: String, value: Int, current: Int? = nil)
   case itemTooLarge(bytes: Int, limit: Int)
   case leaseNotFound(String)
   case storageUnavailable(String)
@@ -14,6 +15,8 @@ package struct StoreLimits: Sendable {
   package var maxPending = Int.max
   package var maxPendingBytes = Int.max
   package var maxItemBytes = Int.max
+  /// `--max-store-bytes`: the whole directory (see `StoreCap`); nil without a cap.
+  package var maxStoreBytes: Int? = nil
   package init() {}
 }
 
@@ -119,6 +122,11 @@ package final class PendingStore {
   // MARK: - Reading
 
   package func contains(seq: UInt64) -> Bool { table.row(of: seq) != nil }
+
+  /// When the oldest pending item (not a dead letter) was saved; nil when none is.
+  package var oldestPendingSavedAt: Int64? {
+    table.rows.first { !table.has(.removed, $0) && !table.has(.dead, $0) }.map { table.savedAt[$0] }
+  }
 
   /// The oldest held item's seq.
   package var firstSeq: UInt64? { table.rows.first { !table.has(.removed, $0) }.map { table.seqs[$0] } }

@@ -91,6 +91,11 @@ package enum SegmentFormat {
   private static let zeros = [UInt8](repeating: 0, count: recordHeaderSize + 15)
 
   /// Appends an item record: one reservation, fixed fields stored in place, the body copied once.
+  /// The bytes of an item record with a body and client id of these lengths (0: a generated id).
+  package static func itemRecordBytes(body: Int, clientID: Int) -> Int {
+    recordHeaderSize + 8 + 4 + 3 + (clientID == 0 ? 16 : clientID) + body
+  }
+
   static func appendItem(
     seq: UInt64, savedAt: Int64, deliveries: UInt32, kind: ItemKind, hasUser: Bool, id: ItemID,
     body: UnsafeRawBufferPointer, to out: inout [UInt8]

@@ -26,9 +26,16 @@ package final class Store {
   /// Bumped by every change; the disk layer compares it to decide whether it is dirty.
   package private(set) var version: UInt64 = 0
   var journal: Journal?
+  /// `--max-store-bytes`, when set.
+  package let cap: StoreCap?
+  /// Bytes of the store's files other than the segments (checkpoint, quarantine, LOCK), and of the
+  /// checkpoint alone: measured by `Disk` at start and after each snapshot.
+  package internal(set) var filesBesideJournal = 0
+  package internal(set) var checkpointBytes = 0
 
   package init(limits: StoreLimits = StoreLimits()) {
     items.limits = limits
+    cap = limits.maxStoreBytes.map(StoreCap.init(max:))
   }
 
   /// Items pending (leased ones included); dead letters are held but not pending.
@@ -46,7 +53,7 @@ package final class Store {
       receipt.awaitsCommit = seq >= (uncommitted.first ?? UInt64.max)
       return receipt
     }
-    try items.admit(itemBytes: PendingItem.byteCount(body: body.count, clientID: id.clientLength))
+    try admit(bodyBytes: body.count, clientIDBytes: id.clientLength)
     let seq = items.takeSeq()
     items.append(seq: seq, id: id, kind: kind, savedAt: savedAt, hasUser: hasUser, body: body)
     version &+= 1
@@ -90,6 +97,7 @@ package final class Store {
       return nil
     } catch {
       lastCommitFailed = true
+      lastCommitError = "\(error)"
       items.rollBack(seqs: uncommitted)
       version &+= 1
       // Records that could not be cut back off the file must not come back at the next start.
@@ -100,6 +108,8 @@ package final class Store {
 
   /// The last journal write (or its fsync with `--fsync always`) failed.
   package private(set) var lastCommitFailed = false
+  /// What the last failed journal write said.
+  package private(set) var lastCommitError: String?
 
   /// True when a save made since the last commit is waiting to be written.
   var hasUncommitted: Bool { !uncommitted.isEmpty }
@@ -210,10 +220,14 @@ package final class Store {
     journal.appendDeadLetter(recorded, recordSeq: items.takeSeq())
   }
 
-  /// Returns dead letters to pending. Returns the seqs requeued.
+  /// Returns dead letters to pending. Returns the seqs requeued. Refused, changing nothing, when its
+  /// journal record would pass `--max-store-bytes`.
   @discardableResult
-  package func requeue(_ seqs: [UInt64]) -> [UInt64] {
-    let changed = items.setDead(seqs, reason: nil)
+  package func requeue(_ seqs: [UInt64]) throws(StoreError) -> [UInt64] {
+    let candidates = seqs.filter(items.isDead(seq:))
+    guard !candidates.isEmpty else { return [] }
+    try admitFiles(SegmentFormat.recordHeaderSize + 4 + 8 * candidates.count)
+    let changed = items.setDead(candidates, reason: nil)
     guard !changed.isEmpty else { return [] }
     version &+= 1
     guard let journal else { return changed }

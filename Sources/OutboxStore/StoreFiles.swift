@@ -60,7 +60,11 @@ enum StoreFiles {
   /// Copies a file into `quarantine/` before anything touches it.
   static func quarantine(directory: String, name: String) {
     let dir = directory + "/quarantine"
-    if mkdir(dir, 0o700) != 0 && errno != EEXIST { return }
+    if mkdir(dir, 0o700) == 0 {
+      try? FileIO.syncDirectory(directory)  // the new quarantine/ itself, before a cut relies on its copy
+    } else if errno != EEXIST {
+      return
+    }
     var info = stat()
     // Only a real directory of ours: a symlink planted as quarantine/ is never written through.
     guard lstat(dir, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == geteuid() else { return }

@@ -128,7 +128,10 @@ package enum FileIO {
       unlink(temp)
       throw FileError(operation: "rename", path: temp, code: code)
     }
-    if sync { try syncDirectory(directory) }
+    if sync {
+      KillPoint.reach(.renamed)
+      try syncDirectory(directory)
+    }
   }
 
   /// Creates a new file (mode 0600) that must not exist yet; a symlink in its place is never followed.

@@ -12,14 +12,23 @@ import Darwin
 /// `PUSH_OUTBOX_KILL_AT=<point>:<n>` sends SIGKILL to itself the n-th time (from 1) the point is
 /// reached. Unset (always, outside tests), a point costs one load of a constant.
 package enum KillPoint: String, CaseIterable, Sendable {
+  /// A snapshot's journal records are flushed; its checkpoint is not written yet.
+  case barrier
   /// A temporary file (checkpoint or segment rewrite) is written and flushed, not yet renamed.
   case temp
-  /// A new checkpoint is in place; no segment of its snapshot is rewritten or deleted yet.
+  /// A temporary file was renamed into place; the directory is not flushed yet.
+  case renamed
+  /// A new checkpoint is in place (file and directory flushed); no segment of its snapshot is
+  /// rewritten or deleted yet.
   case checkpoint
-  /// A segment rewrite was renamed into place.
+  /// A segment rewrite was renamed into place and the directory flushed.
   case rewrite
-  /// A segment was unlinked.
+  /// A segment was unlinked; the directory is not flushed yet.
   case deletion
+  /// The directory was flushed after one or more unlinks.
+  case deletionSynced
+  /// A snapshot's work is done (its last directory flush included).
+  case compacted
   /// A new segment file was created with its header (rotation or first write).
   case rotation
   /// `relay`: JetStream acked a round's publishes; the items are not yet removed from the store.

@@ -46,7 +46,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-KILL_POINTS = ["temp", "checkpoint", "rewrite", "deletion", "rotation"]
+KILL_POINTS = [
+    "barrier",
+    "temp",
+    "renamed",
+    "checkpoint",
+    "rewrite",
+    "deletion",
+    "deletionSynced",
+    "compacted",
+    "rotation",
+]
 API_KEY = "model-key-3b7e1f"
 # User attribute fields: an import uses each at most once, so no value supersedes another.
 USER_FIELDS = ["first_name", "last_name", "home_city"]

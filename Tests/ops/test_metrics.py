@@ -203,7 +203,7 @@ def test_scrape_matches_what_was_done(outbox: Outbox) -> None:
     _, text = scrape(outbox)
     names = {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")}
     helps = {line.split()[2] for line in text.splitlines() if line.startswith("# HELP ")}
-    assert names == helps and len(names) == 14
+    assert names == helps and len(names) == 15
     # A lease shows as leased items; counters never go down.
     lease = outbox.call("flushPending", {"max": 4, "leaseMs": 60_000})["result"]
     assert len(lease["items"]) == 4

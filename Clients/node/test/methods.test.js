@@ -26,6 +26,8 @@ describe('status', () => {
       assert.deepEqual(
         { ...status, version: 'x' },
         {
+          health: 'ok',
+          problems: [],
           version: 'x',
           store: null,
           pending: { total: 0, customEvent: 0, customAttribute: 0, userAttribute: 0 },
@@ -33,6 +35,8 @@ describe('status', () => {
           lastSnapshotAt: null,
           snapshotSeq: 0,
           journalBytes: 0,
+          storeBytes: 0,
+          maxStoreBytes: null,
           fsync: 'everysec',
           lease: null,
           recovery: [],

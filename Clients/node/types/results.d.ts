@@ -6,6 +6,9 @@ import type { Item, JsonObject, JsonValue, User, Warning } from './wire.js';
 // MARK: - status / rpc.discover
 
 export interface StatusResult {
+  /** `failing` while the journal cannot be written or flushed, `degraded` while any other problem is listed. */
+  health: 'ok' | 'degraded' | 'failing';
+  problems: HealthProblem[];
   version: string;
   store: string | null;
   pending: { total: number; customEvent: number; customAttribute: number; userAttribute: number };
@@ -13,6 +16,9 @@ export interface StatusResult {
   lastSnapshotAt: string | null;
   snapshotSeq: number;
   journalBytes: number;
+  /** The whole store directory's bytes, as `--max-store-bytes` counts them. */
+  storeBytes: number;
+  maxStoreBytes: number | null;
   fsync: string;
   lease: { flushId: string; count: number; expiresAt: string } | null;
   recovery: Array<{ code: string; message: string; [key: string]: JsonValue }>;
@@ -20,6 +26,19 @@ export interface StatusResult {
   deadLetters: number;
   /** Null when delivery to Braze is not configured. */
   delivery: DeliveryStatus | null;
+}
+
+export interface HealthProblem {
+  reason:
+    | 'journal_failing'
+    | 'data_quarantined'
+    | 'store_near_cap'
+    | 'delivery_stopped'
+    | 'delivery_retrying'
+    | 'pending_too_old';
+  /** When the condition began (or was first seen). */
+  since: string;
+  detail: string;
 }
 
 export interface DeliveryStatus {

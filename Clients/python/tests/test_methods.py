@@ -61,6 +61,8 @@ def check_save_result(r: Dict[str, Any], pending: int) -> None:
 
 def check_status(s: Dict[str, Any]) -> None:
     assert set(s) == {
+        "health",
+        "problems",
         "version",
         "store",
         "pending",
@@ -68,6 +70,8 @@ def check_status(s: Dict[str, Any]) -> None:
         "lastSnapshotAt",
         "snapshotSeq",
         "journalBytes",
+        "storeBytes",
+        "maxStoreBytes",
         "fsync",
         "lease",
         "recovery",

@@ -17,6 +17,9 @@ _push_outbox() {
     --fsync) COMPREPLY=($(compgen -W "always everysec never" -- "$cur")); return ;;
     --max-pending) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --max-pending-bytes) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --max-store-bytes) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --max-pending-age) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --max-retry-age) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --max-item-bytes) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --fixed-clock) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --id-seed) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
@@ -48,7 +51,7 @@ _push_outbox() {
   if [ "${COMP_WORDS[1]}" = import ] && [[ $cur != -* ]]; then
     COMPREPLY=($(compgen -f -- "$cur")); return
   fi
-  local flags="--store --memory --accept-loss --snapshot-interval --max-line-bytes --max-depth --max-batch --log-level --log-format --strings --array-limit --max-properties-bytes --max-nested-attribute-bytes --track-batch-limit --fsync --max-pending --max-pending-bytes --max-item-bytes --fixed-clock --id-seed --track-batch-mode --braze-endpoint --braze-api-key-file --deliver --braze-rate --braze-max-in-flight --braze-timeout-ms --braze-backoff-ms --metrics-listen --metrics-file -h --help -V --version"
+  local flags="--store --memory --accept-loss --snapshot-interval --max-line-bytes --max-depth --max-batch --log-level --log-format --strings --array-limit --max-properties-bytes --max-nested-attribute-bytes --track-batch-limit --fsync --max-pending --max-pending-bytes --max-store-bytes --max-pending-age --max-retry-age --max-item-bytes --fixed-clock --id-seed --track-batch-mode --braze-endpoint --braze-api-key-file --deliver --braze-rate --braze-max-in-flight --braze-timeout-ms --braze-backoff-ms --metrics-listen --metrics-file -h --help -V --version"
   case ${COMP_WORDS[1]} in
     flush) flags+=" --format --lease --default-user --max" ;;
     import) flags+=" --user" ;;

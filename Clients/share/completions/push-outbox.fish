@@ -16,6 +16,9 @@ complete -c push-outbox -l track-batch-limit -d 'objects per /users/track array 
 complete -c push-outbox -l fsync -d 'always, everysec or never (default everysec)' -r -f -a 'always everysec never'
 complete -c push-outbox -l max-pending -d 'most items held (default unlimited)' -r -f
 complete -c push-outbox -l max-pending-bytes -d 'most bytes held (default unlimited)' -r -f
+complete -c push-outbox -l max-store-bytes -d 'most bytes of the whole store directory; saves stop short of it, nothing is dropped (default unlimited)' -r -f
+complete -c push-outbox -l max-pending-age -d 'health is degraded while the oldest pending item is older (default unset)' -r -f
+complete -c push-outbox -l max-retry-age -d 'health is degraded while delivery has kept failing this long (default 600)' -r -f
 complete -c push-outbox -l max-item-bytes -d 'largest single item (default unlimited)' -r -f
 complete -c push-outbox -l fixed-clock -d 'testing: every timestamp is this instant' -r -f
 complete -c push-outbox -l id-seed -d 'testing: make ids deterministic' -r -f

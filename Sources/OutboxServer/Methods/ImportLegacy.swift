@@ -101,8 +101,8 @@ extension ImportLegacy {
         return
       }
     }
-    let sizes = prepared.map { PendingItem.byteCount(body: $0.body.count, clientID: $0.clientID?.utf8.count ?? 0) }
-    if let (n, error) = service.store.items.firstRefused(itemBytes: sizes) {
+    let sizes = prepared.map { (body: $0.body.count, clientID: $0.clientID?.utf8.count ?? 0) }
+    if let (n, error) = service.store.firstRefused(sizes) {
       outcome.error = error.rpcError
       if list == .customAttributes && items.count > 1 { outcome.key = items[n].key }
       return

@@ -17,7 +17,7 @@ enum RequeueDeadLetters: RPCMethod {
     let store = service.store.items
     let seqs =
       ids.map { DeadLetters.seqs(ids: $0, in: store) } ?? store.deadRows(max: Int.max).map { store.table.seqs[$0] }
-    let requeued = service.store.requeue(seqs)
+    let requeued = try service.store.requeue(seqs)
     return ObjectResult([JSONMember("requeued", .int(Int64(requeued.count)))])
   }
 }

@@ -32,8 +32,8 @@ extension Server {
     body.appendRaw(",\"time\":")
     body.appendTime(ms: service.clock.now())
     // A refused save also takes an id first; leave it all to the general path.
-    let bytes = PendingItem.byteCount(body: body.count, clientID: 0)
-    guard (try? service.store.items.admit(itemBytes: bytes)) != nil, let id = RequestID(tape, parts.id) else {
+    guard (try? service.store.admit(bodyBytes: body.count, clientIDBytes: 0)) != nil, let id = RequestID(tape, parts.id)
+    else {
       return false
     }
     let result: SaveResult

@@ -23,7 +23,13 @@ package enum Status: RPCMethod {
     }
     service.disk?.refresh()
     let facts = service.disk?.status ?? DiskStatus()
+    let now = service.clock.now()
+    service.observeHealth(now: now)
+    let (health, problems) = service.health(now: now)
+    let store_ = service.store
     return ObjectResult([
+      JSONMember("health", .string(health.rawValue)),
+      JSONMember("problems", .array(problems.map(\.json))),
       JSONMember("version", .string(embeddedVersion)),
       JSONMember("store", service.config.effectiveStorePath.map(JSONValue.string) ?? .null),
       JSONMember("pending", .object(pending)),
@@ -31,6 +37,8 @@ package enum Status: RPCMethod {
       JSONMember("lastSnapshotAt", facts.lastSnapshotAt.map { .string(UTCTime.format(ms: $0)) } ?? .null),
       JSONMember("snapshotSeq", .int(Int64(facts.snapshotSeq))),
       JSONMember("journalBytes", .int(facts.journalBytes)),
+      JSONMember("storeBytes", .int(Int64(store_.storeBytes))),
+      JSONMember("maxStoreBytes", store_.cap.flatMap { service.disk == nil ? nil : .int(Int64($0.max)) } ?? .null),
       JSONMember("fsync", .string(service.config.fsync.rawValue)),
       JSONMember("lease", service.store.leases.first { $0.origin == .flush }.map { leaseJSON($0) } ?? .null),
       JSONMember("recovery", .array(facts.recovery + service.store.notices)),

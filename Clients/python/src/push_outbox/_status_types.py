@@ -43,7 +43,24 @@ class DeliveryStatus(TypedDict):
     recentRequests: int
 
 
+class HealthProblem(TypedDict):
+    """One entry of ``status.problems``."""
+
+    reason: Literal[
+        "journal_failing",
+        "data_quarantined",
+        "store_near_cap",
+        "delivery_stopped",
+        "delivery_retrying",
+        "pending_too_old",
+    ]
+    since: str
+    detail: str
+
+
 class StatusResult(TypedDict):
+    health: Literal["ok", "degraded", "failing"]
+    problems: List[HealthProblem]
     version: str
     store: Optional[str]
     pending: PendingCounts
@@ -51,6 +68,8 @@ class StatusResult(TypedDict):
     lastSnapshotAt: Optional[str]
     snapshotSeq: int
     journalBytes: int
+    storeBytes: int
+    maxStoreBytes: Optional[int]
     fsync: str
     lease: Optional[LeaseInfo]
     recovery: List[RecoveryEntry]

@@ -25,6 +25,9 @@ from ._status_types import (
     DropResult as DropResult,
 )
 from ._status_types import (
+    HealthProblem as HealthProblem,
+)
+from ._status_types import (
     ImportFailure as ImportFailure,
 )
 from ._status_types import (
@@ -84,6 +87,7 @@ __all__ = [
     "LeaseInfo",
     "RecoveryEntry",
     "StatusResult",
+    "HealthProblem",
     "DeliveryStatus",
     "DeliverResult",
     "DeadLetter",
