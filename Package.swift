@@ -28,6 +28,7 @@ let layers: [(name: String, dependencies: [Target.Dependency])] = [
   ("OutboxJSONRPC", ["OutboxJSON", "OutboxSupport"]),
   ("OutboxDomain", ["OutboxJSON", "OutboxSupport"]),
   ("OutboxStore", ["OutboxJSON", "OutboxSupport"]),
+  ("OutboxNATS", ["OutboxJSON", "OutboxSupport"]),
   ("OutboxDelivery", ["OutboxStore", "OutboxDomain", "OutboxJSON", "OutboxSupport", "CurlShim"]),
   (
     "OutboxServer",
@@ -36,7 +37,7 @@ let layers: [(name: String, dependencies: [Target.Dependency])] = [
       "OutboxSupport",
     ]
   ),
-  ("OutboxCommandLine", ["OutboxServer"]),
+  ("OutboxCommandLine", ["OutboxServer", "OutboxNATS"]),
 ]
 let allLayers: [Target.Dependency] = layers.map { .target(name: $0.name) }
 
@@ -73,7 +74,7 @@ if ProcessInfo.processInfo.environment["PUSH_OUTBOX_FUZZ"] == "1" {
       name: "FuzzSupport", dependencies: allLayers, path: "Tests/fuzz/Sources/FuzzSupport", swiftSettings: settings
     ))
   for name in [
-    "FuzzJSON", "FuzzDiff", "FuzzLine", "FuzzRecovery", "FuzzPayload", "FuzzDelivery", "FuzzStoreOps", "FuzzMCP",
+    "FuzzJSON", "FuzzDiff", "FuzzLine", "FuzzRecovery", "FuzzPayload", "FuzzDelivery", "FuzzStoreOps", "FuzzMCP", "FuzzNATS",
   ] {
     package.targets.append(
       .executableTarget(

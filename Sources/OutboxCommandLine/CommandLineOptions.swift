@@ -2,6 +2,7 @@ package import OutboxDelivery
 package import OutboxDomain
 package import OutboxJSON
 package import OutboxJSONRPC
+package import OutboxNATS
 package import OutboxServer
 package import OutboxStore
 package import OutboxSupport
@@ -203,35 +204,76 @@ extension Configuration {
     ] + commandOptions
 
   /// The subcommands' own flags (`push-outbox flush --format …`, `push-outbox import --user …`).
-  private static let commandOptions: [CommandLineOption] = [
+  private static let commandOptions: [CommandLineOption] =
+    [
+      .init(
+        name: "--format", valueName: "FORMAT", help: "items or usersTrack (/users/track bodies) (default items)",
+        choices: FlushCommand.Options.formats, command: .flush
+      ) { c, v throws(UsageError) in c.flush.format = try choice(v, FlushCommand.Options.formats, \.self) },
+      .init(
+        name: "--lease", valueName: "MS", help: "lease the items for MS ms instead; ack the printed flushId later",
+        command: .flush
+      ) { c, v throws(UsageError) in c.flush.leaseMs = try int(v, min: 1, max: 3_155_760_000_000) },
+      .init(
+        name: "--default-user", valueName: "JSON", help: "the user for items saved without one (usersTrack)",
+        command: .flush
+      ) { c, v throws(UsageError) in c.flush.defaultUser = v },
+      .init(
+        name: "--max", valueName: "N", help: "write at most N items (default all; 10000 with --lease)", command: .flush
+      ) {
+        c, v throws(UsageError) in c.flush.max = try int(v, min: 1, max: Int(Int32.max))
+      },
+      .init(
+        name: "--user", valueName: "JSON",
+        help: "the user every imported item is saved for, e.g. {\"externalId\":\"u1\"}",
+        command: .import
+      ) { c, v throws(UsageError) in c.user = try ImportCommand.parseUser(v) },
+      .init(
+        name: "--format", valueName: "FORMAT", help: "items or usersTrack (/users/track bodies) (default items)",
+        choices: FlushCommand.Options.formats, command: .dump
+      ) { c, v throws(UsageError) in c.dump.format = try choice(v, FlushCommand.Options.formats, \.self) },
+      .init(
+        name: "--dead-letters", valueName: nil, help: "the dead letters instead of the pending items", command: .dump
+      ) { c, v throws(UsageError) in c.dump.deadLetters = try bool(v) },
+    ] + relayOptions
+
+  /// `push-outbox relay`'s flags (README "Fleet (relay)").
+  private static let relayOptions: [CommandLineOption] = [
     .init(
-      name: "--format", valueName: "FORMAT", help: "items or usersTrack (/users/track bodies) (default items)",
-      choices: FlushCommand.Options.formats, command: .flush
-    ) { c, v throws(UsageError) in c.flush.format = try choice(v, FlushCommand.Options.formats, \.self) },
-    .init(
-      name: "--lease", valueName: "MS", help: "lease the items for MS ms instead; ack the printed flushId later",
-      command: .flush
-    ) { c, v throws(UsageError) in c.flush.leaseMs = try int(v, min: 1, max: 3_155_760_000_000) },
-    .init(
-      name: "--default-user", valueName: "JSON", help: "the user for items saved without one (usersTrack)",
-      command: .flush
-    ) { c, v throws(UsageError) in c.flush.defaultUser = v },
-    .init(
-      name: "--max", valueName: "N", help: "write at most N items (default all; 10000 with --lease)", command: .flush
-    ) {
-      c, v throws(UsageError) in c.flush.max = try int(v, min: 1, max: Int(Int32.max))
+      name: "--to", valueName: "URL", help: "the NATS server, nats://HOST:PORT (loopback unless plaintext is allowed)",
+      command: .relay
+    ) { c, v throws(UsageError) in
+      switch NATSAddress.parse(v) {
+      case .success(let address): c.relay.to = address
+      case .failure(let error): throw UsageError(error.description)
+      }
+    },
+    .init(name: "--nats-stream", valueName: "NAME", help: "the JetStream stream (default PUSH_OUTBOX)", command: .relay)
+    {
+      c, v throws(UsageError) in
+      guard RelayCommand.streamName(v) else { throw UsageError("needs letters, digits, _ or - (at most 64)") }
+      c.relay.stream = v
     },
     .init(
-      name: "--user", valueName: "JSON",
-      help: "the user every imported item is saved for, e.g. {\"externalId\":\"u1\"}",
-      command: .import
-    ) { c, v throws(UsageError) in c.user = try ImportCommand.parseUser(v) },
+      name: "--nats-creds", valueName: "PATH",
+      help: "file with a token, or {\"user\":…,\"password\":…} (else $PUSH_OUTBOX_NATS_TOKEN)", command: .relay
+    ) { c, v throws(UsageError) in c.relay.credsFile = v },
     .init(
-      name: "--format", valueName: "FORMAT", help: "items or usersTrack (/users/track bodies) (default items)",
-      choices: FlushCommand.Options.formats, command: .dump
-    ) { c, v throws(UsageError) in c.dump.format = try choice(v, FlushCommand.Options.formats, \.self) },
-    .init(name: "--dead-letters", valueName: nil, help: "the dead letters instead of the pending items", command: .dump)
-    { c, v throws(UsageError) in c.dump.deadLetters = try bool(v) },
+      name: "--nats-allow-plaintext", valueName: nil,
+      help: "allow a plain-text connection to a host that is not loopback",
+      command: .relay
+    ) { c, v throws(UsageError) in c.relay.allowPlaintext = try bool(v) },
+    .init(
+      name: "--nats-max-bytes", valueName: "N", help: "size limit of a stream it creates (default 1073741824)",
+      command: .relay
+    ) { c, v throws(UsageError) in c.relay.maxBytes = Int64(try int(v, min: 1024, max: Limits.storeBytes)) },
+    .init(
+      name: "--max-seconds", valueName: "SECONDS", help: "give up retrying after this long (default 30)",
+      command: .relay
+    ) { c, v throws(UsageError) in c.relay.maxSeconds = try number(v, min: 0.1, max: 86_400) },
+    .init(
+      name: "--default-user", valueName: "JSON", help: "the user for items saved without one", command: .relay
+    ) { c, v throws(UsageError) in c.relay.defaultUser = v },
   ]
 
   private static let stringPolicies: [StringPolicy] = [.reject, .truncate]

@@ -32,6 +32,14 @@ extension Invocation {
       return .import(values.config, file: file, user: values.user)
     case .verify: return .verify(values.config)
     case .dump: return .dump(values.config, values.dump)
+    case .relay:
+      guard let to = values.relay.to else { throw UsageError("needs --to nats://HOST:PORT") }
+      guard to.isLoopback || values.relay.allowPlaintext else {
+        throw UsageError(
+          "--to \(to) is not loopback and TLS is not supported yet: relay through a NATS leaf node on 127.0.0.1,"
+            + " or give --nats-allow-plaintext")
+      }
+      return .relay(values.config, values.relay)
     case .ack, .release:
       guard let file else { throw UsageError("needs FLUSHID (the flushId flush --lease printed)") }
       return .endLease(values.config, command == .ack ? .ack : .release, flushId: file)

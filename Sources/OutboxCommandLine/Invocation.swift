@@ -2,7 +2,7 @@ package import OutboxServer
 
 /// The subcommands: one-shots that open the same store with the same flags, then exit.
 package enum Subcommand: String, CaseIterable, Sendable {
-  case deliver, flush, `import`, verify, dump, ack, release
+  case deliver, flush, `import`, verify, dump, ack, release, relay
 
   /// Whether the command takes one word that is not a flag (import's FILE, ack's and release's FLUSHID).
   var takesOperand: Bool { self == .import || self == .ack || self == .release }
@@ -11,6 +11,7 @@ package enum Subcommand: String, CaseIterable, Sendable {
   package var arguments: String {
     switch self {
     case .deliver, .flush, .verify, .dump: "[options]"
+    case .relay: "--to nats://HOST:PORT [options]"
     case .import: "[--user JSON] [options] FILE"
     case .ack, .release: "[options] FLUSHID"
     }
@@ -26,6 +27,7 @@ package enum Subcommand: String, CaseIterable, Sendable {
     case .dump: "print pending items (or dead letters) one JSON line each, read-only, no lock"
     case .ack: "ack a flush --lease by its flushId: its items leave the store (1: unknown or expired)"
     case .release: "release a flush --lease by its flushId: its items are pending again (1: unknown or expired)"
+    case .relay: "publish pending items to a NATS JetStream stream, then exit (1: some stay local)"
     }
   }
 }
@@ -40,6 +42,7 @@ package enum Invocation: Sendable {
   case `import`(Configuration, file: String, user: [UInt8]?)
   case verify(Configuration)
   case dump(Configuration, DumpCommand.Options)
+  case relay(Configuration, RelayCommand.Options)
   /// `ack` or `release` of one flush lease.
   case endLease(Configuration, LeaseCommand.Action, flushId: String)
   /// `--help` (`-h`), of the service or of a subcommand.
@@ -54,7 +57,7 @@ package enum Invocation: Sendable {
   var configuration: Configuration? {
     switch self {
     case .serve(let config), .deliver(let config), .flush(let config, _), .import(let config, _, _),
-      .verify(let config), .dump(let config, _), .endLease(let config, _, _):
+      .verify(let config), .dump(let config, _), .endLease(let config, _, _), .relay(let config, _):
       config
     case .help, .version, .manPage, .completion: nil
     }
@@ -68,6 +71,7 @@ package struct OptionValues: Sendable {
   package var config: Configuration
   package var flush = FlushCommand.Options()
   package var dump = DumpCommand.Options()
+  package var relay = RelayCommand.Options()
   /// `import --user`, checked and written back as JSON.
   package var user: [UInt8]?
 

@@ -57,6 +57,7 @@ package enum PushOutbox {
       refuseClosedStdout("push-outbox dump", "the items", standard)
       return DumpCommand.run(options, config)
     case .endLease(let config, let action, let flushId): return LeaseCommand.run(action, flushId: flushId, config)
+    case .relay(let config, let options): return RelayCommand.run(options, config, env: environment)
     }
     return .success
   }

@@ -9,10 +9,10 @@ package import OutboxSupport
 /// Saves write `user` first, as `user.json` encodes it, so the key is usually read straight from the
 /// body's first bytes without parsing; any other layout (an upgraded store) is parsed and re-encoded
 /// the same way, so both paths give the same key for the same user.
-enum UserKey {
+package enum UserKey {
   private static let prefix = Array(#","user":"#.utf8)
 
-  static func of(body: UnsafeRawBufferPointer, item: () -> PendingItem) -> [UInt8]? {
+  package static func of(body: UnsafeRawBufferPointer, item: () -> PendingItem) -> [UInt8]? {
     if let fast = leading(body) { return fast }
     guard let user = item().user else { return nil }
     var bytes: [UInt8] = []

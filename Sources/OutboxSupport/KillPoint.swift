@@ -31,6 +31,8 @@ package enum KillPoint: String, CaseIterable, Sendable {
   case compacted
   /// A new segment file was created with its header (rotation or first write).
   case rotation
+  /// `relay`: JetStream acked a round's publishes; the items are not yet removed from the store.
+  case relayAcked
 
   private static let armed: (point: KillPoint, count: Int)? = parse(getenv("PUSH_OUTBOX_KILL_AT"))
   private static let reached = Atomic<Int>(0)

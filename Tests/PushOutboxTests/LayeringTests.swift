@@ -16,12 +16,13 @@ import Testing
     "OutboxJSONRPC": ["OutboxJSON", "OutboxSupport"],
     "OutboxDomain": ["OutboxJSON", "OutboxSupport"],
     "OutboxStore": ["OutboxJSON", "OutboxSupport"],
+    "OutboxNATS": ["OutboxJSON", "OutboxSupport"],
     "OutboxDelivery": ["OutboxStore", "OutboxDomain", "OutboxJSON", "OutboxSupport", "CurlShim"],
     "OutboxServer": [
       "OutboxDelivery", "OutboxStore", "OutboxDomain", "OutboxJSONRPC", "OutboxTransport", "OutboxJSON",
       "OutboxSupport",
     ],
-    "OutboxCommandLine": ["OutboxServer"],
+    "OutboxCommandLine": ["OutboxServer", "OutboxNATS"],
   ]
 
   /// The `layers` table of Package.swift: each row's name and the names it depends on.

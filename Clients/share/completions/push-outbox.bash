@@ -38,9 +38,15 @@ _push_outbox() {
     --max) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --user) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --format) COMPREPLY=($(compgen -W "items usersTrack" -- "$cur")); return ;;
+    --to) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --nats-stream) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --nats-creds) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --nats-max-bytes) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --max-seconds) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --default-user) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
   esac
   if [ "$COMP_CWORD" -eq 1 ] && [[ $cur != -* ]]; then
-    COMPREPLY=($(compgen -W "deliver flush import verify dump ack release" -- "$cur")); return
+    COMPREPLY=($(compgen -W "deliver flush import verify dump ack release relay" -- "$cur")); return
   fi
   if [ "${COMP_WORDS[1]}" = import ] && [[ $cur != -* ]]; then
     COMPREPLY=($(compgen -f -- "$cur")); return
@@ -50,6 +56,7 @@ _push_outbox() {
     flush) flags+=" --format --lease --default-user --max" ;;
     import) flags+=" --user" ;;
     dump) flags+=" --format --dead-letters" ;;
+    relay) flags+=" --to --nats-stream --nats-creds --nats-allow-plaintext --nats-max-bytes --max-seconds --default-user" ;;
   esac
   COMPREPLY=($(compgen -W "$flags" -- "$cur"))
 }
