@@ -74,7 +74,8 @@ if ProcessInfo.processInfo.environment["PUSH_OUTBOX_FUZZ"] == "1" {
       name: "FuzzSupport", dependencies: allLayers, path: "Tests/fuzz/Sources/FuzzSupport", swiftSettings: settings
     ))
   for name in [
-    "FuzzJSON", "FuzzDiff", "FuzzLine", "FuzzRecovery", "FuzzPayload", "FuzzDelivery", "FuzzStoreOps", "FuzzMCP", "FuzzNATS",
+    "FuzzJSON", "FuzzDiff", "FuzzLine", "FuzzRecovery", "FuzzPayload", "FuzzDelivery", "FuzzStoreOps", "FuzzMCP",
+    "FuzzNATS",
   ] {
     package.targets.append(
       .executableTarget(
