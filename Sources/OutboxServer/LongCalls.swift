@@ -68,6 +68,12 @@ package protocol LongResult: JSONEncodable {
 /// gathered in `output`, which the server writes with the next burst (`Server.render`).
 ///
 /// A call without an id (a notification) runs to its end and is never answered nor cancelled.
+///
+/// For another protocol layer (MCP's `tools/call`): run the inner method through `MethodTable.call`;
+/// a long method gives back `WaitingReply.long(start)`. Set `start.progress` (e.g.
+/// `ProgressTokens(mcp: token, title: tool)`) and `start.finish` (wrap the outcome as a tool result),
+/// and return it from the handler as the result (a `LongResult`): the server answers at once when
+/// the work ends in its first step, else later. Cancel with `cancel(id:reason:_:)`.
 package final class LongCalls {
   private struct Call {
     var id: RequestID?
