@@ -9,7 +9,7 @@ package import OutboxSupport
 /// JSON-RPC errors, and answers "method not found".
 package struct MethodTable: Sendable {
   /// Writes the result into the buffer, or returns a reply that is not written at once.
-  package typealias Handler = @Sendable (inout Params, Service, inout [UInt8]) throws -> WaitingReply?
+  typealias Handler = @Sendable (inout Params, Service, inout [UInt8]) throws -> WaitingReply?
 
   /// Registered methods in order; dispatch compares the method's bytes (code points), never hashes a String.
   private var entries: [Entry] = []
