@@ -28,10 +28,14 @@ package protocol LongWork: AnyObject {
   /// False for work a cancel must not cut short (an import, whose reply names what it saved):
   /// cancelling it does nothing.
   var cancellable: Bool { get }
+  /// False for work whose first step should not run inside its request (it is large: the
+  /// requests behind it in the same burst are answered first).
+  var stepsAtOnce: Bool { get }
 }
 
 extension LongWork {
   package var cancellable: Bool { true }
+  package var stepsAtOnce: Bool { true }
 }
 
 /// What a long method's handler returns: the work, where its progress goes, and how its outcome
@@ -69,6 +73,12 @@ package protocol LongResult: JSONEncodable {
 /// gathered in `output`, which the server writes with the next burst (`Server.render`).
 ///
 /// A call without an id (a notification) runs to its end and is never answered nor cancelled.
+///
+/// For another protocol layer (MCP's `tools/call`): run the inner method through `MethodTable.call`;
+/// a long method gives back `WaitingReply.long(start)`. Set `start.progress` (e.g.
+/// `ProgressTokens(mcp: token, title: tool)`) and `start.finish` (wrap the outcome as a tool result),
+/// and return it from the handler as the result (a `LongResult`): the server answers at once when
+/// the work ends in its first step, else later. Cancel with `cancel(id:reason:_:)`.
 package final class LongCalls {
   private struct Call {
     var id: RequestID?
@@ -186,7 +196,8 @@ extension Server {
   /// first step, or any inside a batch, is answered in place like any other call; otherwise the
   /// loop's `LongCalls` takes it on. Returns true when a reply was appended to `draft`.
   func startLong(_ start: LongStart, id: RequestID?) -> Bool {
-    let outcome = inBatch ? start.work.runToEnd(service) : start.work.step(service)
+    let work = start.work
+    let outcome = inBatch ? work.runToEnd(service) : work.stepsAtOnce ? work.step(service) : nil
     guard let outcome else {
       service.longCalls.add(start, id: id)
       if id != nil { ledger.deferred += 1 }

@@ -3,16 +3,16 @@
 for more than 100 ms should become a long call). Prints, never fails.
 
 For each case it loads the server, then writes the big request and a `status` right behind it in
-one write. The stall is the time from the end of that write to the first byte of the reply (the loop
-parsing the request, doing its work and encoding the replies); the round trip adds the client's own
-writing and reading. `status` alone is timed the same way as the baseline. Each figure is the median
+one write. The stall is the time from the end of that write to the first byte of the status reply
+(how long the loop kept the request behind waiting: with a long call, one step); the round trip is
+the big request's own, from the start of the write to its reply read whole. `status` alone is timed the same way as the baseline. Each figure is the median
 of --runs runs.
 
     PUSH_OUTBOX_BIN=$(bash .ci/build-static) python3 Tests/bench/loop_stall.py [--runs 5]
 
 Cases: importLegacy of --max-batch elements (10,000, the most one call takes; also 100,000 with
---max-batch 100000), and flushPending of every item of a store holding N items (N = 100,000 and
-1,000,000 with --items), in --memory and with a store on disk.
+--max-batch 100000), flushPending of every item of a store holding N items (N = 100,000 and
+1,000,000 with --items), in --memory and with a store on disk, and flushPending {max: 10000}.
 """
 
 from __future__ import annotations
@@ -49,26 +49,31 @@ class Server:
             bufsize=0,
         )
         self.buffer = b""
-        self.first_byte_at = 0.0  # monotonic time the last read() that started a reply returned
+        #: Replies read while waiting for another, by id, with the monotonic time the read that
+        #: brought their first byte returned.
+        self.early: dict = {}
 
     def write(self, data: bytes) -> None:
         assert self.proc.stdin
         self.proc.stdin.write(data)
 
-    def reply_to(self, id_: object) -> dict:
+    def reply_to(self, id_: object) -> tuple[dict, float]:
+        """The reply to `id_` and the time its first byte was read."""
         assert self.proc.stdout
         fd = self.proc.stdout.fileno()
-        while True:
-            while b"\n" not in self.buffer:
+        while id_ not in self.early:
+            chunks = [self.buffer]
+            first_at = time.monotonic()
+            while b"\n" not in chunks[-1]:
                 chunk = os.read(fd, 1 << 20)
                 assert chunk, "the server closed its stdout"
-                if not self.buffer:
-                    self.first_byte_at = time.monotonic()
-                self.buffer += chunk
-            line, self.buffer = self.buffer.split(b"\n", 1)
+                if len(chunks) == 1 and not chunks[0]:
+                    first_at = time.monotonic()
+                chunks.append(chunk)
+            line, self.buffer = b"".join(chunks).split(b"\n", 1)
             message = json.loads(line)
-            if message.get("id") == id_:
-                return message
+            self.early[message.get("id")] = (message, first_at)
+        return self.early.pop(id_)
 
     def close(self) -> None:
         assert self.proc.stdin
@@ -77,10 +82,11 @@ class Server:
 
 
 def load(server: Server, count: int) -> None:
-    """`count` saves in bursts of 10,000 lines, then one status round trip (the loop is warm)."""
+    """`count` saves in bursts of 400 lines (their replies fit in a pipe: no write waits on the
+    other side), then one status round trip (the loop is warm)."""
     sent = 0
     while sent < count:
-        n = min(10_000, count - sent)
+        n = min(400, count - sent)
         server.write(
             b"".join(
                 line(
@@ -96,6 +102,7 @@ def load(server: Server, count: int) -> None:
             )
         )
         server.reply_to(f"l{sent + n - 1}")
+        server.early.clear()
         sent += n
     server.write(line("warm", "status"))
     server.reply_to("warm")
@@ -103,16 +110,17 @@ def load(server: Server, count: int) -> None:
 
 def timed(server: Server, big: bytes, big_id: object) -> tuple[float, float]:
     """Writes `big` and a status behind it. Returns the ms from the end of the write (the server has
-    read all but the pipe's last 64 KiB) to the first byte of the reply (the loop's stall: parse,
-    work, encoding), and the ms from the start of the write to the status reply read whole."""
+    read all but the pipe's last 64 KiB) to the first byte of the status reply (how long the loop
+    kept a request behind the big one waiting: parse, work, encoding), and the ms from the start of
+    the write to the big request's reply read whole."""
     start = time.monotonic()
     server.write(big + line("behind", "status"))
     written = time.monotonic()
-    first = server.reply_to(big_id)
-    stall = (server.first_byte_at - written) * 1000
+    first, _ = server.reply_to(big_id)
+    done = time.monotonic()
     assert "result" in first, str(first)[:300]
-    server.reply_to("behind")
-    return stall, (time.monotonic() - start) * 1000
+    _, behind_at = server.reply_to("behind")
+    return (behind_at - written) * 1000, (done - start) * 1000
 
 
 def legacy(n: int) -> dict:
@@ -129,12 +137,11 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--items", default="100000,1000000")
+    parser.add_argument("--only", default="", help="run only the cases whose name holds this text")
     args = parser.parse_args()
     print(f"binary {args.binary}; median of {args.runs} runs")
-    print(
-        "stall: ms from the end of the write to the first reply byte (the loop busy with the request);"
-    )
-    print("round trip: ms from the start of the write to the status behind it, read whole")
+    print("stall: ms from the end of the write to the first byte of the status reply behind it;")
+    print("round trip: ms from the start of the write to the request's own reply, read whole")
     print(f"{'case':<48} {'stall':>10} {'round trip':>12}")
     with tempfile.TemporaryDirectory(prefix="push-outbox-stall-") as work:
         cases = [("status alone (--memory)", ["--memory"], 0, lambda: (b"", None))]
@@ -174,7 +181,18 @@ def main() -> None:
                     lambda b=body: (b, "big"),
                 )
             )
+            some = line("big", "flushPending", {"max": 10_000})
+            cases.append(
+                (
+                    f"flushPending max 10,000 of {count:,} (store)",
+                    ["STORE"],
+                    count,
+                    lambda b=some: (b, "big"),
+                )
+            )
         for name, flags, items, make in cases:
+            if args.only not in name:
+                continue
             stalls, trips = [], []
             for run in range(args.runs):
                 store = (

@@ -34,32 +34,28 @@ package enum ImportReply: LongResult, AwaitsCommit {
 /// their elements are answered `-32003`. It cannot be cancelled (its reply says what was saved).
 final class LongImport: LongWork {
   private let text: UnsafeMutableBufferPointer<UInt8>
-  private let tape: JSONTape
-  private let elements: [GuideStorage.Element]
-  private let user: [UInt8]?
+  private let maxDepth: Int
+  /// The params read again from `text`, by the first step.
+  private var tape: JSONTape?
+  private var elements: [GuideStorage.Element] = []
+  private var user: [UInt8]?
   private var next = 0
   private var result = ImportResult()
 
-  /// Copies the params out of the request line (which the loop reuses) and reads them again.
-  init?(_ params: Params, _ service: Service) {
+  /// Copies the params out of the request line (which the loop reuses); the first step reads them.
+  init(_ params: Params, _ service: Service) {
     let source = params.tape.text(params.objectNode)
     text = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: source.count)
     _ = text.initialize(from: source)
-    guard let tape = try? JSONTape(UnsafeBufferPointer(text), maxDepth: service.config.maxDepth + 2) else {
-      text.deallocate()
-      return nil
-    }
-    self.tape = tape
-    var copy = Params(tape: tape, node: tape.root)
-    let (elements, user) = ImportLegacy.read(&copy)
-    self.elements = elements
-    self.user = user.map { Array(tape.text($0.node)) }
-    result.outcomes.reserveCapacity(elements.count)
+    maxDepth = service.config.maxDepth + 2
   }
 
   deinit { text.deallocate() }
 
   var cancellable: Bool { false }
+
+  /// The copy is read again in a step of its own, after the requests behind this one.
+  var stepsAtOnce: Bool { false }
 
   var progress: (done: Int, total: Int) { (next, elements.count) }
 
@@ -67,7 +63,20 @@ final class LongImport: LongWork {
 
   func cancel(_ service: Service) {}
 
+  /// Reads the copied params (they were read once already, so this cannot fail).
+  private func read() -> RPCError? {
+    guard let tape = try? JSONTape(UnsafeBufferPointer(text), maxDepth: maxDepth) else {
+      return .internalError("importLegacy params did not read back")
+    }
+    var params = Params(tape: tape, node: tape.root)
+    let (elements, user) = ImportLegacy.read(&params)
+    (self.tape, self.elements, self.user) = (tape, elements, user.map { Array(tape.text($0.node)) })
+    result.outcomes.reserveCapacity(elements.count)
+    return nil
+  }
+
   func step(_ service: Service) -> Result<any JSONEncodable, RPCError>? {
+    guard let tape else { return read().map { .failure($0) } }
     guard !service.store.hasUncommittedSaves else { return nil }  // the burst's commit comes first
     let end = min(next + ImportLegacy.elementsPerStep, elements.count)
     let first = result.outcomes.count

@@ -39,9 +39,7 @@ package enum ImportLegacy: RPCMethod {
           ]))
     }
     _ = try params.finish()
-    if elements.count > longCallElements, let work = LongImport(params, service) {
-      return .long(LongStart(work))
-    }
+    if elements.count > longCallElements { return .long(LongStart(LongImport(params, service))) }
     let userText = user.map { Array(params.tape.text($0.node)) }
     return .now(run(params.tape, elements, user: userText, service))
   }
