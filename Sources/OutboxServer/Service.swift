@@ -30,6 +30,8 @@ package final class Service {
   package var counters = MetricCounters()
   /// `--metrics-listen` / `--metrics-file`, once started.
   package internal(set) var metrics: MetricsExport?
+  /// `shutdown` and `exit` (`Lifecycle`).
+  package var lifecycle = Lifecycle()
 
   package init(config: Configuration, log: Log? = nil) {
     self.config = config
