@@ -25,7 +25,7 @@ package struct MethodTable: Sendable {
 
   package init(_ methods: [any RPCMethod.Type]) {
     for method in methods { register(method) }
-    known = KnownMethods(names)
+    known = KnownMethods(names, nullParams: methods.filter { $0.nullParamsAreNone }.map { $0.name })
   }
 
   /// Every method push-outbox serves.
