@@ -150,7 +150,9 @@ def header_bodies(out: bytes) -> List[Any]:
     return replies
 
 
-def run(binary: Path, data: bytes, *args: str, env: Optional[dict] = None) -> subprocess.CompletedProcess:
+def run(
+    binary: Path, data: bytes, *args: str, env: Optional[dict] = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [str(binary), *args],
         input=data,

@@ -25,7 +25,9 @@ def fault(reply: dict) -> tuple:
 def test_auto_detects_content_length_and_answers_in_it(binary: Path) -> None:
     proc = run(binary, message(SAVE) + message(STATUS), "--memory", *FIXED)
     assert proc.returncode == 0
-    replies = header_bodies(proc.stdout)  # strictly `Content-Length: N\r\n\r\n` + body, nothing else
+    replies = header_bodies(
+        proc.stdout
+    )  # strictly `Content-Length: N\r\n\r\n` + body, nothing else
     assert replies[0]["result"]["pending"] == 1
     assert replies[1]["result"]["pending"]["total"] == 1
 
@@ -44,7 +46,7 @@ def test_auto_detects_newline_after_a_bom_or_blank_lines(binary: Path, before: b
         "CONTENT-LENGTH:{n}\r\n",
         "Content-Type: application/vscode-jsonrpc; charset=utf-8\r\nContent-Length: {n}\r\n",
         "Content-Length: {n}\r\nContent-Type: application/vscode-jsonrpc; charset=utf8\r\n",
-        "Content-Length: {n}\r\ncontent-type: application/json; CHARSET=\"UTF-8\"\r\nX-Other: 1\r\n",
+        'Content-Length: {n}\r\ncontent-type: application/json; CHARSET="UTF-8"\r\nX-Other: 1\r\n',
     ],
 )
 def test_header_names_are_case_insensitive_and_utf8_content_types_are_read(
@@ -89,7 +91,9 @@ def test_a_charset_other_than_utf8_is_refused_and_the_next_message_served(binary
 
 def test_max_line_bytes_bounds_a_body(binary: Path) -> None:
     big = request(1, "saveCustomEvent", {"name": "x" * 200})
-    proc = run(binary, message(big) + message(STATUS), "--memory", "--max-line-bytes", "100", *FIXED)
+    proc = run(
+        binary, message(big) + message(STATUS), "--memory", "--max-line-bytes", "100", *FIXED
+    )
     assert proc.returncode == 0
     too_long, status = header_bodies(proc.stdout)
     reason, data = fault(too_long)
@@ -109,7 +113,9 @@ def test_a_content_length_too_short_cuts_the_body_then_the_header_parse_fails(
     assert replies[0]["result"]["pending"] == 1
     fault(replies[1])  # the first 20 bytes are not JSON: -32700
     assert fault(replies[2])[0] == "bad_header"  # the rest of the body is no header
-    assert len(replies) == 3  # nothing after: the process does not guess where the next message starts
+    assert (
+        len(replies) == 3
+    )  # nothing after: the process does not guess where the next message starts
     assert proc.returncode == 4
     # The final snapshot was taken before exit 4: the save is in the snapshot, not only the journal.
     after = run(binary, (STATUS + "\n").encode(), *args)
@@ -155,7 +161,9 @@ def test_a_missing_header_at_the_start_with_content_length_framing(binary: Path)
 
 
 def test_newline_input_under_content_length_framing_is_refused(binary: Path) -> None:
-    proc = run(binary, (SAVE + "\n").encode(), "--memory", env={"PUSH_OUTBOX_FRAMING": "content-length"})
+    proc = run(
+        binary, (SAVE + "\n").encode(), "--memory", env={"PUSH_OUTBOX_FRAMING": "content-length"}
+    )
     (reply,) = header_bodies(proc.stdout)
     assert fault(reply)[0] == "bad_line_ending"  # `{...}\n` is no `Name: value\r\n` header line
     assert proc.returncode == 4

@@ -43,7 +43,13 @@ def test_after_shutdown_every_request_but_exit_is_refused(binary: Path, tmp_path
     store = str(tmp_path / "store")
     late = request(3, "saveCustomEvent", {"name": "too_late"})
     dropped = request(None, "saveCustomEvent", {"name": "dropped"})
-    proc = run(binary, lines(SAVE, SHUTDOWN, late, dropped, request(4, "shutdown"), EXIT), "--store", store, *FIXED)
+    proc = run(
+        binary,
+        lines(SAVE, SHUTDOWN, late, dropped, request(4, "shutdown"), EXIT),
+        "--store",
+        store,
+        *FIXED,
+    )
     replies = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [r["id"] for r in replies] == [1, 2, 3, 4]
     for refused in replies[2:]:
@@ -65,7 +71,12 @@ def test_exit_after_shutdown_is_0_and_without_it_1(binary: Path, framing: str) -
 
 def test_nothing_after_exit_is_read(binary: Path, tmp_path: Path) -> None:
     store = str(tmp_path / "store")
-    proc = run(binary, lines(SAVE, EXIT, request(5, "saveCustomEvent", {"name": "after"})), "--store", store)
+    proc = run(
+        binary,
+        lines(SAVE, EXIT, request(5, "saveCustomEvent", {"name": "after"})),
+        "--store",
+        store,
+    )
     assert [json.loads(line)["id"] for line in proc.stdout.splitlines()] == [1]
     assert proc.returncode == 1
     assert status(binary, store)["pending"]["total"] == 1
@@ -73,4 +84,6 @@ def test_nothing_after_exit_is_read(binary: Path, tmp_path: Path) -> None:
 
 def test_end_of_input_keeps_its_behaviour(binary: Path) -> None:
     assert run(binary, lines(SAVE), "--memory").returncode == 0
-    assert run(binary, lines(SHUTDOWN), "--memory").returncode == 0  # shutdown, then EOF without exit
+    assert (
+        run(binary, lines(SHUTDOWN), "--memory").returncode == 0
+    )  # shutdown, then EOF without exit

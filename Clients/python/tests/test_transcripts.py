@@ -49,7 +49,11 @@ def parse_transcript(path: Path, data: Optional[bytes] = None) -> Transcript:
             continue
         if raw.startswith(b"#!"):
             name, colon, value = raw[2:].decode("utf-8").partition(":")
-            if name.strip() == "framing" and colon and value.strip() in ("newline", "content-length"):
+            if (
+                name.strip() == "framing"
+                and colon
+                and value.strip() in ("newline", "content-length")
+            ):
                 t.framing = value.strip()
             elif name.strip() != "args" or not colon:
                 raise AssertionError(
