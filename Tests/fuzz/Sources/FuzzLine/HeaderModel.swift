@@ -58,14 +58,12 @@ enum HeaderModel {
 
   /// The lowercased, unquoted `charset` parameter of a Content-Type value, if any.
   private static func charset(_ value: ArraySlice<UInt8>) -> String? {
-    let parts = String(decoding: value, as: UTF8.self).split(separator: ";", omittingEmptySubsequences: false)
-    for part in parts.dropFirst() {
-      guard let eq = part.firstIndex(of: "=") else { continue }
-      let key = part[..<eq].trimmingCharacters(in: [" ", "\t"]).lowercased()
-      guard key == "charset" else { continue }
-      var name = part[part.index(after: eq)...].trimmingCharacters(in: [" ", "\t"]).lowercased()
-      if name.count >= 2, name.hasPrefix("\""), name.hasSuffix("\"") { name = String(name.dropFirst().dropLast()) }
-      return name
+    let lower = value.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }
+    for part in lower.split(separator: 0x3B, omittingEmptySubsequences: false).dropFirst() {
+      guard let eq = part.firstIndex(of: 0x3D), trim(part[..<eq]).elementsEqual("charset".utf8) else { continue }
+      var name = trim(part[(eq + 1)...])
+      if name.count >= 2, name.first == 0x22, name.last == 0x22 { name = name.dropFirst().dropLast() }
+      return String(decoding: name, as: UTF8.self)
     }
     return nil
   }
