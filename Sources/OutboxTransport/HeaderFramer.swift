@@ -87,11 +87,14 @@ package struct HeaderFramer {
       guard headerBytes + line.count > 0 else { return }
       emit(.fault(HeaderFault("truncated_header", "input ended inside a message header", fatal: false)))
     case .body(let length, let remaining, _):
-      let facts = [JSONMember("contentLength", .int(Int64(length))), JSONMember("received", .int(Int64(length - remaining)))]
+      let facts = [
+        JSONMember("contentLength", .int(Int64(length))), JSONMember("received", .int(Int64(length - remaining))),
+      ]
       emit(
         .fault(
           HeaderFault(
-            "truncated_body", "input ended \(remaining) bytes before the end of a \(length)-byte body", fatal: false, facts)
+            "truncated_body", "input ended \(remaining) bytes before the end of a \(length)-byte body", fatal: false,
+            facts)
         ))
     }
     state = .broken

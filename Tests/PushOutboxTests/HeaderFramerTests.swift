@@ -52,7 +52,9 @@ func referenceHeaderFrames(_ input: [UInt8], max: Int) -> [Framed] {
         length = n
       } else if name == "content-type" {
         for part in value.split(separator: ";").dropFirst() {
-          let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: [" ", "\t"]).lowercased() }
+          let pair = part.split(separator: "=", maxSplits: 1).map {
+            $0.trimmingCharacters(in: [" ", "\t"]).lowercased()
+          }
           if pair.count == 2 && pair[0] == "charset" { charset = pair[1].trimmingCharacters(in: ["\""]) }
         }
       }
@@ -80,11 +82,13 @@ func referenceHeaderFrames(_ input: [UInt8], max: Int) -> [Framed] {
   }
 
   static let input =
-    message("{\"a\":1}") + message("[2]", headers: "content-type: application/vscode-jsonrpc; charset=utf8\r\ncontent-LENGTH:  %d \r\n")
+    message("{\"a\":1}")
+    + message("[2]", headers: "content-type: application/vscode-jsonrpc; charset=utf8\r\ncontent-LENGTH:  %d \r\n")
     + message("\u{FEFF}{}", headers: "X-Other: 1\r\nContent-Length: %d\r\n") + message("")
     + message("{}", headers: "Content-Length: %d\r\nContent-Type: text/json; charset=\"latin1\"\r\n") + message("last")
   static let expected: [Framed] = [
-    .line("{\"a\":1}"), .line("[2]"), .line("{}"), .line(""), .fault("unsupported_charset", fatal: false), .line("last"),
+    .line("{\"a\":1}"), .line("[2]"), .line("{}"), .line(""), .fault("unsupported_charset", fatal: false),
+    .line("last"),
   ]
 
   @Test func readsBodiesOfTheLSPBaseProtocol() {
@@ -159,7 +163,8 @@ func referenceHeaderFrames(_ input: [UInt8], max: Int) -> [Framed] {
     var lines = ["\(names.randomElement(using: &rng)!):\([" ", "", "\t"].randomElement(using: &rng)!)\(body.count)"]
     if Bool.random(using: &rng) {
       let charset = ["utf-8", "UTF8", "\"utf-8\"", "latin1"].randomElement(using: &rng)!
-      lines.insert("Content-Type: application/vscode-jsonrpc; charset=\(charset)", at: Int.random(in: 0...1, using: &rng))
+      lines.insert(
+        "Content-Type: application/vscode-jsonrpc; charset=\(charset)", at: Int.random(in: 0...1, using: &rng))
     }
     if Int.random(in: 0..<4, using: &rng) == 0 { lines.append("X-Extra: yes") }
     var text = lines.joined(separator: "\r\n") + "\r\n\r\n"

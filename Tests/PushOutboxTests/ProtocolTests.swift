@@ -65,7 +65,8 @@ struct Transcript {
   var sends: [[UInt8]] = []
   /// The bytes sent: each `>` text with `\n`, or under its Content-Length header.
   var input: [UInt8] {
-    headerFraming ? sends.flatMap { Array("Content-Length: \($0.count)\r\n\r\n".utf8) + $0 } : sends.flatMap { $0 + [0x0A] }
+    headerFraming
+      ? sends.flatMap { Array("Content-Length: \($0.count)\r\n\r\n".utf8) + $0 } : sends.flatMap { $0 + [0x0A] }
   }
   var expected: [JSONValue] = []
   var arguments: [String] = []

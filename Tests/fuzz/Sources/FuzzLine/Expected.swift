@@ -159,7 +159,9 @@ private func unframed(_ output: [UInt8], _ input: [UInt8]) -> [UInt8] {
     guard rest.starts(with: prefix), let end = rest.firstRange(of: [0x0D, 0x0A, 0x0D, 0x0A]),
       let length = Int(String(decoding: rest[(rest.startIndex + prefix.count)..<end.lowerBound], as: UTF8.self)),
       rest.count - (end.upperBound - rest.startIndex) >= length
-    else { fail("a reply is not one Content-Length message: \(String(decoding: rest.prefix(80), as: UTF8.self))", input) }
+    else {
+      fail("a reply is not one Content-Length message: \(String(decoding: rest.prefix(80), as: UTF8.self))", input)
+    }
     let body = rest[end.upperBound..<(end.upperBound + length)]
     guard !body.contains(0x0A) else { fail("a Content-Length reply holds a newline", input) }
     lines += body + [0x0A]

@@ -9,7 +9,8 @@ enum HeaderModel {
   }
 
   static let maxHeaderBytes = 8192
-  private static let token = Set(Array("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8))
+  private static let token = Set(
+    Array("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8))
 
   static func messages(_ input: [UInt8], maxBody: Int) -> [Message] {
     var out: [Message] = []
