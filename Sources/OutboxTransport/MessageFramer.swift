@@ -68,6 +68,7 @@ extension Framing {
   /// BOM and blanks, `{`, `[` or anything but a header name means newline; `Content-Length:` or
   /// `Content-Type:` (any case) means header framing. `ended`: no more bytes will come.
   package static func decide(_ bytes: [UInt8], ended: Bool) -> Framing? {
+    if !ended && bytes.count < 3 && [0xEF, 0xBB, 0xBF].starts(with: bytes) { return nil }  // a BOM cut short
     let start = leadingBlank(bytes)
     guard start < bytes.count else { return ended ? .newline : nil }
     let rest = bytes[start...].prefix(16).map { $0 | (($0 >= 0x41 && $0 <= 0x5A) ? 0x20 : 0) }

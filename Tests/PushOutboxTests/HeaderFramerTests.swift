@@ -195,12 +195,14 @@ func referenceHeaderFrames(_ input: [UInt8], max: Int) -> [Framed] {
     #expect(Self.decide("Contents") == .newline)
     #expect(Self.decide("  ") == nil)
     #expect(Self.decide("x") == .newline)
+    #expect(Framing.decide([0xEF, 0xBB], ended: false) == nil)  // a BOM cut between two reads
+    #expect(Framing.decide([0xEF, 0xBB], ended: true) == .newline)
   }
 
   @Test func autoFramesEitherKindAtEverySplitPoint() {
     let headers = HeaderFramerTests.message("{\"a\":1}") + HeaderFramerTests.message("[2]")
     let lines = Array("\u{FEFF}{\"a\":1}\r\n[2]\n".utf8)
-    for input in [headers, lines] {
+    for input in [headers, [0xEF, 0xBB, 0xBF] + headers, lines] {
       for cut in 0...input.count {
         var framer = MessageFramer(.auto, maxLineBytes: 1 << 20)
         var out: [String] = []
@@ -209,7 +211,7 @@ func referenceHeaderFrames(_ input: [UInt8], max: Int) -> [Framed] {
         }
         framer.finish { if case .line(let b) = $0 { out.append(String(decoding: b, as: UTF8.self)) } }
         #expect(out == ["{\"a\":1}", "[2]"], "split at \(cut)")
-        #expect(framer.framing == (input == headers ? .contentLength : .newline))
+        #expect(framer.framing == (input == lines ? .newline : .contentLength))
       }
     }
   }
