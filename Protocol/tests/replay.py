@@ -11,7 +11,9 @@ Transcript format (Protocol/README.md, "Golden transcripts"):
 
     > RAW LINE        sent verbatim (the text after "> "), followed by "\\n"; may be invalid JSON
     < JSON            the next reply line, compared as parsed JSON
-    # comment         ignored; "#! args: --flag value" adds command-line arguments
+    # comment         ignored; "#! args: --flag value" adds command-line arguments;
+                      "#! framing: content-length" sends each "> " text as one LSP message
+                      (`Content-Length: N\r\n\r\n` + text) and reads the replies the same way
     (blank line)      ignored
 
 Every transcript runs with ``--memory --fixed-clock 2026-01-01T00:00:00.000Z --id-seed 1`` plus its
@@ -58,6 +60,7 @@ class Transcript:
     path: Path
     args: List[str] = field(default_factory=list)
     lines: List[Line] = field(default_factory=list)
+    framing: str = "newline"  # or "content-length" ("#! framing:")
 
     @property
     def sent(self) -> List[Line]:
@@ -68,6 +71,8 @@ class Transcript:
         return [ln for ln in self.lines if ln.kind == "<"]
 
     def input_bytes(self) -> bytes:
+        if self.framing == "content-length":
+            return b"".join(header_framed(ln.text.encode("utf-8")) for ln in self.sent)
         return b"".join(ln.text.encode("utf-8") + b"\n" for ln in self.sent)
 
     def limit(self, flag: str) -> int:
@@ -96,9 +101,14 @@ def parse_transcript(text: str, path: Path = Path("transcript")) -> Transcript:
             continue
         if raw.startswith("#!"):
             name, colon, value = raw[2:].partition(":")
-            if name.strip() != "args" or not colon:
-                raise ValueError(f"{where}: unknown directive {raw[:60]!r} (only '#! args:')")
-            transcript.args += value.split()
+            if name.strip() == "framing" and colon and value.strip() in FRAMINGS:
+                transcript.framing = value.strip()
+            elif name.strip() != "args" or not colon:
+                raise ValueError(
+                    f"{where}: unknown directive {raw[:60]!r} (only '#! args:', '#! framing:')"
+                )
+            else:
+                transcript.args += value.split()
         elif raw.startswith("#"):
             continue
         elif raw == ">" or raw.startswith("> "):
@@ -114,6 +124,30 @@ def parse_transcript(text: str, path: Path = Path("transcript")) -> Transcript:
                 f"{where}: a line must be blank or start with '> ', '< ', '#': {raw[:60]!r}"
             )
     return transcript
+
+
+#: The values of "#! framing:".
+FRAMINGS = ("newline", "content-length")
+
+
+def header_framed(body: bytes) -> bytes:
+    """One LSP base-protocol message."""
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def header_messages(out: bytes) -> List[bytes]:
+    """The bodies of a stream of Content-Length messages; ValueError on anything else."""
+    bodies: List[bytes] = []
+    while out:
+        head, sep, rest = out.partition(b"\r\n\r\n")
+        if not sep or not head.startswith(b"Content-Length: ") or not head[16:].isdigit():
+            raise ValueError(f"not a Content-Length header: {out[:60]!r}")
+        length = int(head[16:])
+        if len(rest) < length:
+            raise ValueError(f"a body is cut short: {len(rest)} of {length} bytes")
+        bodies.append(rest[:length])
+        out = rest[length:]
+    return bodies
 
 
 # MARK: - JSON
@@ -213,8 +247,8 @@ def replies_for(text: str, transcript: Transcript) -> int:
     raw = raw[:-1] if raw.endswith(b"\r") else raw
     if len(raw) > transcript.limit("--max-line-bytes"):
         return 1  # -32700 line_too_long (the limit counts the message, not a BOM or CR)
-    if not bom and raw.strip(b" \t\r") == b"":
-        return 0  # blank line
+    if not bom and raw.strip(b" \t\r") == b"" and transcript.framing == "newline":
+        return 0  # blank line (a blank Content-Length body is a message: -32700)
     try:
         value = loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
@@ -260,10 +294,12 @@ def run(transcript: Transcript, binary: Path, timeout: float = 60) -> Run:
         capture_output=True,
         timeout=timeout,
     )
-    out = proc.stdout.decode("utf-8")
-    replies = out.split("\n")
-    if replies and replies[-1] == "":
-        replies.pop()
+    if transcript.framing == "content-length":
+        replies = [body.decode("utf-8") for body in header_messages(proc.stdout)]
+    else:
+        replies = proc.stdout.decode("utf-8").split("\n")
+        if replies and replies[-1] == "":
+            replies.pop()
     return Run(proc.returncode, replies, proc.stderr.decode("utf-8", "replace"))
 
 
@@ -320,9 +356,23 @@ def _where(want: Any, got: Any, path: str = "$") -> List[str]:
     return [f"{path}: expected {json.dumps(want, default=str)}, got {json.dumps(got, default=str)}"]
 
 
+def reply_counts(transcript: Transcript) -> List[int]:
+    """How many replies each sent line gets: `replies_for`, and none after an `exit` (nothing is read)."""
+    counts: List[int] = []
+    exited = False
+    for ln in transcript.sent:
+        counts.append(0 if exited else replies_for(ln.text, transcript))
+        try:
+            value = loads(ln.text)
+        except ValueError:
+            continue
+        exited = exited or (isinstance(value, dict) and value.get("method") == "exit")
+    return counts
+
+
 def fill(transcript: Transcript, result: Run) -> str:
     """The transcript text with its reply lines replaced by the actual replies."""
-    counts = [replies_for(ln.text, transcript) for ln in transcript.sent]
+    counts = reply_counts(transcript)
     if sum(counts) != len(result.replies):
         raise RuntimeError(
             f"{transcript.path}: predicted {sum(counts)} replies but the binary wrote {len(result.replies)}"

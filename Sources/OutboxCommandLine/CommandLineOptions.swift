@@ -72,9 +72,15 @@ extension Configuration {
       .init(name: "--snapshot-interval", valueName: "SECONDS", help: "snapshot period when dirty (default 1)") {
         c, v throws(UsageError) in c.snapshotInterval = try number(v, min: 0.01, max: 86_400)
       },
-      .init(name: "--max-line-bytes", valueName: "N", help: "longest accepted line (default 16777216)") {
+      .init(name: "--max-line-bytes", valueName: "N", help: "longest accepted line or message body (default 16777216)")
+      {
         c, v throws(UsageError) in c.maxLineBytes = try int(v, min: 64, max: Limits.bytes)
       },
+      .init(
+        name: "--framing", valueName: "MODE",
+        help: "auto, newline or content-length (default auto: from the first byte)",
+        choices: Framing.allCases.map(\.rawValue)
+      ) { c, v throws(UsageError) in c.framing = try choice(v, Framing.allCases, \.rawValue) },
       .init(name: "--max-depth", valueName: "N", help: "deepest JSON nesting (default 128, at most 1000)") {
         c, v throws(UsageError) in c.maxDepth = try int(v, min: 2, max: 1000)
       },

@@ -1,4 +1,6 @@
+package import OutboxServer
 package import OutboxStore
+package import OutboxTransport
 
 /// The process's exit codes: the code uses the names, and `--help` and the man page list the table
 /// (Protocol/README.md "Shutdown and exit codes").
@@ -7,13 +9,26 @@ package enum ExitCode: Int32, CaseIterable, Sendable {
   case failure = 1
   case usage = 2
   case locked = 3
+  case framingLost = 4
 
   var meaning: String {
     switch self {
-    case .success: "clean stop: end of input, SIGTERM, SIGINT, or a closed stdout"
-    case .failure: "start-up failure: the store cannot be created, read or recovered"
+    case .success: "clean stop: end of input, SIGTERM, SIGINT, a closed stdout, or exit after shutdown"
+    case .failure: "start-up failure: the store cannot be created, read or recovered; or exit without shutdown"
     case .usage: "usage error, or a store written by a newer format"
     case .locked: "the store is locked by another push-outbox"
+    case .framingLost: "a Content-Length header could not be read and the input cannot be resynchronised"
+    }
+  }
+}
+
+extension ExitCode {
+  /// How the server ends after its loop stopped for `reason` (its final snapshot taken).
+  package init(_ reason: StopReason, _ lifecycle: Lifecycle) {
+    switch reason {
+    case .endOfInput, .signal, .outputClosed: self = .success
+    case .framingLost: self = .framingLost
+    case .exitRequested: self = lifecycle.exitCode == 0 ? .success : .failure
     }
   }
 }

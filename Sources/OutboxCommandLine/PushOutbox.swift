@@ -77,7 +77,7 @@ package enum PushOutbox {
     do { try service.openDisk() } catch { fail(error.message, error.rpcError, error.exit) }
     if isatty(0) == 1 { Log.stderr(HelpText.terminalHint(store: config.effectiveStorePath)) }
     var loop = RequestLoop(server: Server(service: service), transport: StdioTransport(wakeup: wakeup))
-    _ = loop.run()
-    exit(ExitCode.success.rawValue)
+    let reason = loop.run()
+    exit(ExitCode(reason, service.lifecycle).rawValue)
   }
 }

@@ -16,6 +16,8 @@ package struct Configuration: Sendable {
   /// `--accept-loss`: start even when recovery finds store files missing.
   package var acceptLoss = false
   package var maxLineBytes = 16 * 1024 * 1024
+  /// `--framing`: newline-delimited, Content-Length headers, or decided by the first bytes.
+  package var framing = Framing.auto
   package var maxDepth = 128
   package var maxBatch = 10_000
   package var logLevel = LogLevel.warn

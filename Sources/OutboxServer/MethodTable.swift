@@ -25,7 +25,7 @@ package struct MethodTable: Sendable {
 
   package init(_ methods: [any RPCMethod.Type]) {
     for method in methods { register(method) }
-    known = KnownMethods(names)
+    known = KnownMethods(names, nullParams: methods.filter { $0.nullParamsAreNone }.map { $0.name })
   }
 
   /// Every method push-outbox serves.
@@ -33,7 +33,7 @@ package struct MethodTable: Sendable {
     ParsePayload.self, SaveCustomEvent.self, SaveCustomAttribute.self, SaveUserAttribute.self,
     FlushPending.self, AckFlush.self, ReleaseFlush.self, Status.self, Discover.self, ListDeadLetters.self,
     RequeueDeadLetters.self, DropDeadLetters.self, DeliverPending.self, ImportLegacy.self, CancelRequest.self,
-    CancelledNotification.self,
+    CancelledNotification.self, Shutdown.self, Exit.self,
   ])
 
   private mutating func register<M: RPCMethod>(_ method: M.Type) {
@@ -73,6 +73,7 @@ package struct MethodTable: Sendable {
   /// Runs `request` and appends its result JSON to `out` (or returns a result that waits for the
   /// journal commit), or throws the error to answer with.
   package func call(_ request: Request, _ service: Service, into out: inout [UInt8]) throws(RPCError) -> WaitingReply? {
+    if service.lifecycle.shutDown && request.method != Exit.name { throw .shuttingDown }
     guard let entry = entry(request) else { throw .methodNotFound(request.method) }
     if request.mayHaveDuplicateKeys, request.paramsNode >= 0,
       let path = request.tape.duplicateKeyPath(request.paramsNode)

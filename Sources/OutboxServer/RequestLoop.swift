@@ -6,14 +6,14 @@ package import OutboxTransport
 package struct RequestLoop<T: Transport> {
   package let server: Server
   package private(set) var transport: T
-  private var framer: LineFramer
+  private var framer: MessageFramer
   /// Requests are waiting: background delivery starts sends less often.
   private var busy = false
 
   package init(server: Server, transport: T) {
     self.server = server
     self.transport = transport
-    self.framer = LineFramer(maxLineBytes: server.service.config.maxLineBytes)
+    self.framer = MessageFramer(server.service.config.framing, maxLineBytes: server.service.config.maxLineBytes)
   }
 
   /// Serves until input ends or a signal arrives, then takes the final snapshot.
@@ -52,6 +52,7 @@ package struct RequestLoop<T: Transport> {
     let event = transport.next(timeoutMs: timeoutMs) { chunk in
       framer.feed(chunk) { Self.dispatch($0, server) }
     }
+    if let stop = stopRequested() { return flush() && finishLongCalls() ? stop : .outputClosed }
     switch event {
     case .data:
       // Keep answering while more input is already waiting; write before we would block.
@@ -82,10 +83,18 @@ package struct RequestLoop<T: Transport> {
   }
 
   private static func dispatch(_ framed: FramedLine, _ server: Server) {
+    guard server.service.lifecycle.exitCode == nil else { return }  // nothing is read after `exit`
     switch framed {
     case .line(let bytes): server.handle(line: bytes)
     case .tooLong(let length): server.handleOversizedLine(length: length)
+    case .fault(let fault): server.handleHeaderFault(fault)
     }
+  }
+
+  /// A stop the input asked for: `exit`, or a header fault that leaves no next message to find.
+  private func stopRequested() -> StopReason? {
+    if server.service.lifecycle.exitCode != nil { return .exitRequested }
+    return framer.isBroken ? .framingLost : nil
   }
 
   /// Commits the burst's journal records, then writes its responses. False when the output is gone.
@@ -93,6 +102,6 @@ package struct RequestLoop<T: Transport> {
     server.render()
     guard !server.output.isEmpty else { return true }
     defer { server.output.removeAll(keepingCapacity: server.output.capacity <= 1 << 22) }
-    return transport.write(server.output)
+    return transport.write(lines: server.output, framing: framer.framing)
   }
 }

@@ -45,7 +45,7 @@ package final class Server {
 
   /// Handles one line (without its `\n`, `\r` or BOM): a request, a notification or a batch.
   package func handle(line: UnsafeBufferPointer<UInt8>) {
-    if fastSaves && handleFastSave(line) { return }
+    if fastSaves && !service.lifecycle.shutDown && handleFastSave(line) { return }
     let value: RequestLine
     do {
       value = try RequestLine.read(
@@ -73,6 +73,13 @@ package final class Server {
       JSONMember("reason", .string("line_too_long")), JSONMember("limit", .int(limit)),
       JSONMember("length", .int(Int64(length))),
     ])
+    writeError(RPCError(.parseError, "Parse error", data: data), id: .null)
+  }
+
+  /// Answers a Content-Length header the framer could not read: one `-32700`, id null.
+  package func handleHeaderFault(_ fault: HeaderFault) {
+    let data: JSONValue = .object(
+      [JSONMember("reason", .string(fault.reason)), JSONMember("detail", .string(fault.detail))] + fault.facts)
     writeError(RPCError(.parseError, "Parse error", data: data), id: .null)
   }
 

@@ -34,6 +34,8 @@ package final class Service {
   package let longCalls = LongCalls()
   /// When each health problem was first seen (`Service+Health.swift`).
   var healthMemory = HealthMemory()
+  /// `shutdown` and `exit` (`Lifecycle`).
+  package var lifecycle = Lifecycle()
 
   package init(config: Configuration, log: Log? = nil) {
     self.config = config

@@ -134,6 +134,15 @@ package final class Disk {
     }
   }
 
+  /// Takes a snapshot now, if anything changed since the last one, and waits for it (the `shutdown`
+  /// request). The journal stays open.
+  package func snapshotNow(_ store: Store, now: Int64) {
+    settle()
+    nextDue = 0
+    tick(store, now: now)
+    settle()
+  }
+
   /// Waits for a snapshot in flight and records its outcome (for tests and shutdown).
   package func settle() {
     if inFlight != nil { queue.sync {} }

@@ -9,13 +9,16 @@ import Musl
 import Darwin
 #endif
 
-/// One framed input line, or the news that a line was too long and was dropped.
+/// One framed input message (a line, or a Content-Length body), or the news that one was too long
+/// and was dropped, or that a header was malformed.
 package enum FramedLine {
   /// The line's bytes without `\n`, a trailing `\r` or a leading BOM. Valid only inside the callback.
   case line(UnsafeBufferPointer<UInt8>)
   /// A line longer than the limit; its bytes were discarded as they arrived. `length` counts
   /// every byte before the `\n`.
   case tooLong(length: Int)
+  /// A Content-Length header the `HeaderFramer` could not read (never from `LineFramer`).
+  case fault(HeaderFault)
 }
 
 /// Splits a byte stream into `\n`-terminated lines. Pure and synchronous: no I/O, so tests can

@@ -23,4 +23,8 @@ package enum StopReason: Sendable, Equatable {
   case endOfInput
   case signal
   case outputClosed
+  /// A Content-Length header was malformed beyond resynchronising (`HeaderFault.fatal`).
+  case framingLost
+  /// The `exit` notification arrived.
+  case exitRequested
 }

@@ -14,6 +14,8 @@ import Testing
 enum Framed: Equatable {
   case line(String)
   case tooLong(Int)
+  /// A header fault's reason, and whether it was fatal.
+  case fault(String, fatal: Bool)
 }
 
 func frame(_ chunks: [[UInt8]], max: Int = 1 << 20, finish: Bool = true) -> [Framed] {
@@ -23,6 +25,7 @@ func frame(_ chunks: [[UInt8]], max: Int = 1 << 20, finish: Bool = true) -> [Fra
     switch framed {
     case .line(let bytes): out.append(.line(String(decoding: bytes, as: UTF8.self)))
     case .tooLong(let n): out.append(.tooLong(n))
+    case .fault(let fault): out.append(.fault(fault.reason, fatal: fault.fatal))
     }
   }
   for chunk in chunks { framer.feed(chunk, collect) }

@@ -45,7 +45,8 @@ import Testing
     let transcript = try Transcript(contentsOf: Paths.transcripts.appendingPathComponent(name))
     let run = try runBinary(Transcript.baseArguments + transcript.arguments, input: transcript.input)
     #expect(run.status == 0, "\(run.stderr)")
-    let actual = try lines(run.stdout).map { try JSONReader.parse($0, maxDepth: 1000) }
+    let bodies = transcript.headerFraming ? try headerBodies(run.stdout) : lines(run.stdout)
+    let actual = try bodies.map { try JSONReader.parse($0, maxDepth: 1000) }
     #expect(
       actual.count == transcript.expected.count,
       "\(name): \(actual.count) replies, expected \(transcript.expected.count)")
@@ -57,12 +58,20 @@ import Testing
 
 /// A golden session in the one transcript format (Protocol/README.md, "Transcript format"): `>` lines
 /// sent verbatim, `<` lines expected back (compared as parsed JSON), `#` comments, `#! args:` extra
-/// command-line arguments, blank lines. Any other line is an error.
+/// command-line arguments, `#! framing: content-length` (each `>` text is sent as one LSP message and
+/// the replies are read as such), blank lines. Any other line is an error.
 struct Transcript {
   static let baseArguments = ["--memory", "--fixed-clock", "2026-01-01T00:00:00.000Z", "--id-seed", "1"]
-  var input: [UInt8] = []
+  var sends: [[UInt8]] = []
+  /// The bytes sent: each `>` text with `\n`, or under its Content-Length header.
+  var input: [UInt8] {
+    headerFraming
+      ? sends.flatMap { Array("Content-Length: \($0.count)\r\n\r\n".utf8) + $0 } : sends.flatMap { $0 + [0x0A] }
+  }
   var expected: [JSONValue] = []
   var arguments: [String] = []
+  /// `#! framing: content-length`: messages with LSP headers instead of lines.
+  var headerFraming = false
 
   struct Malformed: Error, CustomStringConvertible {
     var description: String
@@ -81,14 +90,20 @@ struct Transcript {
       if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
       if text.hasPrefix("#!") {
         let directive = text.dropFirst(2).split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
-        guard directive.count == 2, directive[0].trimmingCharacters(in: .whitespaces) == "args" else {
-          throw fail("unknown directive (only '#! args:')")
+        let name = directive.first?.trimmingCharacters(in: .whitespaces)
+        let value = directive.count == 2 ? directive[1].trimmingCharacters(in: .whitespaces) : ""
+        if name == "framing" && ["newline", "content-length"].contains(value) {
+          headerFraming = value == "content-length"
+          continue
+        }
+        guard directive.count == 2, name == "args" else {
+          throw fail("unknown directive (only '#! args:', '#! framing:')")
         }
         arguments += directive[1].split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
       } else if text.hasPrefix("#") {
         continue
       } else if text == ">" || text.hasPrefix("> ") {
-        input += line.dropFirst(2) + [0x0A]
+        sends.append(Array(line.dropFirst(2)))
       } else if text.hasPrefix("< ") {
         guard let value = try? JSONReader.parse(Array(line.dropFirst(2)), maxDepth: 1000) else {
           throw fail("expected reply is not JSON")
@@ -124,4 +139,20 @@ struct Transcript {
     #expect(transcript.input == Array(sends.map { $0 + "\n" }.joined().utf8))
     #expect(transcript.expected == good["expected"]?.arrayValue)
   }
+}
+
+/// The bodies of a stream of `Content-Length: N\r\n\r\n` messages.
+func headerBodies(_ out: [UInt8]) throws -> [String] {
+  var bodies: [String] = []
+  var rest = out[...]
+  let prefix = Array("Content-Length: ".utf8)
+  while !rest.isEmpty {
+    guard rest.starts(with: prefix), let end = rest.firstRange(of: [0x0D, 0x0A, 0x0D, 0x0A]),
+      let length = Int(String(decoding: rest[(rest.startIndex + prefix.count)..<end.lowerBound], as: UTF8.self)),
+      rest.count - (end.upperBound - rest.startIndex) >= length
+    else { throw Transcript.Malformed(description: "not a Content-Length message: \(Array(rest.prefix(60)))") }
+    bodies.append(String(decoding: rest[end.upperBound..<(end.upperBound + length)], as: UTF8.self))
+    rest = rest[(end.upperBound + length)...]
+  }
+  return bodies
 }

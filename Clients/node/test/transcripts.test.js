@@ -2,7 +2,9 @@
 //
 // Format (Protocol/README.md, "Transcript format"; a malformed line is an error): "> " + raw line
 // sent verbatim (a bare ">" sends an empty line); "< " + expected reply (compared as parsed JSON);
-// "#" comment; "#! args: --foo bar" extra command-line args; blank lines (spaces and tabs) ignored.
+// "#" comment; "#! args: --foo bar" extra command-line args; "#! framing: content-length" sends each
+// ">" text as one LSP message (Content-Length header, no newline) and reads the replies the same way;
+// blank lines (spaces and tabs) ignored.
 // The server runs with --memory --fixed-clock 2026-01-01T00:00:00.000Z --id-seed 1 plus
 // those args; every ">" line is written, stdin is closed, and the list of parsed stdout
 // lines must equal the list of "<" lines, in order.
@@ -28,19 +30,39 @@ function splitLines(buffer) {
   return lines;
 }
 
-/** @returns {{send: Buffer[], expect: unknown[], args: string[]}} */
+/** The bodies of a stream of `Content-Length: N\r\n\r\n` messages. */
+function headerBodies(buffer) {
+  const bodies = [];
+  let start = 0;
+  while (start < buffer.length) {
+    const end = buffer.indexOf('\r\n\r\n', start);
+    const match = /^Content-Length: (\d+)$/.exec(buffer.subarray(start, end).toString('latin1'));
+    if (end === -1 || !match) throw new Error(`not a Content-Length header at byte ${start}`);
+    const length = Number(match[1]);
+    if (end + 4 + length > buffer.length) throw new Error(`a body is cut short at byte ${start}`);
+    bodies.push(buffer.subarray(end + 4, end + 4 + length));
+    start = end + 4 + length;
+  }
+  return bodies;
+}
+
+/** @returns {{send: Buffer[], expect: unknown[], args: string[], framing: string}} */
 export function parseTranscript(buffer, name = 'transcript') {
   const send = [];
   const expect = [];
   const args = [];
+  let framing = 'newline';
   splitLines(buffer).forEach((line, index) => {
     const where = `${name}:${index + 1}`;
     const text = line.toString('utf8');
     if (/^[ \t]*$/.test(text)) return;
     if (text.startsWith('#!')) {
+      const framed = /^#!\s*framing\s*:\s*(newline|content-length)\s*$/.exec(text);
       const match = /^#!\s*args\s*:(.*)$/s.exec(text);
-      if (!match) throw new Error(`${where}: unknown directive ${JSON.stringify(text.slice(0, 60))} (only '#! args:')`);
-      args.push(...match[1].split(/[ \t]+/).filter(Boolean));
+      if (framed) framing = framed[1];
+      else if (!match) {
+        throw new Error(`${where}: unknown directive ${JSON.stringify(text.slice(0, 60))} (only '#! args:', '#! framing:')`);
+      } else args.push(...match[1].split(/[ \t]+/).filter(Boolean));
     } else if (text.startsWith('#')) {
       // comment
     } else if (text === '>' || text.startsWith('> ')) {
@@ -55,7 +77,7 @@ export function parseTranscript(buffer, name = 'transcript') {
       throw new Error(`${where}: a line must be blank or start with '> ', '< ', '#': ${JSON.stringify(text.slice(0, 80))}`);
     }
   });
-  return { send, expect, args };
+  return { send, expect, args, framing };
 }
 
 function run(binary, args, input) {
@@ -105,13 +127,16 @@ describe('Protocol/transcripts', () => {
 
   for (const file of files) {
     test(file, async () => {
-      const { send, expect, args } = parseTranscript(fs.readFileSync(path.join(transcriptsDir, file)), file);
-      const input = Buffer.concat(send.flatMap((line) => [line, Buffer.from('\n')]));
+      const { send, expect, args, framing } = parseTranscript(fs.readFileSync(path.join(transcriptsDir, file)), file);
+      const headers = framing === 'content-length';
+      const input = Buffer.concat(
+        send.flatMap((line) => (headers ? [Buffer.from(`Content-Length: ${line.length}\r\n\r\n`), line] : [line, Buffer.from('\n')])),
+      );
       const result = await run(realBinary(), [...TEST_ARGS, ...args], input);
       const context = `\n${file}: exit ${result.code ?? result.signal}; stderr:\n${result.stderr}`;
-      const lines = splitLines(result.stdout);
+      const lines = headers ? headerBodies(result.stdout) : splitLines(result.stdout);
       assert.ok(
-        result.stdout.length === 0 || result.stdout[result.stdout.length - 1] === NEWLINE,
+        headers || result.stdout.length === 0 || result.stdout[result.stdout.length - 1] === NEWLINE,
         `stdout does not end with a newline${context}`,
       );
       const replies = lines.map((line, i) => {

@@ -4,6 +4,8 @@ The transcript format is Protocol/README.md, "Transcript format"; a malformed li
   > RAW        send RAW verbatim (everything after "> "; a bare ">" sends an empty line)
   < JSON       expected reply, compared as parsed JSON (deep equality, order of lines kept)
   #! args: A B extra command-line arguments (split on spaces and tabs); may repeat
+  #! framing: content-length   each RAW is sent as one LSP message (Content-Length header, no
+               newline) and the replies are read the same way (the default is newline)
   # ...        comment;  blank lines (empty, or spaces and tabs only) are ignored
 
 The binary runs with ``--memory --fixed-clock 2026-01-01T00:00:00.000Z --id-seed 1``
@@ -35,6 +37,7 @@ class Transcript:
     sends: List[bytes] = field(default_factory=list)
     expected: List[Any] = field(default_factory=list)
     expected_lines: List[int] = field(default_factory=list)  # source line numbers of the `<` lines
+    framing: str = "newline"
 
 
 def parse_transcript(path: Path, data: Optional[bytes] = None) -> Transcript:
@@ -46,9 +49,18 @@ def parse_transcript(path: Path, data: Optional[bytes] = None) -> Transcript:
             continue
         if raw.startswith(b"#!"):
             name, colon, value = raw[2:].decode("utf-8").partition(":")
-            if name.strip() != "args" or not colon:
-                raise AssertionError(f"{where}: unknown directive {raw[:60]!r} (only '#! args:')")
-            t.args += value.split()
+            if (
+                name.strip() == "framing"
+                and colon
+                and value.strip() in ("newline", "content-length")
+            ):
+                t.framing = value.strip()
+            elif name.strip() != "args" or not colon:
+                raise AssertionError(
+                    f"{where}: unknown directive {raw[:60]!r} (only '#! args:', '#! framing:')"
+                )
+            else:
+                t.args += value.split()
         elif raw.startswith(b"#"):
             continue
         elif raw.startswith(b"> ") or raw == b">":
@@ -100,7 +112,10 @@ def test_transcript(binary: str, path: Optional[Path]) -> None:
     assert path is not None, f"no transcripts found in {TRANSCRIPTS_DIR}"
     t = parse_transcript(path)
     assert t.sends, f"{path.name}: no '>' lines"
-    stdin = b"".join(line + b"\n" for line in t.sends)
+    if t.framing == "content-length":
+        stdin = b"".join(b"Content-Length: %d\r\n\r\n" % len(s) + s for s in t.sends)
+    else:
+        stdin = b"".join(line + b"\n" for line in t.sends)
     proc = subprocess.run(
         [binary, *BASE_ARGS, *t.args],
         input=stdin,
@@ -109,7 +124,11 @@ def test_transcript(binary: str, path: Optional[Path]) -> None:
         timeout=45,
     )
     stderr = proc.stderr.decode("utf-8", "replace")[-4000:]
-    out_lines = proc.stdout.split(b"\n")
+    out_lines = (
+        [*_header_bodies(proc.stdout), b""]
+        if t.framing == "content-length"
+        else proc.stdout.split(b"\n")
+    )
     assert out_lines[-1] == b"", (
         f"{path.name}: stdout does not end with a newline: {proc.stdout[-200:]!r}"
     )
@@ -138,3 +157,16 @@ def test_transcript(binary: str, path: Optional[Path]) -> None:
     assert proc.returncode >= 0, (
         f"{path.name}: server died by signal {-proc.returncode}\nstderr:\n{stderr}"
     )
+
+
+def _header_bodies(out: bytes) -> List[bytes]:
+    """The bodies of a stream of `Content-Length: N\\r\\n\\r\\n` messages."""
+    bodies: List[bytes] = []
+    while out:
+        head, sep, rest = out.partition(b"\r\n\r\n")
+        assert sep and head.startswith(b"Content-Length: "), f"not a header: {out[:80]!r}"
+        length = int(head[len(b"Content-Length: ") :])
+        assert len(rest) >= length, f"a body is cut short: {out[:80]!r}"
+        bodies.append(rest[:length])
+        out = rest[length:]
+    return bodies

@@ -18,7 +18,10 @@ import OutboxTransport
 ///   error with id null;
 /// - each request object gets one reply with its id (null when the id is missing or unusable), except a
 ///   valid notification (no `id`) and a response object (no `method`, has `result` or `error`), which
-///   get none; a batch's replies come as one array line, or no line when none is due.
+///   get none; a batch's replies come as one array line, or no line when none is due;
+/// - in Content-Length framing (`HeaderModel`), each body is a message as a line is (a leading BOM
+///   dropped, a blank body a parse error); a header fault gets one error with id null, and after one
+///   that leaves the next message's start unknown nothing more is answered.
 struct Expected {
   enum Line: Equatable {
     case single([UInt8])
@@ -26,9 +29,21 @@ struct Expected {
   }
 
   private(set) var lines: [Line] = []
+  let headers: Bool
   static let null = Array("null".utf8)
 
   init(_ setup: Setup) {
+    headers = setup.headers
+    if headers {
+      for message in HeaderModel.messages(Array(setup.stream), maxBody: setup.maxLineBytes) {
+        guard case .body(let body) = message else {
+          lines.append(.single(Self.null))
+          continue
+        }
+        add(body.starts(with: [0xEF, 0xBB, 0xBF]) ? body.dropFirst(3) : body, setup)
+      }
+      return
+    }
     var start = setup.stream.startIndex
     let end = setup.stream.endIndex
     while start < end {
@@ -90,6 +105,7 @@ struct Expected {
 
 /// Checks the output bytes: one JSON reply line per expected line, each well formed, ids in order.
 func check(_ output: [UInt8], expected: Expected, input: [UInt8]) {
+  let output = expected.headers ? unframed(output, input) : output
   guard output.isEmpty || output.last == 0x0A else { fail("the output does not end with a newline", input) }
   var got: [Expected.Line] = []
   for line in output.split(separator: 0x0A, omittingEmptySubsequences: false).dropLast() {
@@ -131,4 +147,25 @@ private func describe(_ lines: [Expected.Line]) -> String {
     case .batch(let ids): "[" + ids.map { String(decoding: $0, as: UTF8.self) }.joined(separator: ",") + "]"
     }
   }.joined(separator: " ")
+}
+
+/// Content-Length replies as lines: each must be exactly `Content-Length: N\r\n\r\n` and N bytes
+/// holding no newline.
+private func unframed(_ output: [UInt8], _ input: [UInt8]) -> [UInt8] {
+  var lines: [UInt8] = []
+  var rest = output[...]
+  let prefix = Array("Content-Length: ".utf8)
+  while !rest.isEmpty {
+    guard rest.starts(with: prefix), let end = rest.firstRange(of: [0x0D, 0x0A, 0x0D, 0x0A]),
+      let length = Int(String(decoding: rest[(rest.startIndex + prefix.count)..<end.lowerBound], as: UTF8.self)),
+      rest.count - (end.upperBound - rest.startIndex) >= length
+    else {
+      fail("a reply is not one Content-Length message: \(String(decoding: rest.prefix(80), as: UTF8.self))", input)
+    }
+    let body = rest[end.upperBound..<(end.upperBound + length)]
+    guard !body.contains(0x0A) else { fail("a Content-Length reply holds a newline", input) }
+    lines += body + [0x0A]
+    rest = rest[(end.upperBound + length)...]
+  }
+  return lines
 }

@@ -1,10 +1,10 @@
 // Fuzz target: the whole line path. Arbitrary bytes, cut into chunks whose sizes come from the
-// input, go through `LineFramer` into `Server.handle`, with a render after every chunk (one burst
-// per chunk, as `RequestLoop` does when no more input is waiting).
+// input, go through `MessageFramer` (newline or Content-Length framing) into `Server.handle`, with a
+// render after every chunk (one burst per chunk, as `RequestLoop` does when no more input is waiting).
 //
 // Input: byte 0 holds flags (bit 0: a store in a temp dir instead of memory; bit 1: a 64-byte
-// `--max-line-bytes`; bit 2: `--max-batch 3`), bytes 1–4 are chunk sizes (1–255; 0 means the whole
-// rest), the rest is the stream.
+// `--max-line-bytes`; bit 2: `--max-batch 3`; bit 3: Content-Length framing, replies framed the same
+// way), bytes 1–4 are chunk sizes (1–255; 0 means the whole rest), the rest is the stream.
 //
 // Checks: nothing traps; every output line is one JSON line our reader accepts, holding a response
 // object or a non-empty array of them; each request gets exactly one reply, counted per id against
@@ -31,6 +31,8 @@ struct Setup {
   var disk: Bool
   var maxLineBytes: Int
   var maxBatch: Int
+  /// Content-Length framing (the LSP base protocol) instead of lines.
+  var headers: Bool
   var chunks: [Int]
   var stream: ArraySlice<UInt8>
 
@@ -39,6 +41,7 @@ struct Setup {
     disk = flags & 1 != 0
     maxLineBytes = flags & 2 != 0 ? 64 : 1 << 16
     maxBatch = flags & 4 != 0 ? 3 : 10_000
+    headers = flags & 8 != 0
     chunks = bytes.dropFirst().prefix(4).map { $0 == 0 ? Int.max : Int($0) }
     if chunks.isEmpty { chunks = [Int.max] }
     stream = bytes.dropFirst(5)
@@ -77,7 +80,8 @@ func makeService(_ setup: Setup, store: String?) -> Service {
 func run(_ setup: Setup, service: Service, fastSaves: Bool) -> [UInt8] {
   let server = Server(service: service)
   server.fastSaves = fastSaves && server.fastSaves
-  var framer = LineFramer(maxLineBytes: setup.maxLineBytes)
+  var framer = MessageFramer(setup.headers ? .contentLength : .newline, maxLineBytes: setup.maxLineBytes)
+  let frame = { (lines: [UInt8]) in setup.headers ? MemoryTransport.headerFramed(lines) : lines }
   var output: [UInt8] = []
   var rest = setup.stream
   var n = 0
@@ -87,18 +91,19 @@ func run(_ setup: Setup, service: Service, fastSaves: Bool) -> [UInt8] {
     n += 1
     Array(piece).withUnsafeBufferPointer { chunk in framer.feed(chunk) { dispatch($0, server) } }
     server.render()
-    output += server.output
+    output += frame(server.output)
     server.output.removeAll()
   }
   framer.finish { dispatch($0, server) }
   server.render()
-  return output + server.output
+  return output + frame(server.output)
 }
 
 private func dispatch(_ framed: FramedLine, _ server: Server) {
   switch framed {
   case .line(let bytes): server.handle(line: bytes)
   case .tooLong(let length): server.handleOversizedLine(length: length)
+  case .fault(let fault): server.handleHeaderFault(fault)
   }
 }
 
