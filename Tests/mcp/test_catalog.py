@@ -64,7 +64,13 @@ def test_tools_are_the_wire_methods_but_the_protocol_ones_in_document_order() ->
         "importLegacy",
     ]
     protocol = {m["name"] for m in DOCUMENT["methods"] if "x-mcp-annotations" not in m}
-    assert protocol == {"rpc.discover", "$/cancelRequest", "notifications/cancelled"}
+    assert protocol == {
+        "rpc.discover",
+        "$/cancelRequest",
+        "notifications/cancelled",
+        "shutdown",
+        "exit",
+    }
 
 
 def test_every_schema_is_a_self_contained_2020_12_schema() -> None:

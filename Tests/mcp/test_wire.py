@@ -105,7 +105,13 @@ def test_malformed_calls_are_protocol_errors(session: Session) -> None:
         "wrong_type"
     ]
     assert issue_codes(session.call("tools/call", {"name": "tools/call"})) == ["unknown_tool"]
-    for protocol in ("rpc.discover", "$/cancelRequest", "notifications/cancelled"):
+    for protocol in (
+        "rpc.discover",
+        "$/cancelRequest",
+        "notifications/cancelled",
+        "shutdown",
+        "exit",
+    ):
         assert issue_codes(session.call("tools/call", {"name": protocol})) == ["unknown_tool"]
     assert issue_codes(session.call("tools/call", ["status"])) == ["positional_params"]
     assert issue_codes(session.call("tools/list", {"cursor": "x"})) == ["invalid_cursor"]

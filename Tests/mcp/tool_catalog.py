@@ -119,7 +119,7 @@ def tools(version: str = VERSIONS[-1], document: Dict[str, Any] = DOCUMENT) -> L
     out = []
     for method in document["methods"]:
         if "x-mcp-annotations" not in method:
-            continue  # rpc.discover, $/cancelRequest, notifications/cancelled: protocol, not tools
+            continue  # rpc.discover, $/cancelRequest, notifications/cancelled, shutdown, exit: protocol, not tools
         tool = _tool(method, inliner)
         if VERSIONS.index(version) < VERSIONS.index("2025-06-18"):
             tool.pop("outputSchema")

@@ -18,6 +18,9 @@ _push_outbox() {
     --fsync) COMPREPLY=($(compgen -W "always everysec never" -- "$cur")); return ;;
     --max-pending) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --max-pending-bytes) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --max-store-bytes) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --max-pending-age) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --max-retry-age) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --max-item-bytes) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --fixed-clock) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --id-seed) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
@@ -36,18 +39,25 @@ _push_outbox() {
     --max) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --user) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --format) COMPREPLY=($(compgen -W "items usersTrack" -- "$cur")); return ;;
+    --to) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --nats-stream) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --nats-creds) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --nats-max-bytes) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --max-seconds) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --default-user) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
   esac
   if [ "$COMP_CWORD" -eq 1 ] && [[ $cur != -* ]]; then
-    COMPREPLY=($(compgen -W "deliver flush import verify dump ack release" -- "$cur")); return
+    COMPREPLY=($(compgen -W "deliver flush import verify dump ack release relay" -- "$cur")); return
   fi
   if [ "${COMP_WORDS[1]}" = import ] && [[ $cur != -* ]]; then
     COMPREPLY=($(compgen -f -- "$cur")); return
   fi
-  local flags="--store --memory --accept-loss --snapshot-interval --max-line-bytes --framing --max-depth --max-batch --log-level --log-format --strings --array-limit --max-properties-bytes --max-nested-attribute-bytes --track-batch-limit --fsync --max-pending --max-pending-bytes --max-item-bytes --fixed-clock --id-seed --track-batch-mode --braze-endpoint --braze-api-key-file --deliver --braze-rate --braze-max-in-flight --braze-timeout-ms --braze-backoff-ms --metrics-listen --metrics-file -h --help -V --version"
+  local flags="--store --memory --accept-loss --snapshot-interval --max-line-bytes --framing --max-depth --max-batch --log-level --log-format --strings --array-limit --max-properties-bytes --max-nested-attribute-bytes --track-batch-limit --fsync --max-pending --max-pending-bytes --max-store-bytes --max-pending-age --max-retry-age --max-item-bytes --fixed-clock --id-seed --track-batch-mode --braze-endpoint --braze-api-key-file --deliver --braze-rate --braze-max-in-flight --braze-timeout-ms --braze-backoff-ms --metrics-listen --metrics-file -h --help -V --version"
   case ${COMP_WORDS[1]} in
     flush) flags+=" --format --lease --default-user --max" ;;
     import) flags+=" --user" ;;
     dump) flags+=" --format --dead-letters" ;;
+    relay) flags+=" --to --nats-stream --nats-creds --nats-allow-plaintext --nats-max-bytes --max-seconds --default-user" ;;
   esac
   COMPREPLY=($(compgen -W "$flags" -- "$cur"))
 }
