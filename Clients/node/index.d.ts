@@ -8,7 +8,7 @@ export * from './types/wire.js';
 export * from './types/results.js';
 export * from './types/errors.js';
 
-import type { DeliverPendingResult, ImportLegacyParams, ImportLegacyResult, LegacyList, ListDeadLettersResult, OpenRpcDocument, StatusResult } from './types/results.js';
+import type { DeliverPendingParams, DeliverPendingResult, ImportLegacyParams, ImportLegacyResult, LegacyList, ListDeadLettersResult, OpenRpcDocument, StatusResult, WorkDoneProgress } from './types/results.js';
 import type { AckFlushResult, FlushItemsResult, FlushPendingParams, FlushUsersTrackResult, JsonObject, ParsePayloadParams, ParsePayloadResult, ReleaseFlushResult, SaveCustomAttributeParams, SaveCustomEventParams, SaveResult, SaveUserAttributeParams } from './types/wire.js';
 
 // MARK: - Options
@@ -37,8 +37,13 @@ export interface SpawnOptions {
 }
 
 export interface CallOptions {
-  /** Aborting rejects the call with AbortError (TimeoutError for AbortSignal.timeout()). */
+  /**
+   * Aborting rejects the call with AbortError (TimeoutError for AbortSignal.timeout()) and sends
+   * `$/cancelRequest`: a long call (deliverPending) stops starting new work on the server.
+   */
   signal?: AbortSignal;
+  /** Called with each `$/progress` value of this call (the request then carries `workDoneToken`). */
+  onProgress?: (value: WorkDoneProgress) => void;
   /** Overrides the client's default timeout for this call. 0 or Infinity: no timeout. */
   timeoutMs?: number;
 }
@@ -85,6 +90,8 @@ export declare const METHODS: Readonly<{
   dropDeadLetters: 'dropDeadLetters';
   importLegacy: 'importLegacy';
   discover: 'rpc.discover';
+  cancelRequest: '$/cancelRequest';
+  cancelled: 'notifications/cancelled';
 }>;
 
 export declare const BINARY_NAME: 'push-outbox';
@@ -133,13 +140,18 @@ export declare class Outbox {
   ackFlush(params: { flushId: string }, options?: CallOptions): Promise<AckFlushResult>;
   releaseFlush(params: { flushId: string }, options?: CallOptions): Promise<ReleaseFlushResult>;
   status(params?: Record<string, never>, options?: CallOptions): Promise<StatusResult>;
-  deliverPending(params?: { max?: number }, options?: CallOptions): Promise<DeliverPendingResult>;
+  /** A long call: answered when its pass ends, while other calls go on (replies are matched by id). */
+  deliverPending(params?: DeliverPendingParams, options?: CallOptions): Promise<DeliverPendingResult>;
   listDeadLetters(params?: { max?: number }, options?: CallOptions): Promise<ListDeadLettersResult>;
   requeueDeadLetters(params?: { ids?: string[] }, options?: CallOptions): Promise<{ requeued: number }>;
   dropDeadLetters(params: { ids: string[] }, options?: CallOptions): Promise<{ dropped: number }>;
   importLegacy(params?: ImportLegacyParams, options?: CallOptions): Promise<ImportLegacyResult>;
   /** rpc.discover */
   discover(params?: Record<string, never>, options?: CallOptions): Promise<OpenRpcDocument>;
+  /** `$/cancelRequest`, a notification: cancels the long call with this id. Resolves once written. */
+  cancelRequest(params: { id: number | string }): Promise<void>;
+  /** `notifications/cancelled` (MCP's form of cancelRequest). Resolves once written. */
+  cancelled(params: { requestId: number | string; reason?: string }): Promise<void>;
 
   /** Any method; `params` is omitted from the wire when undefined. */
   call<T = unknown>(method: string, params?: object | unknown[], options?: CallOptions): Promise<T>;

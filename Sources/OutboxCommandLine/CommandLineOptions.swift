@@ -39,7 +39,7 @@ package struct CommandLineOption: Sendable {
 }
 
 /// The flags that print something and exit, in `--help` and the man page.
-package struct InfoOption: Sendable {
+struct InfoOption: Sendable {
   package var short: String
   package var name: String
   var help: String
@@ -259,7 +259,7 @@ extension Configuration {
 }
 
 /// "a, b or c".
-package enum EnglishList {
+enum EnglishList {
   package static func or(_ words: [String]) -> String {
     words.count < 2 ? words.joined() : words.dropLast().joined(separator: ", ") + " or " + words.last!
   }

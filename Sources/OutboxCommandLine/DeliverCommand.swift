@@ -21,7 +21,7 @@ import Darwin
 ///
 /// Transient failures (429, 5xx, timeouts) are retried after their backoff while it is short (up
 /// to `maxRounds` passes, waiting at most `maxWaitMs` per pause); a 401/403/404 ends it at once.
-package enum DeliverCommand {
+enum DeliverCommand {
   static let maxRounds = 8
   static let maxWaitMs: Int64 = 30_000
 

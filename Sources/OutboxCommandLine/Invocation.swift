@@ -5,7 +5,7 @@ package enum Subcommand: String, CaseIterable, Sendable {
   case deliver, flush, `import`, verify, dump, ack, release
 
   /// Whether the command takes one word that is not a flag (import's FILE, ack's and release's FLUSHID).
-  package var takesOperand: Bool { self == .import || self == .ack || self == .release }
+  var takesOperand: Bool { self == .import || self == .ack || self == .release }
 
   /// The arguments after the name, for `--help`, the man page and the completions.
   package var arguments: String {

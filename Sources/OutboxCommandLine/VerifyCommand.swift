@@ -15,7 +15,7 @@ package import OutboxSupport
 /// write under way: it is reported as `liveTail`, not as a problem.
 ///
 /// Exit codes: 0 healthy; 1 something is damaged (or the store cannot be read); 2 usage.
-package enum VerifyCommand {
+enum VerifyCommand {
   package static func run(_ config: Configuration) -> ExitCode {
     guard let directory = config.effectiveStorePath else {
       Log.stderr("push-outbox verify: needs a store directory (--store DIR), not --memory")

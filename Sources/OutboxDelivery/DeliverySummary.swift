@@ -27,7 +27,7 @@ package struct DeliverySummary: Sendable {
   /// Why Braze refused the endpoint or key (401/403/404), until a request is delivered.
   package var configError: String?
   package var rate = ""
-  package var recentRequests = 0
+  var recentRequests = 0
   /// Requests sent and answered, by HTTP status code ("error" when no answer came back).
   package var requestsByCode: [String: Int] = [:]
 

@@ -39,7 +39,7 @@ package struct HTTPResponse: Sendable, Equatable {
 }
 
 /// What one `POST` gave: an HTTP answer, or why there was none.
-package typealias PostResult = Result<HTTPResponse, DeliveryFailure>
+typealias PostResult = Result<HTTPResponse, DeliveryFailure>
 
 /// Sends requests. Called from a background queue, one request per call.
 package protocol HTTPPoster: Sendable {

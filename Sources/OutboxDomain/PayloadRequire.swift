@@ -2,7 +2,7 @@ package import OutboxJSON
 package import OutboxSupport
 
 /// A type a `parsePayload` `require` entry can ask for.
-package enum PayloadType: String, Sendable, CaseIterable {
+enum PayloadType: String, Sendable, CaseIterable {
   case string, integer, number, boolean, object, array, url, date, datetime
 }
 

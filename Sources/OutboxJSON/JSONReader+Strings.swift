@@ -121,7 +121,7 @@ extension TapeBuilder {
 }
 
 /// Decoding of string text the reader has already validated.
-package enum JSONString {
+enum JSONString {
   /// Four hex digits at `p`, or nil.
   static func hex4(_ p: UnsafePointer<UInt8>) -> UInt32? {
     var v: UInt32 = 0

@@ -43,7 +43,7 @@ public final class JSONTape {
   public let base: UnsafePointer<UInt8>
   public let count: Int
   @usableFromInline let nodes: UnsafeMutablePointer<JSONNode>
-  package let nodeCount: Int
+  let nodeCount: Int
   /// True when some object held a key twice.
   package let sawDuplicateKey: Bool
 

@@ -19,6 +19,8 @@ package struct ErrorCode: RawRepresentable, Sendable, Hashable {
   package static let unsupportedStoreVersion = ErrorCode(rawValue: -32006)
   package static let startupFailed = ErrorCode(rawValue: -32007)
   package static let deliveryNotConfigured = ErrorCode(rawValue: -32010)
+  /// LSP's `RequestCancelled`: a long call answered early because the client cancelled it.
+  package static let requestCancelled = ErrorCode(rawValue: -32800)
 }
 
 /// The `error` member of a response. `data` is always an object when present.
@@ -49,6 +51,13 @@ package struct RPCError: Error, Sendable, Hashable {
 
   package static func internalError(_ reason: String) -> RPCError {
     RPCError(.internalError, "Internal error", data: .object([JSONMember("reason", .string(reason))]))
+  }
+
+  /// The answer to a long call the client cancelled; `detail` is the reason it gave, if any.
+  package static func requestCancelled(_ detail: String?) -> RPCError {
+    var data = [JSONMember("reason", .string("request_cancelled"))]
+    if let detail { data.append(JSONMember("detail", .string(detail))) }
+    return RPCError(.requestCancelled, "Request cancelled", data: .object(data))
   }
 
   /// An application error with a stable `data.reason` and optional extra members.

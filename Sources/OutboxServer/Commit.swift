@@ -36,6 +36,7 @@ extension Server {
   /// Commits, then writes the burst's replies into `output`. Call only between lines.
   package func render() {
     commit()
+    takeLongCallOutput()
     output.reserveCapacity(output.count + draft.count + holes.count * 112)
     draft.withUnsafeBufferPointer { draft in
       var cursor = 0
@@ -57,7 +58,7 @@ extension Server {
       if draft.count > cursor { output.append(contentsOf: UnsafeBufferPointer(rebasing: draft[cursor...])) }
     }
     ledger.rendered += holes.count
-    ledger.check(service.log)
+    ledger.check(service.log, awaitingLongReplies: service.longCalls.awaitingReply)
     holes.removeAll(keepingCapacity: true)
     draft.removeAll(keepingCapacity: draft.capacity <= 1 << 22)
   }
@@ -87,17 +88,24 @@ extension Server {
 }
 
 /// Counts requests that need a reply and replies written, per burst: they must match, as
-/// sourcekit-lsp's `RequestAndReply` asserts one reply per request.
+/// sourcekit-lsp's `RequestAndReply` asserts one reply per request. A long call's request is
+/// `deferred` in its burst and its reply is `late` in a later one (or the same): the calls deferred
+/// and not yet answered must be exactly the long calls still waiting for their reply.
 struct ReplyLedger {
   var requested = 0
   var rendered = 0
+  var deferred = 0
+  var late = 0
+  private var outstanding = 0
 
-  mutating func check(_ log: Log) {
-    if requested != rendered {
-      log.error("internal: \(requested) requests needed a reply but \(rendered) replies were written")
+  mutating func check(_ log: Log, awaitingLongReplies: Int) {
+    outstanding += deferred - late
+    if requested != rendered + deferred || outstanding != awaitingLongReplies {
+      log.error(
+        "internal: \(requested) requests needed a reply but \(rendered) replies were written and \(deferred)"
+          + " long calls deferred; \(outstanding) deferred unanswered, \(awaitingLongReplies) long calls waiting")
       assertionFailure("one request, one reply: \(requested) requests, \(rendered) replies")
     }
-    requested = 0
-    rendered = 0
+    (requested, rendered, deferred, late) = (0, 0, 0, 0)
   }
 }

@@ -8,8 +8,8 @@ package import OutboxSupport
 /// The wire methods by name. The only place that decodes params, maps store refusals to
 /// JSON-RPC errors, and answers "method not found".
 package struct MethodTable: Sendable {
-  /// Writes the result into the buffer, or returns a save's result that must wait for the commit.
-  package typealias Handler = @Sendable (inout Params, Service, inout [UInt8]) throws -> WaitingReply?
+  /// Writes the result into the buffer, or returns a reply that is not written at once.
+  typealias Handler = @Sendable (inout Params, Service, inout [UInt8]) throws -> WaitingReply?
 
   /// Registered methods in order; dispatch compares the method's bytes (code points), never hashes a String.
   private var entries: [Entry] = []
@@ -32,15 +32,18 @@ package struct MethodTable: Sendable {
   package static let standard = MethodTable([
     ParsePayload.self, SaveCustomEvent.self, SaveCustomAttribute.self, SaveUserAttribute.self,
     FlushPending.self, AckFlush.self, ReleaseFlush.self, Status.self, Discover.self, ListDeadLetters.self,
-    RequeueDeadLetters.self, DropDeadLetters.self, DeliverPending.self, ImportLegacy.self,
+    RequeueDeadLetters.self, DropDeadLetters.self, DeliverPending.self, ImportLegacy.self, CancelRequest.self,
+    CancelledNotification.self,
   ])
 
   private mutating func register<M: RPCMethod>(_ method: M.Type) {
     precondition(!names.contains { sameText($0, M.name) }, "method \(M.name) registered twice")
     names.append(M.name)
+    let mayBeLong = M.Result.self is any LongResult.Type
     entries.append(
       Entry(name: Array(M.name.utf8), commitsFirst: M.commitsFirst) { params, service, out in
         let result = try M.handle(&params, service)
+        if mayBeLong, let start = (result as? any LongResult)?.longStart { return .long(start) }
         if let save = result as? SaveResult {
           if save.awaitsCommit { return .save(save) }
           if !save.receipt.duplicate { service.counters.countSave(save.kind) }  // nothing to commit: acknowledged now

@@ -17,7 +17,7 @@ package final class MetricsBoard: Sendable {
 
   package init(clock: Clock) { self.clock = clock }
 
-  package func publish(_ snapshot: MetricsSnapshot) {
+  func publish(_ snapshot: MetricsSnapshot) {
     slot.withLock { $0 = snapshot }
   }
 
@@ -30,7 +30,7 @@ package final class MetricsBoard: Sendable {
 
 /// `--metrics-file`: the Prometheus text written to a temp file in the same directory, then renamed
 /// over the path, so a reader (node_exporter's textfile collector) sees the old file or the new one.
-package enum MetricsFile {
+enum MetricsFile {
   /// Writes `text` to `path` atomically; false (and nothing at `path` changed) when it could not.
   @discardableResult
   package static func write(_ text: String, to path: String) -> Bool {

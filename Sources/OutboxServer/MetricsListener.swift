@@ -72,8 +72,8 @@ package struct MetricsAddress: Sendable, Equatable {
 /// the connection. `GET /metrics` (or `HEAD`) → 200; any other well-formed request → 404; anything
 /// unparsable → 400.
 package final class MetricsListener: Sendable {
-  package static let maxRequestBytes = 8192
-  package static let requestSeconds = 2.0
+  static let maxRequestBytes = 8192
+  static let requestSeconds = 2.0
 
   private let fd: Int32
   package let port: UInt16

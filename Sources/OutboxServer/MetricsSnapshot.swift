@@ -9,18 +9,18 @@ package struct MetricsSnapshot: Sendable {
   /// Refused save requests by reason, since start.
   package var refused: [String: UInt64] = [:]
   package var pendingItems = 0
-  package var pendingBytes = 0
+  var pendingBytes = 0
   /// When the oldest pending item was saved (wall-clock ms); nil when nothing is pending.
-  package var oldestPendingSavedAt: Int64?
-  package var leasedItems = 0
+  var oldestPendingSavedAt: Int64?
+  var leasedItems = 0
   package var deadLetters: [String: Int] = [:]
-  package var deliveredObjects: UInt64 = 0
-  package var brazeRequests: [String: UInt64] = [:]
+  var deliveredObjects: UInt64 = 0
+  var brazeRequests: [String: UInt64] = [:]
   package var storeBytes: Int64 = 0
   package var journalFsync = DurationHistogram.Value()
   package var snapshot = DurationHistogram.Value()
   /// 0 ok, 1 degraded, 2 failing.
-  package var health = 0
+  var health = 0
   package var version = ""
 
   package init() {}
@@ -36,12 +36,12 @@ package struct MetricCounters: Sendable {
 
   package init() {}
 
-  package mutating func countSave(_ kind: ItemKind) {
+  mutating func countSave(_ kind: ItemKind) {
     saves[Int(kind.rawValue)] &+= 1
     events &+= 1
   }
 
-  package mutating func countRefusal(_ reason: String) {
+  mutating func countRefusal(_ reason: String) {
     refused[reason, default: 0] &+= 1
     events &+= 1
   }
@@ -59,5 +59,5 @@ package struct MetricCounters: Sendable {
   }
 
   /// The reasons always shown, at 0 until one happens.
-  package static let knownReasons = ["invalid_params", "store_full", "item_too_large", "storage_unavailable"]
+  static let knownReasons = ["invalid_params", "store_full", "item_too_large", "storage_unavailable"]
 }

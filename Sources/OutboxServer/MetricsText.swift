@@ -6,7 +6,7 @@ package enum MetricsFormat: Sendable {
   case prometheus
   case openMetrics
 
-  package var contentType: String {
+  var contentType: String {
     switch self {
     case .prometheus: "text/plain; version=0.0.4; charset=utf-8"
     case .openMetrics: "application/openmetrics-text; version=1.0.0; charset=utf-8"

@@ -22,6 +22,9 @@ package struct Params {
   private var cursorIndex = 0
   package var issues = Issues()
 
+  /// The params object's node (-1: the request had none).
+  var objectNode: Int { node }
+
   /// The params object at node `node` of `tape`: params built in this process (`importLegacy` checks
   /// each element it imports as the params of a save method). `node` must be an object.
   package init(tape: JSONTape, node: Int) {

@@ -29,10 +29,12 @@ package protocol AwaitsCommit: JSONEncodable, Sendable {
   var awaitsCommit: Bool { get }
 }
 
-/// A reply waiting for the commit: a save's (written by the one-pass writer), or another result.
-package enum WaitingReply: Sendable {
+/// A reply that is not written at once: a save's or another result waiting for the commit, or a
+/// long call's, written when its work ends (`LongCalls`).
+package enum WaitingReply {
   case save(SaveResult)
   case other(any AwaitsCommit)
+  case long(LongStart)
 }
 
 /// A result with no members worth a type of its own.

@@ -48,6 +48,7 @@ package struct RequestLoop<T: Transport> {
   private mutating func step(timeoutMs: Int32) -> StopReason? {
     server.service.tick(now: server.service.clock.now(), busy: busy)
     let server = self.server
+    let timeoutMs = server.service.longCalls.output.isEmpty ? timeoutMs : 0  // a long call's reply waits
     let event = transport.next(timeoutMs: timeoutMs) { chunk in
       framer.feed(chunk) { Self.dispatch($0, server) }
     }
@@ -61,11 +62,23 @@ package struct RequestLoop<T: Transport> {
       busy = false
       return flush() ? nil : .outputClosed
     case .signal:
-      return flush() ? .signal : .outputClosed
+      return flush() && finishLongCalls() ? .signal : .outputClosed
     case .endOfInput:
       framer.finish { Self.dispatch($0, server) }
-      return flush() ? .endOfInput : .outputClosed
+      return flush() && finishLongCalls() ? .endOfInput : .outputClosed
     }
+  }
+
+  /// Before stopping: long calls run to their end and are answered (a stopping signal ends a
+  /// delivery pass at once). False when the output is gone.
+  private mutating func finishLongCalls() -> Bool {
+    let service = server.service
+    while !service.longCalls.isEmpty {
+      service.tick(now: service.clock.now())
+      if service.longCalls.output.isEmpty { service.longCalls.wait(service) }
+      guard flush() else { return false }
+    }
+    return true
   }
 
   private static func dispatch(_ framed: FramedLine, _ server: Server) {

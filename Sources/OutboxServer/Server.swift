@@ -12,7 +12,8 @@ package import OutboxTransport
 /// `Reply.save` hole in `draft`, and `render()` (called between lines, once per burst) commits what
 /// is still pending and writes every reply into `output`, as a result or as `-32003`. Nothing written
 /// into `output` is ever patched afterwards. Every request with an id gets exactly one reply;
-/// notifications get none, ever.
+/// notifications get none, ever. A long call (`LongCalls`) is answered when its work ends, with a
+/// later burst: the only replies that may follow replies to later requests.
 package final class Server {
   package let service: Service
   package let table: MethodTable
@@ -24,6 +25,8 @@ package final class Server {
   var holes: [Hole] = []
   /// Requests with an id seen and replies rendered, in this burst (see `render`).
   var ledger = ReplyLedger()
+  /// A batch's members are being handled: a long call among them runs to its end in place.
+  var inBatch = false
   /// False to send every line through the general path (for tests that compare the two).
   package var fastSaves: Bool
 
@@ -81,6 +84,8 @@ package final class Server {
       return writeError(
         .invalidRequest("batch of \(members.count) exceeds --max-batch \(service.config.maxBatch)"), id: .null)
     }
+    inBatch = true
+    defer { inBatch = false }
     let start = draft.count
     draft.append(UInt8(ascii: "["))
     var answered = 0
@@ -118,6 +123,10 @@ package final class Server {
     ResponseWriter.beginResult(id: request.id ?? .null, to: &draft)
     do {
       let waiting = try table.call(request, service, into: &draft)
+      if case .long(let start)? = waiting {
+        draft.removeSubrange(mark...)
+        return startLong(start, id: request.id)
+      }
       if let waiting, let id = request.id {
         draft.removeSubrange(mark...)
         holes.append(Hole(offset: draft.count, id: id, reply: waiting))

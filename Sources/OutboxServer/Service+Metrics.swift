@@ -4,8 +4,8 @@ package import OutboxSupport
 
 /// `--metrics-listen` and `--metrics-file`: where the loop's snapshot goes.
 package final class MetricsExport {
-  package let board: MetricsBoard
-  package let listener: MetricsListener?
+  let board: MetricsBoard
+  let listener: MetricsListener?
   package let file: String?
   /// Monotonic seconds of the last publish, and of the last file write.
   var publishedAt = -Double.infinity
@@ -24,7 +24,7 @@ package final class MetricsExport {
   }
 
   /// The loop publishes at most this often.
-  package static let publishInterval = 0.1
+  static let publishInterval = 0.1
 }
 
 extension Service {

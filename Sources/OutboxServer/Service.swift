@@ -30,6 +30,8 @@ package final class Service {
   package var counters = MetricCounters()
   /// `--metrics-listen` / `--metrics-file`, once started.
   package internal(set) var metrics: MetricsExport?
+  /// Calls whose work outlasts their request (`deliverPending`), stepped by `tick`.
+  package let longCalls = LongCalls()
 
   package init(config: Configuration, log: Log? = nil) {
     self.config = config
@@ -58,11 +60,12 @@ package final class Service {
   }
 
   /// All periodic work, in one place, for the loop and the one-shots: leases whose time is up come
-  /// back first (so delivery and flushes see their items), then delivery starts what it can, then
-  /// the disk takes a snapshot when one is due. `busy`: requests are waiting.
+  /// back first (so delivery and flushes see their items), then delivery starts what it can and long
+  /// calls take a step, then the disk takes a snapshot when one is due. `busy`: requests are waiting.
   package func tick(now: Int64, busy: Bool = false) {
     expireLeases(now: now)
     delivery?.tick(busy: busy)
+    if !longCalls.isEmpty { longCalls.step(self) }
     disk?.tick(store, now: now)
     if metrics != nil { publishMetrics() }
   }
@@ -71,6 +74,7 @@ package final class Service {
   package func pollTimeoutMs() -> Int32 {
     var timeout = Self.sooner(disk?.pollTimeoutMs(store) ?? -1, delivery?.pollTimeoutMs() ?? -1)
     if metrics != nil { timeout = Self.sooner(timeout, metricsPollTimeoutMs()) }
+    if !longCalls.isEmpty { timeout = Self.sooner(timeout, longCalls.pollTimeoutMs(self)) }
     if let expiry = store.nextLeaseExpiry {
       timeout = Self.sooner(timeout, Int32(clamping: max(0, expiry - clock.now()) + 1))
     }

@@ -10,7 +10,7 @@ import Darwin
 #endif
 
 /// What recovery rebuilt besides the items: the segments on disk, the live leases and the warnings.
-package struct RecoveryOutcome {
+struct RecoveryOutcome {
   package var segments: [SegmentInfo] = []
   package var leases: [Lease] = []
   /// Flush ids acked recently (from the checkpoint and the log after it).
@@ -28,7 +28,7 @@ package struct RecoveryOutcome {
 /// arena. Never deletes or empties a store to "recover": a torn tail of the newest segment is cut
 /// (a copy goes to `quarantine/`); damage elsewhere is quarantined, skipped to the next intact record,
 /// and reported as `recoveredWithLoss`. A missing segment refuses the start unless `acceptLoss`.
-package struct Recovery {
+struct Recovery {
   let directory: String
   let store: Store
   let acceptLoss: Bool

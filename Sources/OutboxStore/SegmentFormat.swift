@@ -72,7 +72,7 @@ package enum SegmentFormat {
 
   /// Appends one frame of the record framing format 1's journal shares (see `SegmentReader.Frame`):
   /// any type byte, the payload written in place by `writePayload`.
-  package static func appendFrame(
+  static func appendFrame(
     type: UInt8, seq: UInt64, to out: inout [UInt8], _ writePayload: (inout [UInt8]) -> Void
   ) {
     let start = out.count
@@ -182,7 +182,7 @@ extension SegmentFormat {
 }
 
 /// How a lease ended.
-package enum LeaseOutcome: UInt8, Sendable {
+enum LeaseOutcome: UInt8, Sendable {
   case acked = 0, released = 1, expired = 2
 }
 

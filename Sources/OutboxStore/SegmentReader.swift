@@ -36,7 +36,7 @@ package struct SegmentReader {
   /// `journal.*` files): `u32 length | u32 crc32c | u8 type | u64 seq | payload`, the CRC-32C over
   /// type, seq and payload. What a type byte means and which seqs are valid is each format's own
   /// (`read(at:)` here, `JournalFormatV1.readRecord`).
-  package struct Frame {
+  struct Frame {
     package var type: UInt8
     package var seq: UInt64
     package var payload: UnsafeRawBufferPointer
@@ -44,7 +44,7 @@ package struct SegmentReader {
     package var end: Int
   }
 
-  package enum FrameResult {
+  enum FrameResult {
     case frame(Frame)
     case end
     /// Not enough bytes for the frame its header announces (or for a header): a torn write.
@@ -55,7 +55,7 @@ package struct SegmentReader {
 
   /// Reads the frame at `offset`: its length and checksum checked, its type and seq not interpreted.
   @inline(__always)
-  package func readFrame(at offset: Int) -> FrameResult {
+  func readFrame(at offset: Int) -> FrameResult {
     if offset == bytes.count { return .end }
     guard offset + SegmentFormat.recordHeaderSize <= bytes.count else { return .torn }
     let length = Int(u32(offset))
@@ -90,7 +90,7 @@ package struct SegmentReader {
   func validRecordFollows(after offset: Int) -> Bool { nextValidRecord(after: offset) != nil }
 
   /// The offset of the next intact record after `offset`, if any (resynchronizing after damage).
-  package func nextValidRecord(after offset: Int) -> Int? {
+  func nextValidRecord(after offset: Int) -> Int? {
     nextRecord(after: offset, isType: { SegmentFormat.RecordType(rawValue: $0) != nil }) {
       if case .record = read(at: $0) { true } else { false }
     }
@@ -98,7 +98,7 @@ package struct SegmentReader {
 
   /// The offset of the next frame after `offset` with a type byte `isType` accepts, a length that
   /// fits, and that `isRecord` reads as an intact record of its format.
-  package func nextRecord(after offset: Int, isType: (UInt8) -> Bool, isRecord: (Int) -> Bool) -> Int? {
+  func nextRecord(after offset: Int, isType: (UInt8) -> Bool, isRecord: (Int) -> Bool) -> Int? {
     var position = offset + 1
     while position + SegmentFormat.recordHeaderSize <= bytes.count {
       if isType(bytes[position + 8]),

@@ -6,7 +6,7 @@ package import OutboxSupport
 /// a segment that exists and that the checkpoint lists, and each listed segment holds at least the
 /// rows the checkpoint counts for it. Debug builds run it after every snapshot; tests and the fuzz
 /// targets call it directly. Returns the problems found (empty: the invariant holds).
-package enum SnapshotAudit {
+enum SnapshotAudit {
   package static func check(directory: String, store: PendingStore) -> [String] {
     let checkpoint: Checkpoint
     do {

@@ -64,6 +64,9 @@ package final class Store {
     uncommitted.removeAll { seqs.contains($0) }
   }
 
+  /// Saves are waiting for the next commit.
+  package var hasUncommittedSaves: Bool { !uncommitted.isEmpty }
+
   /// Writes what was recorded since the last commit. On failure the burst's saves are taken back
   /// out of memory and off the file, and the error says why; nothing else changes.
   package func commit() -> FileError? {

@@ -13,7 +13,7 @@ import Darwin
 ///
 /// The file holds the owner's pid, so a second process can say who has the store. The lock is
 /// released by the kernel when the process ends, however it ends. A symlink named LOCK is refused.
-package struct StoreLock: ~Copyable {
+struct StoreLock: ~Copyable {
   private let fd: Int32
 
   /// Takes the lock without waiting, or throws a startup error naming the holder (exit code 3).

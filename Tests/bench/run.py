@@ -10,7 +10,8 @@ The binary is $PUSH_OUTBOX_BIN (the self-contained release build of .ci/build-st
 On Linux, --static-swift-stdlib leaves only libc, libm, libstdc++ and libgcc_s dynamic (ldd; the header
 prints them); adding -Xswiftc -static-executable links everything and about halves the cold start.
 Sections, on the realistic mix (saveCustomEvent with a `user` on every line) unless named otherwise:
-  realistic      N saves: cat (floor), --memory, --store onto a fresh store, Node and Python baselines
+  realistic      N saves: cat (floor), --memory, --store onto a fresh store, Node and Python baselines, and
+                 Redis with appendonly/everysec fed by redis-cli --pipe (redis_baseline.py)
   nouser         the same on the older no-user input
   backlog        N saves onto a store that already holds N (a copy of one backlog per run)
   mixed          all three save kinds, flushPending every 10,000 lines: cat, --memory, --store
@@ -54,6 +55,7 @@ class Context:
         default = static if os.path.exists(static) else os.path.join(ROOT, ".build/release/push-outbox")
         self.binary = os.path.abspath(os.environ.get("PUSH_OUTBOX_BIN", default))
         self.node = shutil.which("node") if not args.no_node else None
+        self.no_redis = args.no_redis
         self.compare = os.path.abspath(args.compare) if args.compare else None
         self.metrics = args.metrics
         self.python = sys.executable
@@ -89,6 +91,7 @@ def parse(argv):
     parser.add_argument("--json", metavar="FILE", help="also write the raw numbers here")
     parser.add_argument("--workdir", default=None, help="where inputs and stores go (default: the temp dir)")
     parser.add_argument("--no-node", action="store_true", help="skip the Node baseline")
+    parser.add_argument("--no-redis", action="store_true", help="skip the Redis baseline (realistic section)")
     parser.add_argument("--compare", metavar="BIN", help="another build (e.g. the commit before a change): its --memory and "
                         "--store rows run interleaved with this build's in the throughput sections, as the ratios' baseline")
     parser.add_argument("--metrics", action="store_true", help="add --memory and --store rows with --metrics-listen "
@@ -140,7 +143,8 @@ def run_sections(ctx, wanted, out):
     realistic = lambda: input_path("realistic", lambda: inputs.event_lines(ctx.requests, True))  # noqa: E731
     done, results = {}, []
     steps = {
-        "realistic": lambda: throughput.saves(ctx, "realistic", f"{ctx.requests:,} realistic saves (a user on every line)", realistic()),
+        "realistic": lambda: throughput.saves(ctx, "realistic", f"{ctx.requests:,} realistic saves (a user on every line)",
+                                             realistic(), redis=not ctx.no_redis),
         "nouser": lambda: throughput.saves(ctx, "nouser", f"{ctx.requests:,} saves without user",
                                            input_path("nouser", lambda: inputs.event_lines(ctx.requests, False))),
         "backlog": lambda: throughput.backlog(ctx, realistic(), empty_store_figure(ctx, done, realistic())),

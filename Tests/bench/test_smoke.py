@@ -59,6 +59,12 @@ def test_smoke_compares_with_baselines_of_the_same_run(tmp_path):
     backlog = figures[("backlog", "push-outbox --store, backlog")]
     assert (backlog["ratio_to_section"], backlog["ratio_to"]) == ("realistic", "push-outbox --store, fresh")
     assert figures[("mixed", "push-outbox --memory")]["ratio_to"] is not None
+    if shutil.which("redis-server") and shutil.which("redis-cli"):  # the Redis baseline, in the same rounds
+        redis = figures[("realistic", "redis AOF everysec (RPUSH, redis-cli --pipe)")]
+        versus = figures[("realistic", "push-outbox --store, fresh vs Redis")]
+        assert versus["ratio_to"] == redis["label"] and math.isclose(versus["ratio"], store["median"] / redis["median"])
+    else:
+        assert "redis baseline skipped" in proc.stdout
 
 
 def test_a_wrong_reply_count_fails_the_run(tmp_path):

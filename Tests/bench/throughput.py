@@ -5,6 +5,7 @@ import os
 import shutil
 
 import procs
+import redis_baseline
 from report import Figure, Section
 
 
@@ -49,7 +50,8 @@ def measure(ctx, rows, input_path, expect, store_dir):
         for label, command, _ in rows:
             directory = store_dir()
             try:
-                secs, peak = procs.throughput(command(directory), input_path, expect)
+                run = command(directory)  # an argv, or a callable that runs and times itself (Redis)
+                secs, peak = run() if callable(run) else procs.throughput(run, input_path, expect)
             finally:
                 shutil.rmtree(os.path.dirname(directory), ignore_errors=True)
             seconds[label].append(secs)
@@ -68,12 +70,24 @@ def figures(section, rows, seconds, peaks, expect, outside=None):
     return made
 
 
-def saves(ctx, key, title, input_path):
+def saves(ctx, key, title, input_path, redis=False):
+    """With redis (the realistic section), Redis with AOF runs interleaved too, and push-outbox's two
+    rows are repeated as ratios to it."""
     section = Section(key, title, f"{ctx.requests:,} pipelined lines from a file; req/s = lines / (spawn to exit); "
                                   f"{ctx.runs} runs. Ratio: this median req/s over the named figure's.")
     rows = contenders(ctx)
+    if redis and not redis_baseline.available():
+        print(redis_baseline.missing_message(), flush=True)
+        redis = False
+    if redis:
+        resp = redis_baseline.resp_file(input_path, os.path.join(ctx.work, f"{key}.resp"))
+        rows.append((redis_baseline.LABEL, redis_baseline.runner(resp, ctx.requests), None))
     seconds, peaks = measure(ctx, rows, input_path, ctx.requests, ctx.fresh_store)
     section.made = figures(section, rows, seconds, peaks, ctx.requests)
+    if redis:
+        against = section.made[redis_baseline.LABEL]
+        for label in ("push-outbox --store, fresh", "push-outbox --memory"):
+            section.add(Figure(f"{label} vs Redis", "req/s", section.made[label].values, baseline=against))
     return section
 
 

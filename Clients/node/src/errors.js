@@ -13,6 +13,7 @@ export const ErrorCodes = Object.freeze({
   MethodNotFound: -32601,
   InvalidParams: -32602,
   InternalError: -32603,
+  RequestCancelled: -32800,
   StoreFull: -32001,
   ItemTooLarge: -32002,
   StorageUnavailable: -32003,
@@ -78,6 +79,8 @@ export class InvalidParams extends RpcError {
 }
 
 export class InternalError extends RpcError {}
+/** -32800: a long call (deliverPending) answered early because it was cancelled. */
+export class RequestCancelled extends RpcError {}
 export class StoreFull extends RpcError {}
 export class ItemTooLarge extends RpcError {}
 export class StorageUnavailable extends RpcError {}
@@ -93,6 +96,7 @@ const classByCode = new Map([
   [ErrorCodes.MethodNotFound, MethodNotFound],
   [ErrorCodes.InvalidParams, InvalidParams],
   [ErrorCodes.InternalError, InternalError],
+  [ErrorCodes.RequestCancelled, RequestCancelled],
   [ErrorCodes.StoreFull, StoreFull],
   [ErrorCodes.ItemTooLarge, ItemTooLarge],
   [ErrorCodes.StorageUnavailable, StorageUnavailable],

@@ -16,7 +16,18 @@ export const METHODS = Object.freeze({
   dropDeadLetters: 'dropDeadLetters',
   importLegacy: 'importLegacy',
   discover: 'rpc.discover',
+  cancelRequest: '$/cancelRequest',
+  cancelled: 'notifications/cancelled',
 });
+
+/** The wire methods that are notifications: their camelCase methods send them and resolve once written. */
+export const NOTIFICATIONS = Object.freeze(new Set(['$/cancelRequest', 'notifications/cancelled']));
+
+/** Calls the id-null rule skips: long calls whose line is never refused (Protocol/README.md, "Errors with id null"). */
+export const LONG_METHODS = Object.freeze(new Set(['deliverPending']));
+/** The notification that cancels a long call, and the one that reports its progress. */
+export const CANCEL_METHOD = '$/cancelRequest';
+export const PROGRESS_METHOD = '$/progress';
 
 /** The App Group keys of Braze's push guide that `importLegacy` reads. */
 export const LEGACY_LISTS = Object.freeze(['pending_custom_events', 'pending_custom_attributes', 'pending_user_attributes']);
@@ -36,15 +47,16 @@ export function legacyLists(defaults) {
 
 /**
  * Gives `proto` one method per entry of METHODS, `name(params, options)`, that calls the wire
- * method with `params ?? {}`. Defined like class methods (non-enumerable, writable, configurable).
+ * method with `params ?? {}` (or sends it, for NOTIFICATIONS). Defined like class methods (non-enumerable, writable, configurable).
  * Their documentation is in index.d.ts; e.g. `importLegacy` answers per-element errors in
  * `results` (never thrown), `discover` is rpc.discover, the server's OpenRPC document.
  */
 export function defineWireMethods(proto) {
   for (const [name, wire] of Object.entries(METHODS)) {
+    const notification = NOTIFICATIONS.has(wire);
     const { [name]: method } = {
       [name](params, options) {
-        return this.call(wire, params ?? {}, options);
+        return notification ? this.notify(wire, params ?? {}) : this.call(wire, params ?? {}, options);
       },
     };
     Object.defineProperty(proto, name, { value: method, writable: true, configurable: true, enumerable: false });

@@ -3,7 +3,7 @@
 import { EventEmitter } from 'node:events';
 import { abortErrorFor, PendingCalls } from './calls.js';
 import { ClosedError, RpcError, ServerExitedError } from './errors.js';
-import { defineWireMethods } from './methods.js';
+import { CANCEL_METHOD, PROGRESS_METHOD, defineWireMethods } from './methods.js';
 import { settlesWithin, startServer } from './process.js';
 import { DEFAULT_MAX_LINE_BYTES, LineSplitter, appendTail, decodeLine, encodeRequest } from './wire.js';
 
@@ -118,21 +118,28 @@ export class Outbox extends EventEmitter {
 
   /**
    * Sends a request and resolves with its `result`, or rejects with an RpcError subclass,
-   * TimeoutError, AbortError, ServerExitedError or ClosedError.
+   * TimeoutError, AbortError, ServerExitedError or ClosedError. Aborting `options.signal` also sends
+   * `$/cancelRequest` (a long call stops on the server); `options.onProgress` gets the call's
+   * `$/progress` values (the request then carries `workDoneToken`).
    * @param {string} method
    * @param {object | unknown[]} [params] omitted from the wire when undefined
    * @param {import('../index.js').CallOptions} [options]
    */
   call(method, params, options = {}) {
     return new Promise((resolve, reject) => {
-      const line = this.#encode(method, params, this.#calls.nextId, reject);
+      const { signal, timeoutMs = this.#timeoutMs, onProgress } = options ?? {};
+      const id = this.#calls.nextId;
+      if (onProgress && (params === undefined || (typeof params === 'object' && !Array.isArray(params)))) {
+        params = { ...params, workDoneToken: id }; // the server's $/progress for it carries this token
+      }
+      const line = this.#encode(method, params, id, reject);
       if (line === undefined) return;
-      const { signal, timeoutMs = this.#timeoutMs } = options ?? {};
       if (this.#closing) return reject(new ClosedError(method));
       if (this.#finalized) return reject(this.#exitErrorFor(method));
       if (signal?.aborted) return reject(abortErrorFor(method, signal.reason));
 
-      this.#calls.add(method, resolve, reject, { signal, timeoutMs });
+      const onCancel = (callId) => this.#write(encodeRequest(CANCEL_METHOD, { id: callId }, undefined, 0));
+      this.#calls.add(method, resolve, reject, { signal, timeoutMs, onProgress, onCancel });
       this.#write(line);
     });
   }
@@ -215,12 +222,21 @@ export class Outbox extends EventEmitter {
       return;
     }
     if (!('id' in message)) {
+      if (message.method === PROGRESS_METHOD) this.#onProgress(message.params);
       this.emit(typeof message.method === 'string' ? 'notification' : 'protocolError', message);
       return;
     }
     if (this.#calls.answer(message)) return;
     if (message.id === null && 'error' in message) this.#lastServerError = RpcError.fromWire(message.error);
     this.emit('unmatched', message); // e.g. a late answer to a call that timed out
+  }
+
+  #onProgress(params) {
+    try {
+      this.#calls.progress(params?.token, params?.value);
+    } catch (err) {
+      this.emit('protocolError', { error: err, message: 'an onProgress callback threw' });
+    }
   }
 
   #onStderr(chunk) {

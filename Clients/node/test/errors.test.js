@@ -21,6 +21,7 @@ import {
   UnsupportedStoreVersion,
   StartupFailed,
   DeliveryNotConfigured,
+  RequestCancelled,
 } from '../src/index.js';
 import { nodeServer, realBinary, rejectsWith, spawnReal, tempDir } from './helpers.js';
 
@@ -30,6 +31,7 @@ const CLASSES = [
   [-32601, MethodNotFound],
   [-32602, InvalidParams],
   [-32603, InternalError],
+  [-32800, RequestCancelled],
   [-32001, StoreFull],
   [-32002, ItemTooLarge],
   [-32003, StorageUnavailable],

@@ -37,7 +37,8 @@ function interfaceProps(name) {
 
 /** Param names the d.ts accepts for a client method (first overload). */
 function dtsParamNames(methodName) {
-  const match = new RegExp(`\\n  ${methodName}\\(\\s*params\\??: ([^\\n]*?)(?:,\\s*\\n|, options)`).exec(outboxClassBody());
+  // A notification's method has no options: its params type ends at `): `.
+  const match = new RegExp(`\\n  ${methodName}\\(\\s*params\\??: ([^\\n]*?)(?:,\\s*\\n|, options|\\): )`).exec(outboxClassBody());
   assert.ok(match, `index.d.ts declares Outbox.${methodName}(params, options)`);
   const type = match[1].trim();
   if (type === 'Record<string, never>') return [];

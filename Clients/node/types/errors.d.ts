@@ -11,6 +11,7 @@ export declare const ErrorCodes: Readonly<{
   MethodNotFound: -32601;
   InvalidParams: -32602;
   InternalError: -32603;
+  RequestCancelled: -32800;
   StoreFull: -32001;
   ItemTooLarge: -32002;
   StorageUnavailable: -32003;
@@ -54,6 +55,8 @@ export declare class InvalidParams extends RpcError {
 }
 
 export declare class InternalError extends RpcError {}
+/** -32800: a long call (deliverPending) answered early because it was cancelled. */
+export declare class RequestCancelled extends RpcError {}
 export declare class StoreFull extends RpcError {}
 export declare class ItemTooLarge extends RpcError {}
 export declare class StorageUnavailable extends RpcError {}

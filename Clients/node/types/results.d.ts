@@ -37,6 +37,26 @@ export interface DeliveryStatus {
 
 // MARK: - delivery and dead letters
 
+/** A progress token: a string or an integer. */
+export type ProgressToken = string | number;
+
+export interface DeliverPendingParams {
+  max?: number;
+  /** LSP work-done progress: `$/progress` notifications carry this token (CallOptions.onProgress sets it). */
+  workDoneToken?: ProgressToken;
+  /** MCP request metadata: with `progressToken`, `notifications/progress` notifications are sent. */
+  _meta?: { progressToken?: ProgressToken; [key: string]: unknown };
+}
+
+/** The `value` of one `$/progress` notification for a long call (Protocol/README.md, "Long calls"). */
+export interface WorkDoneProgress {
+  kind: 'begin' | 'report' | 'end';
+  title?: string;
+  cancellable?: boolean;
+  message?: string;
+  percentage?: number;
+}
+
 export interface DeliverPendingResult {
   delivered: number;
   deadLettered: number;

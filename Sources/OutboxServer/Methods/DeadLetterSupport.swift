@@ -23,7 +23,7 @@ enum DeadLetters {
 }
 
 /// `listDeadLetters` result: each dead letter as `{reason, item}`, in seq order.
-package struct DeadLetterList: JSONEncodable {
+struct DeadLetterList: JSONEncodable {
   var rows: [Int]
   var store: PendingStore
 

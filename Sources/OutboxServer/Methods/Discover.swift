@@ -9,7 +9,7 @@ package import OutboxTransport
 /// `rpc.discover {}` → the OpenRPC document `Protocol/openrpc.json`, exactly.
 ///
 /// The build embeds the file (`Sources/EmbedOpenRPC`), so the binary needs no files at run time.
-package enum Discover: RPCMethod {
+enum Discover: RPCMethod {
   package static let name = "rpc.discover"
 
   package static func handle(_ params: inout Params, _ service: Service) throws -> JSONValue {

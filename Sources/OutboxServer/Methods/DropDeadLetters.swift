@@ -7,7 +7,7 @@ package import OutboxSupport
 package import OutboxTransport
 
 /// `dropDeadLetters {ids}` → `{dropped}`: deletes the named dead letters for good.
-package enum DropDeadLetters: RPCMethod {
+enum DropDeadLetters: RPCMethod {
   package static let name = "dropDeadLetters"
   package static let commitsFirst = true
 

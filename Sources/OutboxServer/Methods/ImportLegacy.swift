@@ -19,19 +19,14 @@ package import OutboxTransport
 /// - A list that is not an array, an unknown key, or a `user` the save methods would refuse is a
 ///   `-32602` for the whole call, and nothing is saved.
 /// - At most `--max-batch` elements in all per call (`too_many_elements`, with `max` and `count`).
+/// - More than `longCallElements` elements make it a long call (`LongImport`): it imports a chunk
+///   per loop turn, so other requests are answered meanwhile, and answers when all are imported.
 /// Transcript: `Protocol/transcripts/import.txt`.
 package enum ImportLegacy: RPCMethod {
   package static let name = "importLegacy"
 
-  package static func handle(_ params: inout Params, _ service: Service) throws -> ImportResult {
-    var elements: [GuideStorage.Element] = []
-    for list in GuideStorage.List.allCases {
-      guard let array = params.node(list.key, "array") else { continue }
-      for (index, (_, node)) in params.tape.elements(array).enumerated() {
-        elements.append(GuideStorage.Element(list: list, index: index, node: node))
-      }
-    }
-    let user = params.userNode()
+  package static func handle(_ params: inout Params, _ service: Service) throws -> ImportReply {
+    let (elements, user) = read(&params)
     let limit = service.config.maxBatch
     if elements.count > limit {
       params.issues.errors.append(
@@ -44,8 +39,23 @@ package enum ImportLegacy: RPCMethod {
           ]))
     }
     _ = try params.finish()
+    if elements.count > longCallElements, let work = LongImport(params, service) {
+      return .long(LongStart(work))
+    }
     let userText = user.map { Array(params.tape.text($0.node)) }
-    return run(params.tape, elements, user: userText, service)
+    return .now(run(params.tape, elements, user: userText, service))
+  }
+
+  /// The elements of the three lists, in import order, and the `user` param's node.
+  static func read(_ params: inout Params) -> ([GuideStorage.Element], (user: UserIdentifier, node: Int)?) {
+    var elements: [GuideStorage.Element] = []
+    for list in GuideStorage.List.allCases {
+      guard let array = params.node(list.key, "array") else { continue }
+      for (index, (_, node)) in params.tape.elements(array).enumerated() {
+        elements.append(GuideStorage.Element(list: list, index: index, node: node))
+      }
+    }
+    return (elements, params.userNode())
   }
 }
 

@@ -8,7 +8,7 @@ package import OutboxTransport
 
 /// `listDeadLetters {max?}` → `{deadLetters, total}`: items Braze refused, or that have no
 /// identifier (`no_identifier`), kept durably out of the pending set with the reason.
-package enum ListDeadLetters: RPCMethod {
+enum ListDeadLetters: RPCMethod {
   package static let name = "listDeadLetters"
   package static let commitsFirst = true
 

@@ -11,7 +11,7 @@ package import OutboxTransport
 ///
 /// Replaces the seed's `guard … else { fatalError(…) }`: a missing or mistyped required key is a
 /// `-32602` listing every failure. Transcript: `Protocol/transcripts/payload.txt`.
-package enum ParsePayload: RPCMethod {
+enum ParsePayload: RPCMethod {
   package static let name = "parsePayload"
 
   package static func handle(_ params: inout Params, _ service: Service) throws -> JSONValue {

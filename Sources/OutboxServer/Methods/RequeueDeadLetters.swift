@@ -7,7 +7,7 @@ package import OutboxSupport
 package import OutboxTransport
 
 /// `requeueDeadLetters {ids?}` → `{requeued}`: dead letters (those named, or all) are pending again.
-package enum RequeueDeadLetters: RPCMethod {
+enum RequeueDeadLetters: RPCMethod {
   package static let name = "requeueDeadLetters"
   package static let commitsFirst = true
 

@@ -10,7 +10,7 @@ package import OutboxTransport
 ///
 /// `op` is `set` (default), `inc`, `add`, `remove` or `unset`; `CustomAttributeRules` checks the value
 /// for the operation and normalizes arrays. Transcript: `Protocol/transcripts/basic.txt`.
-package enum SaveCustomAttribute: RPCMethod {
+enum SaveCustomAttribute: RPCMethod {
   package static let name = "saveCustomAttribute"
 
   package static func handle(_ params: inout Params, _ service: Service) throws -> SaveResult {

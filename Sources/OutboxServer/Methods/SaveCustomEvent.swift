@@ -12,7 +12,7 @@ package import OutboxTransport
 /// `time` defaults to the capture time, so a flush never re-stamps it. The item is written once,
 /// straight from the request's tape: canonical `properties` text is copied as sent.
 /// Transcript: `Protocol/transcripts/basic.txt`.
-package enum SaveCustomEvent: RPCMethod {
+enum SaveCustomEvent: RPCMethod {
   package static let name = "saveCustomEvent"
 
   package static func handle(_ params: inout Params, _ service: Service) throws -> SaveResult {

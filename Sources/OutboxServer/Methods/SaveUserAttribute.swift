@@ -11,7 +11,7 @@ package import OutboxTransport
 /// `field` is one of Braze's default user fields (`UserField`); `value` is a string or null (unset).
 /// A later save of the same field for the same user supersedes an earlier one at flush time.
 /// Transcript: `Protocol/transcripts/basic.txt`.
-package enum SaveUserAttribute: RPCMethod {
+enum SaveUserAttribute: RPCMethod {
   package static let name = "saveUserAttribute"
 
   package static func handle(_ params: inout Params, _ service: Service) throws -> SaveResult {

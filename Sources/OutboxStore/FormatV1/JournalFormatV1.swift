@@ -62,7 +62,7 @@ package enum JournalFormatV1 {
   }
 
   /// The format-1 record at `offset`: the shared frame, then format 1's types and seq range.
-  package static func readRecord(_ reader: SegmentReader, at offset: Int) -> ReadResult {
+  static func readRecord(_ reader: SegmentReader, at offset: Int) -> ReadResult {
     switch reader.readFrame(at: offset) {
     case .end: return .end
     case .torn: return .torn

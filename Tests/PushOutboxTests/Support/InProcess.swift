@@ -34,11 +34,30 @@ final class InProcessServer {
 
   var service: Service { server.service }
 
-  /// Sends raw lines (each framed as the transport would) and returns the reply lines.
+  /// Sends raw lines (each framed as the transport would) and returns the reply lines, once every
+  /// long call they started has been answered.
   func send(_ lines: String...) -> [String] {
+    var replies = sendWithoutWaiting(lines)
+    while !service.longCalls.isEmpty { replies += turn() }
+    return replies
+  }
+
+  /// Sends raw lines and returns what the loop wrote before it would wait: long calls may be running.
+  func sendWithoutWaiting(_ lines: [String]) -> [String] {
     loop.push(Array(lines.map { $0 + "\n" }.joined().utf8))
     _ = loop.runUntilIdle()
-    let text = String(decoding: loop.takeOutput(), as: UTF8.self)
+    return Self.lines(loop.takeOutput())
+  }
+
+  /// One idle turn of the loop (periodic work, long calls' steps) after a short wait; the lines written.
+  func turn() -> [String] {
+    usleep(1000)
+    _ = loop.runUntilIdle()
+    return Self.lines(loop.takeOutput())
+  }
+
+  private static func lines(_ bytes: [UInt8]) -> [String] {
+    let text = String(decoding: bytes, as: UTF8.self)
     return text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
   }
 

@@ -19,7 +19,7 @@ asyncio::
 from ._discovery import BINARY_NAME, ENV_BINARY, find_binary
 from ._protocol import DEFAULT_TIMEOUT, MISSING, WIRE_METHODS, WIRE_PARAMS
 from .aio import AsyncOutbox
-from .client import Outbox
+from .client import Outbox, PendingCall
 from .errors import (
     ERROR_CLASSES,
     BinaryNotFound,
@@ -33,6 +33,7 @@ from .errors import (
     MethodNotFound,
     OutboxError,
     ParseError,
+    RequestCancelled,
     RpcError,
     ServerError,
     ServerExited,
@@ -44,12 +45,16 @@ from .errors import (
     UnsupportedStoreVersion,
     error_from_response,
 )
+from .types import ProgressCallback, WorkDoneProgress
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Outbox",
     "AsyncOutbox",
+    "PendingCall",
+    "ProgressCallback",
+    "WorkDoneProgress",
     "find_binary",
     "BINARY_NAME",
     "ENV_BINARY",
@@ -66,6 +71,7 @@ __all__ = [
     "MethodNotFound",
     "InvalidParams",
     "InternalError",
+    "RequestCancelled",
     "ServerError",
     "StoreFull",
     "ItemTooLarge",

@@ -18,16 +18,20 @@ from typing import (
     Dict,
     Generic,
     List,
+    Mapping,
     Optional,
     Sequence,
+    Set,
     Tuple,
     TypeVar,
     Union,
+    cast,
 )
 
 from . import _protocol as P
 from ._process import StderrSink
 from .errors import RpcError, ServerExited, TransportError, error_from_response
+from .types import ProgressCallback, WorkDoneProgress
 
 __all__ = ["ClientBase", "Outcome", "Session", "result_of"]
 
@@ -46,6 +50,10 @@ class Session(Generic[W]):
         self._lock: ContextManager[Any] = lock if lock is not None else contextlib.nullcontext()
         self._ids = P.IdAllocator()
         self._pending: Dict[int, W] = {}
+        #: Pending calls that may be answered after later ones (P.LONG_METHODS).
+        self._long: Set[int] = set()
+        #: Progress callbacks of pending calls, by their work-done token (the call's id).
+        self._progress: Dict[int, ProgressCallback] = {}
         self._buffer = bytearray()
         #: The last id-null error that answered no call (a start-up notice such as -32005).
         self.server_error: Optional[RpcError] = None
@@ -54,18 +62,34 @@ class Session(Generic[W]):
     def pending_count(self) -> int:
         return len(self._pending)
 
-    def open_call(self, method: str, params: P.Params, waiter: W) -> Tuple[int, bytes]:
-        """Registers *waiter* under a new id and returns the id and the request line to write."""
+    def open_call(
+        self, method: str, params: P.Params, waiter: W, progress: Optional[ProgressCallback] = None
+    ) -> Tuple[int, bytes]:
+        """Registers *waiter* under a new id and returns the id and the request line to write.
+
+        With *progress*, the request carries ``workDoneToken`` (the call's id) and the server's
+        ``$/progress`` notifications for it are handed to *progress*.
+        """
         request_id = self._ids.next()
+        if progress is not None:
+            if params is not None and not isinstance(params, Mapping):
+                raise TypeError("progress needs params by name (a mapping)")
+            params = {**(params or {}), "workDoneToken": request_id}
         data = P.encode_request(request_id, method, params)  # a bad param raises before registering
         with self._lock:
             self._pending[request_id] = waiter
+            if method in P.LONG_METHODS:
+                self._long.add(request_id)
+            if progress is not None:
+                self._progress[request_id] = progress
         return request_id, data
 
     def forget(self, request_id: int) -> None:
         """Drops a call that timed out, was cancelled or could not be written."""
         with self._lock:
             self._pending.pop(request_id, None)
+            self._long.discard(request_id)
+            self._progress.pop(request_id, None)
 
     def take_all(self) -> List[W]:
         """Removes and returns every pending waiter (the server has gone)."""
@@ -98,9 +122,15 @@ class Session(Generic[W]):
             return [(waiter, TransportError(str(exc))) for waiter in self.take_all()]
         settled: List[Tuple[W, Outcome]] = []
         for response in responses:
+            if P.is_notification(response):
+                self._on_notification(response)
+                continue
             with self._lock:
-                rid = P.match_id(response, list(self._pending))
+                rid = P.match_id(response, list(self._pending), self._long)
                 target = self._pending.pop(rid) if rid is not None else None
+                if rid is not None:
+                    self._long.discard(rid)
+                    self._progress.pop(rid, None)
             if target is not None:
                 settled.append((target, response))
             elif P.is_server_notice(response):
@@ -109,6 +139,23 @@ class Session(Generic[W]):
             else:
                 log.debug("push-outbox: dropping unmatched response %r", response)
         return settled
+
+    def _on_notification(self, message: Dict[str, Any]) -> None:
+        """A ``$/progress`` for a pending call goes to its callback (on the reading thread or task)."""
+        params = message.get("params")
+        if message.get("method") != P.PROGRESS_METHOD or not isinstance(params, dict):
+            log.debug("push-outbox: ignoring notification %r", message)
+            return
+        token = params.get("token")
+        with self._lock:
+            callback = self._progress.get(token) if isinstance(token, int) else None
+        if callback is None:
+            log.debug("push-outbox: progress for no pending call: %r", message)
+            return
+        try:
+            callback(cast(WorkDoneProgress, params.get("value")))
+        except Exception:  # a callback's bug must not stop the reader
+            log.exception("push-outbox: progress callback raised")
 
 
 def result_of(response: Dict[str, Any], method: str, request_id: int) -> Any:

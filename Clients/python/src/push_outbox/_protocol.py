@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .errors import TransportError
 
@@ -37,6 +37,8 @@ WIRE_METHODS: Dict[str, str] = {
     "dropDeadLetters": "drop_dead_letters",
     "importLegacy": "import_legacy",
     "rpc.discover": "discover",
+    "$/cancelRequest": "cancel",
+    "notifications/cancelled": "notify_cancelled",
 }
 
 #: Wire method name -> every param name the typed Python method can send.
@@ -49,7 +51,7 @@ WIRE_PARAMS: Dict[str, Tuple[str, ...]] = {
     "ackFlush": ("flushId",),
     "releaseFlush": ("flushId",),
     "status": (),
-    "deliverPending": ("max",),
+    "deliverPending": ("max", "workDoneToken", "_meta"),
     "listDeadLetters": ("max",),
     "requeueDeadLetters": ("ids",),
     "dropDeadLetters": ("ids",),
@@ -60,7 +62,16 @@ WIRE_PARAMS: Dict[str, Tuple[str, ...]] = {
         "user",
     ),
     "rpc.discover": (),
+    "$/cancelRequest": ("id",),
+    "notifications/cancelled": ("requestId", "reason"),
 }
+
+#: Calls the id-null rule skips: long calls whose line is never refused (Protocol/README.md,
+#: "Errors with id null"; a large importLegacy is long too, but its line may be the refused one).
+LONG_METHODS = frozenset({"deliverPending"})
+#: The notification that cancels a long call, and the one that reports its progress.
+CANCEL_METHOD = "$/cancelRequest"
+PROGRESS_METHOD = "$/progress"
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_CLOSE_TIMEOUT = 5.0
@@ -125,7 +136,7 @@ def encode_notification(method: str, params: Params) -> bytes:
 
 
 def decode_line(line: bytes) -> List[Dict[str, Any]]:
-    """Decode one stdout line (without its ``\\n``) into response objects.
+    """Decode one stdout line (without its ``\\n``) into response objects (or notifications).
 
     A batch reply (JSON array) yields each member. Empty lines yield nothing.
     Raises :class:`TransportError` for anything that is not JSON-RPC output.
@@ -142,9 +153,16 @@ def decode_line(line: bytes) -> List[Dict[str, Any]]:
         ) from None
     members = value if isinstance(value, list) else [value]
     for member in members:
-        if not isinstance(member, dict) or ("result" not in member and "error" not in member):
+        if not isinstance(member, dict) or not (
+            "result" in member or "error" in member or is_notification(member)
+        ):
             raise TransportError(f"server wrote a non-response message: {line[:200]!r}")
     return members
+
+
+def is_notification(message: Mapping[str, Any]) -> bool:
+    """A message the server sends unasked (a long call's progress): a method and no id."""
+    return isinstance(message.get("method"), str) and "id" not in message
 
 
 class IdAllocator:
@@ -161,22 +179,28 @@ class IdAllocator:
             return value
 
 
-def match_id(response: Mapping[str, Any], pending_ids: Sequence[int]) -> Optional[int]:
+def match_id(
+    response: Mapping[str, Any],
+    pending_ids: Sequence[int],
+    long_ids: AbstractSet[int] = frozenset(),
+) -> Optional[int]:
     """Which pending request a response answers.
 
     A response with our integer id answers that request. A ``-32700`` /
     ``-32600`` error with ``id: null`` (the server could not read the id of a
     line, e.g. one longer than --max-line-bytes) is attributed to the oldest
-    pending request: the server handles lines in order, so that is the request
-    whose line it rejected. Any other ``id: null`` error is not about a request
-    (e.g. a startup failure such as -32005 store locked, written just before
-    the server exits); it matches nothing (see :func:`is_server_notice`).
+    pending request that is not a long call (*long_ids*): the server answers
+    every other line in order, so that is the request whose line it rejected.
+    Any other ``id: null`` error is not about a request (e.g. a startup failure
+    such as -32005 store locked, written just before the server exits); it
+    matches nothing (see :func:`is_server_notice`).
     """
     rid = response.get("id")
     if isinstance(rid, int) and not isinstance(rid, bool):
         return rid if rid in pending_ids else None
-    if rid is None and pending_ids and _null_id_code(response) in REQUEST_LEVEL_CODES:
-        return min(pending_ids)
+    ordered = [i for i in pending_ids if i not in long_ids]
+    if rid is None and ordered and _null_id_code(response) in REQUEST_LEVEL_CODES:
+        return min(ordered)
     return None
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import subprocess
 import threading
-from typing import IO, Any, Callable, Dict, List, Optional, Tuple
+from typing import IO, Any, Callable, Dict, List, Optional, Tuple, cast
 
 from . import _protocol as P
-from ._core import ClientBase, Outcome, Session
-from .errors import ServerExited, TransportError
+from ._core import ClientBase, Outcome, Session, result_of
+from .errors import CallTimeout, ServerExited, TransportError
 
 
 class _Slot:
@@ -18,6 +18,39 @@ class _Slot:
         self.event = threading.Event()
         self.response: Optional[Dict[str, Any]] = None
         self.error: Optional[BaseException] = None
+
+
+class PendingCall:
+    """A request sent by :meth:`Outbox.start`: wait for its reply, or cancel it."""
+
+    def __init__(self, outbox: SyncPipes, method: str, request_id: int, slot: _Slot) -> None:
+        self._outbox = outbox
+        self.method = method
+        #: The request's JSON-RPC id.
+        self.id = request_id
+        self._slot = slot
+
+    def result(self, timeout: Optional[float] = P.MISSING) -> Any:
+        """Waits for the reply (*timeout*: the client's by default) and returns its result."""
+        outbox, slot = self._outbox, self._slot
+        timeout = outbox._call_timeout(timeout)
+        if not slot.event.wait(timeout):
+            outbox._session.forget(self.id)
+            if not slot.event.is_set():
+                raise CallTimeout(self.method, cast(float, timeout), self.id)
+        if slot.error is not None:
+            err = slot.error
+            if isinstance(err, ServerExited):
+                raise err.copy()
+            raise err
+        response = slot.response
+        assert response is not None
+        return result_of(response, self.method, self.id)
+
+    def cancel(self) -> None:
+        """Sends ``$/cancelRequest`` for this call: a long call still running is answered at once
+        with ``-32800`` (:meth:`result` raises :class:`RequestCancelled`); otherwise nothing happens."""
+        self._outbox._write(P.encode_notification(P.CANCEL_METHOD, {"id": self.id}))
 
 
 class SyncPipes(ClientBase):

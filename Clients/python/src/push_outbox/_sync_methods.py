@@ -20,6 +20,7 @@ from .types import (
     FlushResult,
     ImportResult,
     ParsePayloadResult,
+    ProgressCallback,
     ReleaseResult,
     RequeueResult,
     SaveResult,
@@ -35,8 +36,16 @@ class SyncMethods:
     """Typed methods; the class using it provides ``call``."""
 
     def call(
-        self, method: str, params: P.Params = None, *, timeout: Optional[float] = P.MISSING
+        self,
+        method: str,
+        params: P.Params = None,
+        *,
+        timeout: Optional[float] = P.MISSING,
+        progress: Optional[ProgressCallback] = None,
     ) -> Any:
+        raise NotImplementedError
+
+    def notify(self, method: str, params: P.Params = None) -> None:
         raise NotImplementedError
 
     def parse_payload(
@@ -154,11 +163,30 @@ class SyncMethods:
         )
 
     def deliver_pending(
-        self, *, max: Optional[int] = None, timeout: Optional[float] = P.MISSING
+        self,
+        *,
+        max: Optional[int] = None,
+        progress: Optional[ProgressCallback] = None,
+        timeout: Optional[float] = P.MISSING,
     ) -> DeliverResult:
-        """``deliverPending``: one delivery pass to Braze; answers when it is done."""
+        """``deliverPending``: one delivery pass to Braze; answers when it is done, while other
+        calls go on. *progress* gets its ``$/progress`` values (begin, reports, end)."""
         params: Dict[str, Any] = {} if max is None else {"max": max}
-        return cast(DeliverResult, self.call("deliverPending", params, timeout=timeout))
+        return cast(
+            DeliverResult,
+            self.call("deliverPending", params, timeout=timeout, progress=progress),
+        )
+
+    def cancel(self, request_id: int) -> None:
+        """``$/cancelRequest``: cancel the long call with this id (a notification, never answered)."""
+        self.notify("$/cancelRequest", {"id": request_id})
+
+    def notify_cancelled(self, request_id: int, reason: Optional[str] = None) -> None:
+        """``notifications/cancelled``: MCP's form of :meth:`cancel`, with an optional reason."""
+        params: Dict[str, Any] = {"requestId": request_id}
+        if reason is not None:
+            params["reason"] = reason
+        self.notify("notifications/cancelled", params)
 
     def list_dead_letters(
         self, *, max: Optional[int] = None, timeout: Optional[float] = P.MISSING

@@ -27,6 +27,7 @@ from ._async_methods import AsyncMethods
 from ._core import Session, result_of
 from ._discovery import find_binary
 from .errors import CallTimeout, TransportError
+from .types import ProgressCallback
 
 __all__ = ["AsyncOutbox"]
 
@@ -135,13 +136,22 @@ class AsyncOutbox(AsyncPipes, AsyncMethods):
         return await fut
 
     async def call(
-        self, method: str, params: P.Params = None, *, timeout: Optional[float] = P.MISSING
+        self,
+        method: str,
+        params: P.Params = None,
+        *,
+        timeout: Optional[float] = P.MISSING,
+        progress: Optional[ProgressCallback] = None,
     ) -> Any:
-        """Call *method* and return its result (see :meth:`Outbox.call`)."""
+        """Call *method* and return its result (see :meth:`Outbox.call`).
+
+        Cancelling the task that awaits it sends ``$/cancelRequest``: a long call stops starting
+        new work on the server (its answer, ``-32800``, is dropped).
+        """
         timeout = self._call_timeout(timeout)
         fut: asyncio.Future[Dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._check_open()
-        request_id, data = self._session.open_call(method, params, fut)
+        request_id, data = self._session.open_call(method, params, fut, progress)
         try:
             response = await asyncio.wait_for(self._roundtrip(request_id, data, fut), timeout)
         except asyncio.TimeoutError:
@@ -149,9 +159,23 @@ class AsyncOutbox(AsyncPipes, AsyncMethods):
                 response = fut.result()
             else:
                 raise CallTimeout(method, cast(float, timeout), request_id) from None
+        except asyncio.CancelledError:
+            self._send_cancel(request_id)
+            raise
         finally:
             self._session.forget(request_id)
         return result_of(response, method, request_id)
+
+    def _send_cancel(self, request_id: int) -> None:
+        """Writes ``$/cancelRequest`` without waiting (the caller is being cancelled): one whole
+        line into the pipe's buffer, which no other write can split."""
+        stdin = self._proc.stdin if self._proc is not None else None
+        if stdin is None or stdin.is_closing() or self._exit is not None:
+            return
+        try:
+            stdin.write(P.encode_notification(P.CANCEL_METHOD, {"id": request_id}))
+        except (OSError, RuntimeError):
+            pass
 
     async def notify(self, method: str, params: P.Params = None) -> None:
         """Send a notification (never answered)."""

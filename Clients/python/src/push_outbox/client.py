@@ -15,21 +15,17 @@ from typing import (
     Sequence,
     Type,
     Union,
-    cast,
 )
 
 from . import _process
 from . import _protocol as P
-from ._core import Session, result_of
+from ._core import Session
 from ._discovery import find_binary
-from ._sync_io import SyncPipes, _Slot
+from ._sync_io import PendingCall, SyncPipes, _Slot
 from ._sync_methods import SyncMethods
-from .errors import (
-    CallTimeout,
-    ServerExited,
-)
+from .types import ProgressCallback
 
-__all__ = ["Outbox"]
+__all__ = ["Outbox", "PendingCall"]
 
 log = logging.getLogger("push_outbox")
 
@@ -132,36 +128,37 @@ class Outbox(SyncPipes, SyncMethods):
     # --- generic calls -----------------------------------------------------------------------
 
     def call(
-        self, method: str, params: P.Params = None, *, timeout: Optional[float] = P.MISSING
+        self,
+        method: str,
+        params: P.Params = None,
+        *,
+        timeout: Optional[float] = P.MISSING,
+        progress: Optional[ProgressCallback] = None,
     ) -> Any:
         """Call *method* with *params* (a mapping, a list, or ``None`` to omit) and return its result.
 
         Raises an :class:`RpcError` subclass for an error response,
         :class:`CallTimeout` after *timeout* seconds (default: the client's
         ``timeout``), and :class:`ServerExited` if the server dies first.
+        With *progress*, the server's progress values for a long call are passed to it.
         """
-        timeout = self._call_timeout(timeout)
+        return self.start(method, params, progress=progress).result(timeout)
+
+    def start(
+        self, method: str, params: P.Params = None, *, progress: Optional[ProgressCallback] = None
+    ) -> PendingCall:
+        """Send a request and return at once: :meth:`PendingCall.result` waits for its reply and
+        :meth:`PendingCall.cancel` cancels it (a long call then fails with :class:`RequestCancelled`)."""
         slot = _Slot()
         with self._lock:
             self._raise_if_unusable()
-            request_id, data = self._session.open_call(method, params, slot)
+            request_id, data = self._session.open_call(method, params, slot, progress)
         try:
             self._write(data)
         except BaseException:
             self._session.forget(request_id)
             raise
-        if not slot.event.wait(timeout):
-            self._session.forget(request_id)
-            if not slot.event.is_set():
-                raise CallTimeout(method, cast(float, timeout), request_id)
-        if slot.error is not None:
-            err = slot.error
-            if isinstance(err, ServerExited):
-                raise err.copy()
-            raise err
-        response = slot.response
-        assert response is not None
-        return result_of(response, method, request_id)
+        return PendingCall(self, method, request_id, slot)
 
     def notify(self, method: str, params: P.Params = None) -> None:
         """Send a notification: the server runs it but never answers (errors are silent)."""

@@ -9,6 +9,7 @@ Hierarchy::
     │   ├── MethodNotFound          -32601
     │   ├── InvalidParams           -32602  (.errors = data["errors"])
     │   ├── InternalError           -32603
+    │   ├── RequestCancelled        -32800  (a long call cancelled by the client)
     │   └── ServerError             other -32000..-32099
     │       ├── StoreFull               -32001
     │       ├── ItemTooLarge            -32002
@@ -37,6 +38,7 @@ __all__ = [
     "MethodNotFound",
     "InvalidParams",
     "InternalError",
+    "RequestCancelled",
     "ServerError",
     "StoreFull",
     "ItemTooLarge",
@@ -133,6 +135,12 @@ class InternalError(RpcError):
     CODE = -32603
 
 
+class RequestCancelled(RpcError):
+    """-32800: a long call (``deliverPending``) answered early because the client cancelled it."""
+
+    CODE = -32800
+
+
 class ServerError(RpcError):
     """An implementation-defined server error (-32000..-32099)."""
 
@@ -193,6 +201,7 @@ ERROR_CLASSES: Dict[Optional[int], Type[RpcError]] = {
         MethodNotFound,
         InvalidParams,
         InternalError,
+        RequestCancelled,
         StoreFull,
         ItemTooLarge,
         StorageUnavailable,

@@ -7,7 +7,7 @@ server may omit are declared in ``total=False`` base classes.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
+from typing import Any, Callable, Dict, List, Literal, Optional, TypedDict, Union
 
 from ._status_types import (
     DeadLetter as DeadLetter,
@@ -53,6 +53,8 @@ from ._status_types import (
 )
 
 __all__ = [
+    "WorkDoneProgress",
+    "ProgressCallback",
     "JSONValue",
     "ExternalIdUser",
     "BrazeIdUser",
@@ -286,3 +288,19 @@ class ParamError(_ParamErrorBase, total=False):
     key: str
     expected: str
     got: str
+
+
+class WorkDoneProgress(TypedDict, total=False):
+    """The ``value`` of one ``$/progress`` notification for a long call (Protocol/README.md,
+    "Long calls"): ``kind`` is ``begin`` (with ``title`` and ``cancellable``), ``report``, then ``end``."""
+
+    kind: Literal["begin", "report", "end"]
+    title: str
+    cancellable: bool
+    message: str
+    percentage: int
+
+
+#: Called with each progress value of a call, on the client's reader thread (sync) or in its
+#: reader task (asyncio); it should return quickly.
+ProgressCallback = Callable[[WorkDoneProgress], None]

@@ -1,0 +1,87 @@
+package import OutboxDelivery
+package import OutboxDomain
+package import OutboxJSON
+package import OutboxJSONRPC
+package import OutboxStore
+package import OutboxSupport
+
+extension ImportLegacy {
+  /// Imports of more elements than this are long calls. Measured with `Tests/bench/loop_stall.py`
+  /// (release build, 2 shared cores): 10,000 elements held the loop 33 ms on a quiet machine and
+  /// 130 ms on a loaded one; 100,000 (`--max-batch 100000`) 320–370 ms.
+  static let longCallElements = 2000
+  /// Elements imported per loop turn by a long import.
+  static let elementsPerStep = 1000
+}
+
+/// `importLegacy`'s answer: the result now (its reply waits for the commit like a save's), or a
+/// long call for a large import.
+package enum ImportReply: LongResult, AwaitsCommit {
+  case now(ImportResult)
+  case long(LongStart)
+
+  package var longStart: LongStart? { if case .long(let start) = self { start } else { nil } }
+  package var awaitsCommit: Bool { if case .now(let result) = self { result.awaitsCommit } else { false } }
+
+  package func encodeJSON(into out: inout [UInt8]) {
+    if case .now(let result) = self { result.encodeJSON(into: &out) }
+  }
+}
+
+/// A large `importLegacy` as long work: `elementsPerStep` elements a step, each step's saves
+/// committed by the step itself, so the reply names only durable items. A step runs only when no
+/// other request's save waits for a commit, so a failed commit takes back this step's saves alone:
+/// their elements are answered `-32003`. It cannot be cancelled (its reply says what was saved).
+final class LongImport: LongWork {
+  private let text: UnsafeMutableBufferPointer<UInt8>
+  private let tape: JSONTape
+  private let elements: [GuideStorage.Element]
+  private let user: [UInt8]?
+  private var next = 0
+  private var result = ImportResult()
+
+  /// Copies the params out of the request line (which the loop reuses) and reads them again.
+  init?(_ params: Params, _ service: Service) {
+    let source = params.tape.text(params.objectNode)
+    text = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: source.count)
+    _ = text.initialize(from: source)
+    guard let tape = try? JSONTape(UnsafeBufferPointer(text), maxDepth: service.config.maxDepth + 2) else {
+      text.deallocate()
+      return nil
+    }
+    self.tape = tape
+    var copy = Params(tape: tape, node: tape.root)
+    let (elements, user) = ImportLegacy.read(&copy)
+    self.elements = elements
+    self.user = user.map { Array(tape.text($0.node)) }
+    result.outcomes.reserveCapacity(elements.count)
+  }
+
+  deinit { text.deallocate() }
+
+  var cancellable: Bool { false }
+
+  var progress: (done: Int, total: Int) { (next, elements.count) }
+
+  func pollTimeoutMs(_ service: Service) -> Int32 { 0 }
+
+  func cancel(_ service: Service) {}
+
+  func step(_ service: Service) -> Result<any JSONEncodable, RPCError>? {
+    guard !service.store.hasUncommittedSaves else { return nil }  // the burst's commit comes first
+    let end = min(next + ImportLegacy.elementsPerStep, elements.count)
+    let first = result.outcomes.count
+    result.outcomes += ImportLegacy.run(tape, Array(elements[next..<end]), user: user, service).outcomes
+    next = end
+    if let failure = service.store.commit() {
+      service.log.error("journal write failed (\(failure)); an import's elements were not saved")
+      let refusal = StoreError.storageUnavailable(failure.description).rpcError
+      for n in first..<result.outcomes.count where result.outcomes[n].saved {
+        (result.outcomes[n].ids, result.outcomes[n].warnings, result.outcomes[n].error) = ([], [], refusal)
+      }
+    }
+    guard next == elements.count else { return nil }
+    result.pending = service.store.count
+    return .success(result)
+  }
+}
