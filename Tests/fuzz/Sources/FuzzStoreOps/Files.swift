@@ -33,12 +33,21 @@ enum Files {
     let fd = open(path, O_RDONLY)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
-    var out: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    // Sized by fstat (the files are small; a 64 KiB chunk per read was most of this target's memset),
+    // read to the end all the same.
+    var info = stat()
+    guard fstat(fd, &info) == 0 else { return nil }
+    var out = [UInt8](repeating: 0, count: Int(info.st_size) + 1)
+    var count = 0
     while true {
-      let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-      if n <= 0 { return n == 0 ? out : nil }
-      out.append(contentsOf: chunk[0..<n])
+      if count == out.count { out.append(contentsOf: repeatElement(0, count: out.count)) }
+      let n = out.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + count, $0.count - count) }
+      if n < 0 { return nil }
+      if n == 0 {
+        out.removeLast(out.count - count)
+        return out
+      }
+      count += n
     }
   }
 

@@ -249,21 +249,21 @@ final class Session {
   func dropService() {
     (service, server) = Session.placeholder
     guard let fds = opendir("/proc/self/fd") else { return }
-    var open: [Int32] = []
-    while let entry = readdir(fds) {
-      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-        String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
+    // readlinkat on the listing's own descriptor: no walk of /proc/self/fd/N per descriptor.
+    let prefix = Array((directory + "/segment.").utf8)
+    var segments: [Int32] = []
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 4096) { target in
+      while let entry = readdir(fds) {
+        withUnsafeBytes(of: entry.pointee.d_name) { raw in
+          let name = raw.baseAddress!.assumingMemoryBound(to: CChar.self)
+          guard let fd = Int32(String(cString: name)) else { return }
+          let n = readlinkat(dirfd(fds), name, target.baseAddress!, 4096)
+          if n >= prefix.count, target[0..<prefix.count].elementsEqual(prefix) { segments.append(fd) }
+        }
       }
-      if let fd = Int32(name) { open.append(fd) }
     }
     closedir(fds)
-    for fd in open {
-      var target = [CChar](repeating: 0, count: 4096)
-      let n = readlink("/proc/self/fd/\(fd)", &target, 4095)
-      guard n > 0 else { continue }
-      let path = String(decoding: target[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-      if path.hasPrefix(directory + "/segment.") { close(fd) }
-    }
+    for fd in segments { close(fd) }
   }
 
   /// A memory-only service that stands in between a drop and the next open.
@@ -360,8 +360,8 @@ final class Session {
 public func fuzzStoreOps(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
   let input = data.map { Array(UnsafeBufferPointer(start: $0, count: Swift.min(size, 64))) } ?? []
   guard !input.isEmpty else { return 0 }
-  let directory = TempDirectory()
-  defer { directory.remove() }
+  let directory = TempDirectory.reused()
+  defer { directory.release() }
   let session = Session(directory: directory.path, input: input)
   var restarts = 0
   for (step, byte) in input.enumerated() {
