@@ -32,7 +32,9 @@ import Testing
 
   @Test func theToolsAreTheMethodTableButTheProtocolMethods() {
     let names = ToolCatalog(table: .standard).tools.map(\.name)
-    let protocolMethods = [Discover.name, CancelRequest.name, CancelledNotification.name]
+    let protocolMethods = [
+      Discover.name, CancelRequest.name, CancelledNotification.name, Shutdown.name, Exit.name,
+    ]
     #expect(names == MethodTable.standard.names.filter { !protocolMethods.contains($0) })
     #expect(names.count == 13)
   }
