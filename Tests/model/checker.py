@@ -44,7 +44,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 
 KILL_POINTS = [
     "barrier",
@@ -1098,13 +1098,27 @@ class Session:
 
 
 def campaign(
-    binary: str, seconds: float, seed: int, verbose: bool = False
+    binary: str,
+    seconds: float,
+    seed: int,
+    verbose: bool = False,
+    cover: FrozenSet[str] = frozenset(),
+    extra_seconds: float = 0.0,
 ) -> Tuple[Stats, Optional[str]]:
-    """Runs seeds from `seed` until `seconds` pass; returns the stats and the first divergence."""
+    """Runs seeds from `seed` until `seconds` pass; returns the stats and the first divergence.
+
+    With `cover`, keeps running further seeds (at most `extra_seconds` more) while a kind of
+    operation named there has not run yet: how many seeds fit in `seconds` depends on the machine's
+    load, and a slow machine must still exercise every kind."""
     stats = Stats()
     deadline = time.monotonic() + seconds
     current = seed
-    while time.monotonic() < deadline:
+
+    def go_on() -> bool:
+        now = time.monotonic()
+        return now < deadline or (bool(cover - set(stats.ops)) and now < deadline + extra_seconds)
+
+    while go_on():
         stats.runs += 1
         try:
             Session(binary, current, stats, verbose).run(

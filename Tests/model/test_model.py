@@ -40,7 +40,9 @@ def binary() -> str:
 
 @pytest.mark.parametrize("seed", [1, 5000])
 def test_the_store_matches_a_plain_model_across_restarts_and_kills(seed: int) -> None:
-    stats, divergence = campaign(binary(), seconds=30, seed=seed)
+    stats, divergence = campaign(
+        binary(), seconds=30, seed=seed, cover=frozenset(KINDS), extra_seconds=120
+    )
     print(
         f"seed {seed}: runs {stats.runs}, operations {stats.operations}, restarts {stats.restarts},"
         f" kills {stats.kills}, by kind {stats.ops}, answers {stats.answers}"
