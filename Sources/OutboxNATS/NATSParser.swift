@@ -104,23 +104,30 @@ package struct NATSParser: Sendable {
   private mutating func controlLine() throws(NATSProtocolError) -> ArraySlice<UInt8>? {
     var index = max(scanned, start)
     while index < buffer.count && buffer[index] != UInt8(ascii: "\n") { index += 1 }
+    // Too long is judged the same however the bytes were split: the line's bytes before the LF,
+    // less a CR at their end, are over the limit, whether the LF has arrived or not.
     guard index < buffer.count else {
       scanned = index
-      if buffer.count - start > maxControlLine {
+      if contentLength(upTo: buffer.count) > maxControlLine {
         throw NATSProtocolError("a control line is longer than \(maxControlLine) bytes")
       }
       return nil
     }
+    guard contentLength(upTo: index) <= maxControlLine else {
+      throw NATSProtocolError("a control line is longer than \(maxControlLine) bytes")
+    }
     guard index > start, buffer[index - 1] == UInt8(ascii: "\r") else {
       throw NATSProtocolError("a control line ends with LF without CR")
-    }
-    guard index - 1 - start <= maxControlLine else {
-      throw NATSProtocolError("a control line is longer than \(maxControlLine) bytes")
     }
     let line = buffer[start..<(index - 1)]
     start = index + 1
     scanned = start
     return line
+  }
+
+  /// The bytes from `start` to `end`, less a CR at their end: the length the line's content has.
+  private func contentLength(upTo end: Int) -> Int {
+    end > start && buffer[end - 1] == UInt8(ascii: "\r") ? end - start - 1 : end - start
   }
 
   private mutating func control(_ line: ArraySlice<UInt8>) throws(NATSProtocolError) -> NATSEvent? {

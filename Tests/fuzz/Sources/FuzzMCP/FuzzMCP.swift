@@ -21,9 +21,12 @@ import OutboxStore
 import OutboxSupport
 import OutboxTransport
 
-/// The wire methods that are no tools: OpenRPC's `rpc.discover` and the protocol's cancel
-/// notifications (`$/cancelRequest`, `notifications/cancelled`).
-let notTools = MethodTable.standard.names.filter { $0.hasPrefix("rpc.") || $0.contains("/") }
+/// The wire methods that are no tools: OpenRPC's `rpc.discover`, the protocol's cancel
+/// notifications (`$/cancelRequest`, `notifications/cancelled`) and the editor lifecycle
+/// (`shutdown`, `exit`).
+let notTools = MethodTable.standard.names.filter {
+  $0.hasPrefix("rpc.") || $0.contains("/") || $0 == Shutdown.name || $0 == Exit.name
+}
 /// The wire methods, the ones that are no tools last.
 let tools = MethodTable.standard.names.filter { !notTools.contains($0) } + notTools
 let mcpMethods = [
