@@ -79,9 +79,11 @@ package enum FlushPending: RPCMethod {
     var result = FlushResult(flushId: flushId, items: items, superseded: items.supersededSeqs)
     result.leaseExpiresAt = expires
     if shape.usersTrack {
-      result.requests = UsersTrack.requests(
-        items, superseded: result.superseded, defaultUser: shape.defaultUser, limit: service.config.trackBatchLimit,
+      var builder = UsersTrack.Builder(
+        superseded: result.superseded, defaultUser: shape.defaultUser, limit: service.config.trackBatchLimit,
         mode: service.config.trackBatchMode)
+      for item in items { builder.add(item) }
+      result.requests = builder.finish().filter { $0.objectCount > 0 }
       result.skipped = skipped
     }
     result.remaining = service.store.count - service.store.items.leasedCount
@@ -129,13 +131,15 @@ package struct FlushResult: JSONEncodable {
   package func lines(into out: inout [UInt8]) -> Int {
     if let requests {
       for request in requests {
-        request.encodeJSON(into: &out)
+        request.appendBody(to: &out)
         out.append(UInt8(ascii: "\n"))
       }
       return requests.count
     }
+    out.reserveCapacity(out.count + renderedSize)
+    var savedAtText = UTCTimeText()
     for item in items {
-      item.encodeJSON(into: &out, superseded: superseded.contains(item.seq))
+      item.encodeJSON(into: &out, superseded: superseded.contains(item.seq), savedAtText: &savedAtText)
       out.append(UInt8(ascii: "\n"))
     }
     return items.count
@@ -145,8 +149,12 @@ package struct FlushResult: JSONEncodable {
   package var items: [PendingItem]
   var superseded: Set<UInt64>
   var leaseExpiresAt: Int64?
-  /// Set for `format: "usersTrack"`, which sends these instead of `items`.
-  package var requests: [JSONValue]?
+  /// Set for `format: "usersTrack"`, which sends these bodies instead of `items`.
+  package var requests: [TrackBatch]?
+  /// The objects in `requests`.
+  package var objectCount: Int { requests?.reduce(0) { $0 + $1.objectCount } ?? 0 }
+  /// About how many bytes the items take written out (to reserve once, not grow many times).
+  var renderedSize: Int { items.reduce(0) { $0 + $1.body.count + 160 } }
   package var skipped: [String] = []
   package var remaining = 0
 
@@ -159,8 +167,12 @@ package struct FlushResult: JSONEncodable {
       out.append(UInt8(ascii: "\""))
     }
     if let requests {
-      out.appendASCII(",\"requests\":")
-      JSONValue.array(requests).encodeJSON(into: &out)
+      out.appendASCII(",\"requests\":[")
+      for (n, request) in requests.enumerated() {
+        if n > 0 { out.append(UInt8(ascii: ",")) }
+        request.appendBody(to: &out)
+      }
+      out.append(UInt8(ascii: "]"))
       out.appendASCII(",\"skipped\":")
       let reasons = skipped.map {
         JSONValue.object([JSONMember("id", .string($0)), JSONMember("reason", .string("no_identifier"))])
@@ -168,9 +180,11 @@ package struct FlushResult: JSONEncodable {
       JSONValue.array(reasons).encodeJSON(into: &out)
     } else {
       out.appendASCII(",\"items\":[")
+      out.reserveCapacity(out.count + renderedSize)
+      var savedAtText = UTCTimeText()
       for (n, item) in items.enumerated() {
         if n > 0 { out.append(UInt8(ascii: ",")) }
-        item.encodeJSON(into: &out, superseded: superseded.contains(item.seq))
+        item.encodeJSON(into: &out, superseded: superseded.contains(item.seq), savedAtText: &savedAtText)
       }
       out.append(UInt8(ascii: "]"))
     }
