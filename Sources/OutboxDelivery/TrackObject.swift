@@ -1,5 +1,5 @@
-package import OutboxJSON
-package import OutboxStore
+import OutboxJSON
+import OutboxStore
 
 /// One item's `/users/track` object, copied from its stored body bytes without building a tree.
 ///

@@ -7,6 +7,20 @@ package enum CanonicalJSON {
   /// Containers nested deeper than this are left to the tree (the reader's own limit is larger).
   static let maxDepth = 512
 
+  /// True when `b` is members `,"key":value,…` (or nothing), each canonical: a stored item body
+  /// that needs no parse to be known well formed.
+  package static func isMembers(_ b: UnsafeRawBufferPointer) -> Bool {
+    var i = 0
+    while i < b.count {
+      guard b[i] == UInt8(ascii: ","), i + 1 < b.count, b[i + 1] == UInt8(ascii: "\""),
+        let keyEnd = stringEnd(b, i + 1), keyEnd < b.count, b[keyEnd] == UInt8(ascii: ":"),
+        let end = valueEnd(b, keyEnd + 1)
+      else { return false }
+      i = end
+    }
+    return true
+  }
+
   /// The index just past the canonical value starting at `i`, or nil.
   package static func valueEnd(_ b: UnsafeRawBufferPointer, _ i: Int) -> Int? {
     valueEnd(b, i, depth: 0)
