@@ -1,6 +1,14 @@
 import OutboxJSON
 import OutboxStore
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// One item's `/users/track` object, copied from its stored body bytes without building a tree.
 ///
 /// It accepts only bodies whose members it knows, each once, and whose bytes are canonical
@@ -53,16 +61,22 @@ enum TrackObject {
       return true
     }
     switch key.count {
-    case 2 where key.elementsEqual("op".utf8): return put(&m.op)
-    case 3 where key.elementsEqual("key".utf8): return put(&m.key)
-    case 4 where key.elementsEqual("user".utf8): return put(&m.user)
-    case 4 where key.elementsEqual("name".utf8): return put(&m.name)
-    case 4 where key.elementsEqual("time".utf8): return put(&m.time)
-    case 5 where key.elementsEqual("field".utf8): return put(&m.field)
-    case 5 where key.elementsEqual("value".utf8): return put(&m.value)
-    case 10 where key.elementsEqual("properties".utf8): return put(&m.properties)
+    case 2 where named(key, "op"): return put(&m.op)
+    case 3 where named(key, "key"): return put(&m.key)
+    case 4 where named(key, "user"): return put(&m.user)
+    case 4 where named(key, "name"): return put(&m.name)
+    case 4 where named(key, "time"): return put(&m.time)
+    case 5 where named(key, "field"): return put(&m.field)
+    case 5 where named(key, "value"): return put(&m.value)
+    case 10 where named(key, "properties"): return put(&m.properties)
     default: return false
     }
+  }
+
+  /// True when `key` holds exactly `word`'s bytes.
+  @inline(__always)
+  private static func named(_ key: UnsafeRawBufferPointer, _ word: StaticString) -> Bool {
+    key.count == word.utf8CodeUnitCount && memcmp(key.baseAddress!, word.utf8Start, key.count) == 0
   }
 
   /// Appends the object for an item of `kind` with this body. `defaultUser` is the identifier
@@ -153,23 +167,22 @@ enum TrackObject {
   /// `{"alias":{"name":"n","label":"l"}}` → `"user_alias":{"alias_name":"n","alias_label":"l"}`.
   /// False for any other form (the tree decides what it means).
   static func appendIdentifier(_ user: UnsafeRawBufferPointer, into out: inout [UInt8]) -> Bool {
-    for (wire, track) in plainIdentifiers where user.starts(with: wire) {
+    for (wire, track) in plainIdentifiers where hasPrefix(user, wire) {
       let at = wire.count
       guard let end = nonEmptyStringEnd(user, at), end + 1 == user.count else { return false }
       out.append(contentsOf: track)
       out.append(contentsOf: UnsafeRawBufferPointer(rebasing: user[at..<end]))
       return true
     }
-    let alias = #"{"alias":{"name":"#
-    let label = #","label":"#
-    guard user.starts(with: alias.utf8), let nameEnd = nonEmptyStringEnd(user, alias.utf8.count),
-      UnsafeRawBufferPointer(rebasing: user[nameEnd...]).starts(with: label.utf8),
-      let labelEnd = nonEmptyStringEnd(user, nameEnd + label.utf8.count), labelEnd + 2 == user.count
+    let (alias, label) = aliasParts
+    guard hasPrefix(user, alias), let nameEnd = nonEmptyStringEnd(user, alias.count),
+      hasPrefix(UnsafeRawBufferPointer(rebasing: user[nameEnd...]), label),
+      let labelEnd = nonEmptyStringEnd(user, nameEnd + label.count), labelEnd + 2 == user.count
     else { return false }
     out.appendASCII("\"user_alias\":{\"alias_name\":")
-    out.append(contentsOf: UnsafeRawBufferPointer(rebasing: user[alias.utf8.count..<nameEnd]))
+    out.append(contentsOf: UnsafeRawBufferPointer(rebasing: user[alias.count..<nameEnd]))
     out.appendASCII(",\"alias_label\":")
-    out.append(contentsOf: UnsafeRawBufferPointer(rebasing: user[(nameEnd + label.utf8.count)..<labelEnd]))
+    out.append(contentsOf: UnsafeRawBufferPointer(rebasing: user[(nameEnd + label.count)..<labelEnd]))
     out.append(UInt8(ascii: "}"))
     return true
   }
@@ -179,6 +192,13 @@ enum TrackObject {
     (#"{"externalId":"#, #""external_id":"#), (#"{"brazeId":"#, #""braze_id":"#), (#"{"email":"#, #""email":"#),
     (#"{"phone":"#, #""phone":"#),
   ].map { (Array($0.0.utf8), Array($0.1.utf8)) }
+
+  /// A stored alias up to its name's string, and between the name and the label's string.
+  private static let aliasParts = (Array(#"{"alias":{"name":"#.utf8), Array(#","label":"#.utf8))
+
+  private static func hasPrefix(_ b: UnsafeRawBufferPointer, _ prefix: [UInt8]) -> Bool {
+    b.count >= prefix.count && prefix.withUnsafeBytes { memcmp(b.baseAddress!, $0.baseAddress!, prefix.count) == 0 }
+  }
 
   /// The `op` values that wrap the value in an object, as canonical strings.
   private static let wrappingOps: [[UInt8]] = [#""inc""#, #""add""#, #""remove""#].map { Array($0.utf8) }

@@ -68,28 +68,33 @@ package enum CanonicalJSON {
   /// A JSON number token (every valid token is written back as it was read).
   private static func numberEnd(_ b: UnsafeRawBufferPointer, _ start: Int) -> Int? {
     var i = start
-    func digits() -> Int {
-      let from = i
-      while i < b.count, b[i] >= UInt8(ascii: "0"), b[i] <= UInt8(ascii: "9") { i += 1 }
-      return i - from
-    }
     if i < b.count, b[i] == UInt8(ascii: "-") { i += 1 }
     guard i < b.count else { return nil }
     if b[i] == UInt8(ascii: "0") {
       i += 1
     } else {
-      guard digits() > 0 else { return nil }
+      guard let end = digitsEnd(b, i) else { return nil }
+      i = end
     }
     if i < b.count, b[i] == UInt8(ascii: ".") {
-      i += 1
-      guard digits() > 0 else { return nil }
+      guard let end = digitsEnd(b, i + 1) else { return nil }
+      i = end
     }
     if i < b.count, b[i] == UInt8(ascii: "e") || b[i] == UInt8(ascii: "E") {
       i += 1
       if i < b.count, b[i] == UInt8(ascii: "+") || b[i] == UInt8(ascii: "-") { i += 1 }
-      guard digits() > 0 else { return nil }
+      guard let end = digitsEnd(b, i) else { return nil }
+      i = end
     }
     return i
+  }
+
+  /// The end of one or more digits from `start`, or nil when there is none.
+  @inline(__always)
+  private static func digitsEnd(_ b: UnsafeRawBufferPointer, _ start: Int) -> Int? {
+    var i = start
+    while i < b.count, b[i] &- UInt8(ascii: "0") < 10 { i += 1 }
+    return i > start ? i : nil
   }
 
   /// The index past the closing quote of the canonical string starting at `start` (a quote), or nil.
