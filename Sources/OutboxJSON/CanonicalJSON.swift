@@ -51,7 +51,9 @@ package enum CanonicalJSON {
         else { return nil }
         i = keyEnd + 1
       }
-      guard let end = valueEnd(b, i, depth: depth), end < b.count else { return nil }
+      // Strings, the most common values, without the dispatch.
+      let end = i < b.count && b[i] == UInt8(ascii: "\"") ? stringEnd(b, i) : valueEnd(b, i, depth: depth)
+      guard let end, end < b.count else { return nil }
       if b[end] == close { return end + 1 }
       guard b[end] == UInt8(ascii: ",") else { return nil }
       i = end + 1
