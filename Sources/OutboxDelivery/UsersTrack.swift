@@ -226,7 +226,8 @@ extension Array where Element == PendingItem {
   package var supersededSeqs: Set<UInt64> {
     var latest: [ByteKey: UInt64] = [:]
     var keys: [UInt64: ByteKey] = [:]
-    for item in self where item.kind == .userAttribute {
+    for index in indices where self[index].kind == .userAttribute {  // no copy of the other items
+      let item = self[index]
       let members = item.members
       let key = ByteKey(
         (members["user"].map(UserIdentifier.key) ?? "") + "\u{0}" + (members["field"]?.stringValue ?? ""))
