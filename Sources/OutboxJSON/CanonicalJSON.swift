@@ -104,6 +104,8 @@ package enum CanonicalJSON {
     var i = start + 1
     let n = b.count
     while i < n {
+      i = plainRunEnd(b, i)
+      guard i < n else { return nil }
       let c = b[i]
       if c >= 0x20 && c < 0x80 && c != 0x22 && c != 0x5C {
         i += 1
@@ -121,6 +123,27 @@ package enum CanonicalJSON {
       }
     }
     return nil
+  }
+
+  /// Skips 8 bytes at a time while none of them is a quote, a backslash, a control byte or
+  /// non-ASCII; returns where the bytes that need a look start (or the last 7 bytes).
+  @inline(__always)
+  private static func plainRunEnd(_ b: UnsafeRawBufferPointer, _ start: Int) -> Int {
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    let high: UInt64 = 0x8080_8080_8080_8080
+    var i = start
+    while i + 8 <= b.count {
+      let w = b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+      let quote = w ^ (ones &* 0x22)
+      let backslash = w ^ (ones &* 0x5C)
+      let control = (w &- ones &* 0x20) & ~w & high  // some byte below 0x20
+      let hasQuote = (quote &- ones) & ~quote & high  // some byte equal to "
+      let hasBackslash = (backslash &- ones) & ~backslash & high
+      let special = control | hasQuote | hasBackslash | (w & high)
+      if special != 0 { return i }
+      i += 8
+    }
+    return i
   }
 
   /// An escape as `appendJSONString` writes it: `\"` `\\` `\n` `\r` `\t` `\b` `\f`, `\u00xx` for the

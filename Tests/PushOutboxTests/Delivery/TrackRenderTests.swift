@@ -234,4 +234,23 @@ import Testing
       #expect(end != other.utf8.count, "\(other) is not what the writer writes")
     }
   }
+
+  /// The 8-byte skip of plain string bytes stops at a special byte wherever it falls.
+  @Test func longStringsWithASpecialByteAnywhere() {
+    let a = { (n: Int) in String(repeating: "a", count: n) }
+    for k in 0..<20 {
+      for special in ["\"", "\\", "\n", "\u{1}", "\u{7f}", "é", "😀", "\u{2028}"] {
+        let written = Self.jsonString(a(k) + special + a(20 - k))
+        let end = Array(written.utf8).withUnsafeBytes { CanonicalJSON.valueEnd($0, 0) }
+        #expect(end == written.utf8.count, "\(written)")
+      }
+      for bad in [Array(#"\/"#.utf8), Array(#"\u0041"#.utf8), [0x01], [0xE2, 0x80, 0xA8], [0xFF], [0xC3]] {
+        let text = [0x22] + Array(a(k).utf8) + bad + Array(a(20 - k).utf8) + [0x22]
+        let end = text.withUnsafeBytes { CanonicalJSON.valueEnd($0, 0) }
+        #expect(end != text.count, "\(text) is not what the writer writes")
+      }
+      let open = [0x22] + Array(a(k).utf8)  // no closing quote
+      #expect(open.withUnsafeBytes { CanonicalJSON.valueEnd($0, 0) } == nil)
+    }
+  }
 }
