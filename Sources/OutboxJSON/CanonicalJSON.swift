@@ -105,13 +105,9 @@ package enum CanonicalJSON {
     let n = b.count
     while i < n {
       i = plainRunEnd(b, i)
+      while i < n, b[i] >= 0x20, b[i] < 0x80, b[i] != 0x22, b[i] != 0x5C { i += 1 }  // up to the special byte
       guard i < n else { return nil }
-      let c = b[i]
-      if c >= 0x20 && c < 0x80 && c != 0x22 && c != 0x5C {
-        i += 1
-        continue
-      }
-      switch c {
+      switch b[i] {
       case 0x22: return i + 1
       case 0x5C:
         guard let next = escapeEnd(b, i) else { return nil }
