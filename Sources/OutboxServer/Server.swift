@@ -31,6 +31,9 @@ package final class Server {
   package var fastSaves: Bool
   /// What an MCP client's `initialize` settled, for the handshake era (`MCP/`).
   var mcp = MCPSession()
+  /// The fast save's node memory and item bytes, reused from one line to the next.
+  let fastTape = TapeScratch()
+  var fastBody: [UInt8] = []
 
   /// About how many reply bytes the burst holds so far (waiting replies counted at a typical size).
   var burstBytes: Int { draft.count + holes.count * 96 }

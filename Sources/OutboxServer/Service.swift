@@ -161,11 +161,12 @@ extension Service {
   /// - Parameters:
   ///   - clientID: the optional client-supplied `id`; a repeat returns the first item and stores nothing.
   ///   - body: the item's members after the header, each preceded by a comma.
+  ///   - now: the time already read for this save (its body's `time`), else the clock is read here.
   package func save(
     kind: ItemKind, clientID: String?, user: UserIdentifier?, attribute: String?, body: [UInt8],
-    warnings: [Issue]
+    warnings: [Issue], now: Int64? = nil
   ) throws(StoreError) -> SaveResult {
-    let now = clock.now()
+    let now = now ?? clock.now()
     let id: ItemID
     if let clientID {
       id = ItemID(client: Array(clientID.utf8))
