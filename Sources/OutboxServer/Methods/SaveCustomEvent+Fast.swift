@@ -11,7 +11,7 @@ package import OutboxTransport
 /// without `Envelope`, `Request`, `MethodTable`, `Params` or `SaveResult`.
 ///
 /// It reads with the same reader and checks and writes the item with the same code as `handle`
-/// (`SaveCustomEvent.body`, `CustomEventRules`, `UserIdentifier.parse`), makes the same calls in the
+/// (`SaveCustomEvent.body`, `CustomEventRules`, `UserIdentifier.locate`), makes the same calls in the
 /// same order (clock, id, admit, seq, store, journal; the clock read once, for the body's `time` and
 /// the item's saved time) and replies through the same reply path;
 /// `FastSaveTests` compares the two, with a journal. Anything else, any issue (even a warning),
@@ -27,11 +27,17 @@ extension Server {
       !tape.sawDuplicateKey, let parts = SaveCustomEvent.fastParts(tape)
     else { return false }
     var issues = Issues()
-    let user = parts.user.flatMap { n in UserIdentifier.parse(tape, n, path: "user", issues: &issues).map { ($0, n) } }
     var body = takeFastBody()
     defer { fastBody = body }
+    if let user = parts.user {
+      // A user in another form than the one stored (spaces, escapes) is rewritten by the general path.
+      guard UserIdentifier.locate(tape, user, path: "user", issues: &issues) != nil,
+        UserIdentifier.isWireForm(tape, user)
+      else { return false }
+      body.appendWireUser(user, from: tape)
+    }
     SaveCustomEvent.appendBody(
-      tape, name: parts.name, properties: parts.properties, user: user, limits: config.domain, issues: &issues,
+      tape, name: parts.name, properties: parts.properties, user: nil, limits: config.domain, issues: &issues,
       to: &body)
     guard issues.errors.isEmpty, issues.warnings.isEmpty else { return false }
     body.appendRaw(",\"time\":")
@@ -45,7 +51,7 @@ extension Server {
     let result: SaveResult
     do {
       result = try service.save(
-        kind: .customEvent, clientID: nil, user: user?.0, attribute: nil, body: body, warnings: [], now: now)
+        kind: .customEvent, clientID: nil, hasUser: parts.user != nil, body: body, warnings: [], now: now)
     } catch {
       preconditionFailure("the store admitted this item a moment ago: \(error)")
     }
