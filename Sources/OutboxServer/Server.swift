@@ -23,6 +23,8 @@ package final class Server {
   var draft: [UInt8] = []
   /// Replies waiting for a commit, in order, each at its offset in `draft`.
   var holes: [Hole] = []
+  /// What this burst's commits decided for `holes`.
+  var settlement = Settlement()
   /// Requests with an id seen and replies rendered, in this burst (see `render`).
   var ledger = ReplyLedger()
   /// A batch's members are being handled: a long call among them runs to its end in place.
