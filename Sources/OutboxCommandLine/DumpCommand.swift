@@ -54,7 +54,7 @@ package enum DumpCommand {
           items, superseded: items.supersededSeqs, defaultUser: nil, limit: config.trackBatchLimit,
           mode: config.trackBatchMode)
         for request in requests {
-          request.encodeJSON(into: &out)
+          out.append(contentsOf: request)
           out.append(UInt8(ascii: "\n"))
           try flushIfFull(&out)
         }

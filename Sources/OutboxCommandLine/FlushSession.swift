@@ -88,7 +88,7 @@ struct FlushSession {
     service.store.drain(result.items.map(\.seq), flushId: result.flushId)
     if let error = service.store.commit() { return stop("cannot record the removal: \(error)") }
     lines += count
-    objects += shape.usersTrack ? (result.requests ?? []).reduce(0) { $0 + Self.objectCount($1) } : count
+    objects += shape.usersTrack ? result.objectCount : count
     return .wrote(result.items.count)
   }
 

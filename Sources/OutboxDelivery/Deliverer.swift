@@ -145,7 +145,7 @@ package final class Deliverer {
         UsersTrack.batches(cut.items, superseded: cut.superseded, defaultUser: nil, limit: Int.max, mode: .perArray)
         .first ?? TrackBatch()
       var body: [UInt8] = []
-      batch.body.encodeJSON(into: &body)
+      batch.appendBody(to: &body)
       let request = HTTPRequest(url: url, bearer: key, body: body, timeoutMs: timeout, connectTimeoutMs: connect)
       let result = poster.post(request)
       inbox.put(Completion(flushId: flushId, batch: batch, result: result, answeredAt: Clock.monotonicSeconds()))

@@ -40,8 +40,9 @@ struct BatchFill {
 
 /// One `/users/track` body and, for each of its objects, the seq of the item it came from.
 package struct TrackBatch: Sendable {
-  package var attributes: [JSONValue] = []
-  package var events: [JSONValue] = []
+  /// The objects of each array as JSON text, joined by commas.
+  var attributes: [UInt8] = []
+  var events: [UInt8] = []
   var attributeSeqs: [UInt64] = []
   var eventSeqs: [UInt64] = []
   /// Every item the body accounts for: its objects' items and the superseded ones it replaces.
@@ -49,16 +50,34 @@ package struct TrackBatch: Sendable {
 
   package init() {}
 
-  package var objectCount: Int { attributes.count + events.count }
+  package var objectCount: Int { attributeSeqs.count + eventSeqs.count }
 
-  package var body: JSONValue {
-    .object([JSONMember("attributes", .array(attributes)), JSONMember("events", .array(events))])
+  /// Appends the body `{"attributes":[…],"events":[…]}`.
+  package func appendBody(to out: inout [UInt8]) {
+    out.appendASCII("{\"attributes\":[")
+    out.append(contentsOf: attributes)
+    out.appendASCII("],\"events\":[")
+    out.append(contentsOf: events)
+    out.appendASCII("]}")
   }
 
   /// The item behind `input_array[index]`, as Braze names an object in its `errors`.
   package func seq(array: String, index: Int) -> UInt64? {
     let seqs = array == "events" ? eventSeqs : array == "attributes" ? attributeSeqs : []
     return index >= 0 && index < seqs.count ? seqs[index] : nil
+  }
+
+  /// Adds one object (its JSON text) for item `seq`.
+  mutating func add(_ object: UnsafeRawBufferPointer, isEvent: Bool, seq: UInt64) {
+    if isEvent {
+      if !eventSeqs.isEmpty { events.append(UInt8(ascii: ",")) }
+      events.append(contentsOf: object)
+      eventSeqs.append(seq)
+    } else {
+      if !attributeSeqs.isEmpty { attributes.append(UInt8(ascii: ",")) }
+      attributes.append(contentsOf: object)
+      attributeSeqs.append(seq)
+    }
   }
 }
 
@@ -68,54 +87,112 @@ package struct TrackBatch: Sendable {
 /// filled in seq order, so attribute objects keep their order across bodies, and Braze applies a
 /// body's attributes before its events, so applying the bodies in order gives the same profile state
 /// as applying the saves in order. Superseded user attributes are not sent.
+///
+/// Objects are copied from the stored body bytes (`TrackObject`); a body that renderer does not
+/// know is parsed and its object built as a tree (`treeObject`), which writes the same bytes.
 package enum UsersTrack {
-  /// Request bodies `{attributes, events}`, cut by `mode` at `limit`.
+  /// Request bodies `{attributes, events}` as JSON text, cut by `mode` at `limit`.
   package static func requests(
     _ items: [PendingItem], superseded: Set<UInt64>, defaultUser: UserIdentifier?, limit: Int,
     mode: TrackBatchMode = .combined
-  ) -> [JSONValue] {
-    batches(items, superseded: superseded, defaultUser: defaultUser, limit: limit, mode: mode).filter {
-      $0.objectCount > 0
-    }.map(\.body)
+  ) -> [[UInt8]] {
+    var builder = Builder(superseded: superseded, defaultUser: defaultUser, limit: limit, mode: mode)
+    for item in items { builder.add(item) }
+    return builder.finish().filter { $0.objectCount > 0 }.map {
+      var body: [UInt8] = []
+      $0.appendBody(to: &body)
+      return body
+    }
   }
 
   /// The bodies with the seqs behind each object. Items with no identifier (and no default user) are left out.
   static func batches(
     _ items: [PendingItem], superseded: Set<UInt64>, defaultUser: UserIdentifier?, limit: Int, mode: TrackBatchMode
   ) -> [TrackBatch] {
-    var batches: [TrackBatch] = []
-    var current = TrackBatch()
-    var fill = BatchFill(limit: limit, mode: mode)
-    var carried: [UInt64] = []  // superseded items, acked with the body that follows them
-    for item in items {
+    var builder = Builder(superseded: superseded, defaultUser: defaultUser, limit: limit, mode: mode)
+    for item in items { builder.add(item) }
+    return builder.finish()
+  }
+
+  /// Fills bodies one item at a time (so a long flush can render across loop turns).
+  package struct Builder {
+    let superseded: Set<UInt64>
+    let defaultUser: UserIdentifier?
+    /// `defaultUser`'s identifier members, written once.
+    let defaultMembers: [UInt8]?
+    let limit: Int
+    let mode: TrackBatchMode
+    private(set) var batches: [TrackBatch] = []
+    private var current = TrackBatch()
+    private var fill: BatchFill
+    private var carried: [UInt64] = []  // superseded items, acked with the body that follows them
+    private var object: [UInt8] = []
+
+    package init(superseded: Set<UInt64>, defaultUser: UserIdentifier?, limit: Int, mode: TrackBatchMode) {
+      self.superseded = superseded
+      self.defaultUser = defaultUser
+      defaultMembers = defaultUser.map { user in
+        var out: [UInt8] = []
+        user.trackMembers.encodeJSONObject(into: &out)
+        return Array(out.dropFirst().dropLast())
+      }
+      self.limit = limit
+      self.mode = mode
+      fill = BatchFill(limit: limit, mode: mode)
+    }
+
+    /// Objects added so far, in all bodies.
+    package private(set) var objects = 0
+
+    package mutating func add(_ item: PendingItem) {
       if superseded.contains(item.seq) {
         carried.append(item.seq)
-        continue
+        return
       }
-      let members = item.members  // the body, parsed once: the user and the object come from it
-      guard let user = item.user(members) ?? defaultUser else { continue }
+      object.removeAll(keepingCapacity: true)
+      let outcome = item.body.withUnsafeBytes {
+        TrackObject.append(
+          kind: item.kind, hasUser: item.hasUser, body: $0, defaultUser: defaultMembers, into: &object)
+      }
+      switch outcome {
+      case .rendered: break
+      case .noUser: return
+      case .unknown:
+        guard let tree = UsersTrack.treeObject(item, defaultUser: defaultUser) else { return }
+        tree.encodeJSON(into: &object)
+      }
       let isEvent = item.kind == .customEvent
       if fill.isFull(adding: isEvent) {
         batches.append(current)
         (current, fill) = (TrackBatch(), BatchFill(limit: limit, mode: mode))
       }
       fill.add(isEvent: isEvent)
+      objects += 1
       current.seqs += carried
       carried.removeAll()
       current.seqs.append(item.seq)
-      if isEvent {
-        current.events.append(.object(user.trackMembers + event(members)))
-        current.eventSeqs.append(item.seq)
-      } else {
-        current.attributes.append(.object(user.trackMembers + [attribute(item.kind, members)]))
-        current.attributeSeqs.append(item.seq)
+      object.withUnsafeBytes { current.add($0, isEvent: isEvent, seq: item.seq) }
+    }
+
+    /// The bodies, the last one included (a body of only superseded items has no objects).
+    package mutating func finish() -> [TrackBatch] {
+      if current.objectCount > 0 || !carried.isEmpty {
+        current.seqs += carried
+        carried.removeAll()
+        batches.append(current)
+        current = TrackBatch()
       }
+      return batches
     }
-    if current.objectCount > 0 || !carried.isEmpty {
-      current.seqs += carried
-      batches.append(current)
-    }
-    return batches
+  }
+
+  /// The item's object built as a tree from its parsed body; nil when it has no user and there is
+  /// no default user.
+  static func treeObject(_ item: PendingItem, defaultUser: UserIdentifier?) -> JSONValue? {
+    let members = item.members  // the body, parsed once: the user and the object come from it
+    guard let user = item.user(members) ?? defaultUser else { return nil }
+    if item.kind == .customEvent { return .object(user.trackMembers + event(members)) }
+    return .object(user.trackMembers + [attribute(item.kind, members)])
   }
 
   private static func attribute(_ kind: ItemKind, _ members: [JSONMember]) -> JSONMember {
@@ -141,7 +218,6 @@ package enum UsersTrack {
     default: return JSONMember(key, value)
     }
   }
-
 }
 
 extension Array where Element == PendingItem {
@@ -150,7 +226,8 @@ extension Array where Element == PendingItem {
   package var supersededSeqs: Set<UInt64> {
     var latest: [ByteKey: UInt64] = [:]
     var keys: [UInt64: ByteKey] = [:]
-    for item in self where item.kind == .userAttribute {
+    for index in indices where self[index].kind == .userAttribute {  // no copy of the other items
+      let item = self[index]
       let members = item.members
       let key = ByteKey(
         (members["user"].map(UserIdentifier.key) ?? "") + "\u{0}" + (members["field"]?.stringValue ?? ""))

@@ -21,7 +21,7 @@ package enum FlushPending: RPCMethod {
   /// The `format` values: items as stored, or `/users/track` request bodies.
   package static let formats: (items: StaticString, usersTrack: StaticString) = ("items", "usersTrack")
 
-  package static func handle(_ params: inout Params, _ service: Service) throws -> FlushResult {
+  package static func handle(_ params: inout Params, _ service: Service) throws -> FlushReply {
     let max = params.int("max", in: 1...Int64(Int32.max)).map { Int($0) } ?? Int.max
     let usersTrack = params.choice("format", [formats.items, formats.usersTrack]) == "\(formats.usersTrack)"
     let leaseMs = params.int("leaseMs", in: 1...3_155_760_000_000)  // 100 years: now + leaseMs cannot overflow
@@ -29,37 +29,39 @@ package enum FlushPending: RPCMethod {
     _ = try params.finish()
     service.expireLeases()
     let shape = Shape(usersTrack: usersTrack, defaultUser: defaultUser)
-    guard let leaseMs else { return drain(max: max, shape, service) }
+    guard let leaseMs else { return reply(drain(max: max, shape, service), shape, service) }
     // A repeat while a lease is live: the same lease, in the shape it was first asked for.
     if let lease = service.store.leases.first(where: { $0.origin == .flush }) {
       let (first, skipped) = Shape.decode(lease.note)
-      return result(
-        lease.flushId, service.store.items.items(seqs: lease.seqs), first, skipped, lease.expiresAt, service)
+      let items = service.store.items.items(seqs: lease.seqs)
+      return reply(
+        result(lease.flushId, items, first, skipped, lease.expiresAt, service, rendered: false), first, service)
     }
     let (items, skipped) = pick(max: max, shape, service)
     let flushId = service.newID(at: service.clock.now())
-    guard !items.isEmpty else { return result(flushId, [], shape, skipped, nil, service) }  // nothing to lease
+    guard !items.isEmpty else { return .now(result(flushId, [], shape, skipped, nil, service)) }  // nothing to lease
     let (sum, overflow) = service.clock.now().addingReportingOverflow(leaseMs)
     let expires = overflow ? UTCTime.representable.upperBound : min(sum, UTCTime.representable.upperBound)
     let lease = Lease(
       flushId: flushId, seqs: items.map(\.seq), expiresAt: expires,
       note: shape.encode(skipped: skipped))
     service.store.lease(lease)
-    return result(flushId, items, shape, skipped, lease.expiresAt, service)
+    return reply(result(flushId, items, shape, skipped, lease.expiresAt, service, rendered: false), shape, service)
   }
 
-  /// Hands out and removes up to `max` items.
+  /// Hands out and removes up to `max` items (their bodies are copied out first: `result.items`).
   private static func drain(max: Int, _ shape: Shape, _ service: Service) -> FlushResult {
-    let result = peek(max: max, shape, service)
+    let result = peek(max: max, shape, service, rendered: false)
     service.store.drain(result.items.map(\.seq), flushId: result.flushId)
     return result
   }
 
   /// What a drain of up to `max` items would hand out, without removing them (`push-outbox flush`
   /// removes them once their lines are written). Items with no identifier still become dead letters.
-  package static func peek(max: Int, _ shape: Shape, _ service: Service) -> FlushResult {
+  package static func peek(max: Int, _ shape: Shape, _ service: Service, rendered: Bool = true) -> FlushResult {
     let (items, skipped) = pick(max: max, shape, service)
-    var flushed = result(service.newID(at: service.clock.now()), items, shape, skipped, nil, service)
+    var flushed = result(
+      service.newID(at: service.clock.now()), items, shape, skipped, nil, service, rendered: rendered)
     flushed.remaining -= items.count
     return flushed
   }
@@ -74,15 +76,14 @@ package enum FlushPending: RPCMethod {
 
   private static func result(
     _ flushId: String, _ items: [PendingItem], _ shape: Shape, _ skipped: [String], _ expires: Int64?,
-    _ service: Service
+    _ service: Service, rendered: Bool = true
   ) -> FlushResult {
     var result = FlushResult(flushId: flushId, items: items, superseded: items.supersededSeqs)
     result.leaseExpiresAt = expires
     if shape.usersTrack {
-      result.requests = UsersTrack.requests(
-        items, superseded: result.superseded, defaultUser: shape.defaultUser, limit: service.config.trackBatchLimit,
-        mode: service.config.trackBatchMode)
+      result.requests = []
       result.skipped = skipped
+      if rendered { result = render(result, shape, service) }
     }
     result.remaining = service.store.count - service.store.items.leasedCount
     return result
@@ -129,13 +130,15 @@ package struct FlushResult: JSONEncodable {
   package func lines(into out: inout [UInt8]) -> Int {
     if let requests {
       for request in requests {
-        request.encodeJSON(into: &out)
+        request.appendBody(to: &out)
         out.append(UInt8(ascii: "\n"))
       }
       return requests.count
     }
+    out.reserveCapacity(out.count + renderedSize)
+    var savedAtText = UTCTimeText()
     for item in items {
-      item.encodeJSON(into: &out, superseded: superseded.contains(item.seq))
+      item.encodeJSON(into: &out, superseded: superseded.contains(item.seq), savedAtText: &savedAtText)
       out.append(UInt8(ascii: "\n"))
     }
     return items.count
@@ -145,8 +148,14 @@ package struct FlushResult: JSONEncodable {
   package var items: [PendingItem]
   var superseded: Set<UInt64>
   var leaseExpiresAt: Int64?
-  /// Set for `format: "usersTrack"`, which sends these instead of `items`.
-  package var requests: [JSONValue]?
+  /// Set for `format: "usersTrack"`, which sends these bodies instead of `items`.
+  package var requests: [TrackBatch]?
+  /// The objects in `requests`.
+  package var objectCount: Int { requests?.reduce(0) { $0 + $1.objectCount } ?? 0 }
+  /// The items already written, joined by commas (a long flush writes them across loop turns).
+  var renderedItems: [UInt8]?
+  /// About how many bytes the items take written out (to reserve once, not grow many times).
+  var renderedSize: Int { items.reduce(0) { $0 + $1.body.count + 160 } }
   package var skipped: [String] = []
   package var remaining = 0
 
@@ -159,18 +168,28 @@ package struct FlushResult: JSONEncodable {
       out.append(UInt8(ascii: "\""))
     }
     if let requests {
-      out.appendASCII(",\"requests\":")
-      JSONValue.array(requests).encodeJSON(into: &out)
+      out.appendASCII(",\"requests\":[")
+      for (n, request) in requests.enumerated() {
+        if n > 0 { out.append(UInt8(ascii: ",")) }
+        request.appendBody(to: &out)
+      }
+      out.append(UInt8(ascii: "]"))
       out.appendASCII(",\"skipped\":")
       let reasons = skipped.map {
         JSONValue.object([JSONMember("id", .string($0)), JSONMember("reason", .string("no_identifier"))])
       }
       JSONValue.array(reasons).encodeJSON(into: &out)
+    } else if let renderedItems {
+      out.appendASCII(",\"items\":[")
+      out.append(contentsOf: renderedItems)
+      out.append(UInt8(ascii: "]"))
     } else {
       out.appendASCII(",\"items\":[")
+      out.reserveCapacity(out.count + renderedSize)
+      var savedAtText = UTCTimeText()
       for (n, item) in items.enumerated() {
         if n > 0 { out.append(UInt8(ascii: ",")) }
-        item.encodeJSON(into: &out, superseded: superseded.contains(item.seq))
+        item.encodeJSON(into: &out, superseded: superseded.contains(item.seq), savedAtText: &savedAtText)
       }
       out.append(UInt8(ascii: "]"))
     }

@@ -1,0 +1,198 @@
+/// Finds the end of a JSON value in stored bytes when, and only when, the bytes are exactly what
+/// reading them into a `JSONValue` and writing it back would give (compact, strings escaped as
+/// `appendJSONString` escapes them, valid UTF-8). Such bytes can be copied where the tree would
+/// have been written: a drain renders from stored bytes with it, and falls back to the tree for
+/// anything it does not accept (nil), so both give the same bytes.
+package enum CanonicalJSON {
+  /// Containers nested deeper than this are left to the tree (the reader's own limit is larger).
+  static let maxDepth = 512
+
+  /// True when `b` is members `,"key":value,…` (or nothing), each canonical: a stored item body
+  /// that needs no parse to be known well formed.
+  package static func isMembers(_ b: UnsafeRawBufferPointer) -> Bool {
+    var i = 0
+    while i < b.count {
+      guard b[i] == UInt8(ascii: ","), i + 1 < b.count, b[i + 1] == UInt8(ascii: "\""),
+        let keyEnd = stringEnd(b, i + 1), keyEnd < b.count, b[keyEnd] == UInt8(ascii: ":"),
+        let end = valueEnd(b, keyEnd + 1)
+      else { return false }
+      i = end
+    }
+    return true
+  }
+
+  /// The index just past the canonical value starting at `i`, or nil.
+  package static func valueEnd(_ b: UnsafeRawBufferPointer, _ i: Int) -> Int? {
+    valueEnd(b, i, depth: 0)
+  }
+
+  private static func valueEnd(_ b: UnsafeRawBufferPointer, _ i: Int, depth: Int) -> Int? {
+    guard i < b.count else { return nil }
+    switch b[i] {
+    case UInt8(ascii: "\""): return stringEnd(b, i)
+    case UInt8(ascii: "{"): return depth < maxDepth ? containerEnd(b, i, object: true, depth: depth + 1) : nil
+    case UInt8(ascii: "["): return depth < maxDepth ? containerEnd(b, i, object: false, depth: depth + 1) : nil
+    case UInt8(ascii: "t"): return literalEnd(b, i, "true")
+    case UInt8(ascii: "f"): return literalEnd(b, i, "false")
+    case UInt8(ascii: "n"): return literalEnd(b, i, "null")
+    default: return numberEnd(b, i)
+    }
+  }
+
+  private static func containerEnd(_ b: UnsafeRawBufferPointer, _ start: Int, object: Bool, depth: Int) -> Int? {
+    let close = object ? UInt8(ascii: "}") : UInt8(ascii: "]")
+    var i = start + 1
+    guard i < b.count else { return nil }
+    if b[i] == close { return i + 1 }
+    while true {
+      if object {
+        guard i < b.count, b[i] == UInt8(ascii: "\""), let keyEnd = stringEnd(b, i), keyEnd < b.count,
+          b[keyEnd] == UInt8(ascii: ":")
+        else { return nil }
+        i = keyEnd + 1
+      }
+      // Strings, the most common values, without the dispatch.
+      let end = i < b.count && b[i] == UInt8(ascii: "\"") ? stringEnd(b, i) : valueEnd(b, i, depth: depth)
+      guard let end, end < b.count else { return nil }
+      if b[end] == close { return end + 1 }
+      guard b[end] == UInt8(ascii: ",") else { return nil }
+      i = end + 1
+    }
+  }
+
+  private static func literalEnd(_ b: UnsafeRawBufferPointer, _ i: Int, _ word: StaticString) -> Int? {
+    let n = word.utf8CodeUnitCount
+    guard i + n <= b.count else { return nil }
+    for k in 0..<n where b[i + k] != word.utf8Start[k] { return nil }
+    return i + n
+  }
+
+  /// A JSON number token (every valid token is written back as it was read).
+  private static func numberEnd(_ b: UnsafeRawBufferPointer, _ start: Int) -> Int? {
+    var i = start
+    if i < b.count, b[i] == UInt8(ascii: "-") { i += 1 }
+    guard i < b.count else { return nil }
+    if b[i] == UInt8(ascii: "0") {
+      i += 1
+    } else {
+      guard let end = digitsEnd(b, i) else { return nil }
+      i = end
+    }
+    if i < b.count, b[i] == UInt8(ascii: ".") {
+      guard let end = digitsEnd(b, i + 1) else { return nil }
+      i = end
+    }
+    if i < b.count, b[i] == UInt8(ascii: "e") || b[i] == UInt8(ascii: "E") {
+      i += 1
+      if i < b.count, b[i] == UInt8(ascii: "+") || b[i] == UInt8(ascii: "-") { i += 1 }
+      guard let end = digitsEnd(b, i) else { return nil }
+      i = end
+    }
+    return i
+  }
+
+  /// The end of one or more digits from `start`, or nil when there is none.
+  @inline(__always)
+  private static func digitsEnd(_ b: UnsafeRawBufferPointer, _ start: Int) -> Int? {
+    var i = start
+    while i < b.count, b[i] &- UInt8(ascii: "0") < 10 { i += 1 }
+    return i > start ? i : nil
+  }
+
+  /// The index past the closing quote of the canonical string starting at `start` (a quote), or nil.
+  package static func stringEnd(_ b: UnsafeRawBufferPointer, _ start: Int) -> Int? {
+    var i = start + 1
+    let n = b.count
+    while i < n {
+      i = plainRunEnd(b, i)
+      while i < n, b[i] >= 0x20, b[i] < 0x80, b[i] != 0x22, b[i] != 0x5C { i += 1 }  // up to the special byte
+      guard i < n else { return nil }
+      switch b[i] {
+      case 0x22: return i + 1
+      case 0x5C:
+        guard let next = escapeEnd(b, i) else { return nil }
+        i = next
+      case 0x80...:
+        guard let next = utf8End(b, i) else { return nil }
+        i = next
+      default: return nil  // a raw control byte
+      }
+    }
+    return nil
+  }
+
+  /// Skips 8 bytes at a time while none of them is a quote, a backslash, a control byte or
+  /// non-ASCII; returns where the bytes that need a look start (or the last 7 bytes).
+  @inline(__always)
+  private static func plainRunEnd(_ b: UnsafeRawBufferPointer, _ start: Int) -> Int {
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    let high: UInt64 = 0x8080_8080_8080_8080
+    var i = start
+    while i + 8 <= b.count {
+      let w = b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+      let quote = w ^ (ones &* 0x22)
+      let backslash = w ^ (ones &* 0x5C)
+      let control = (w &- ones &* 0x20) & ~w & high  // some byte below 0x20
+      let hasQuote = (quote &- ones) & ~quote & high  // some byte equal to "
+      let hasBackslash = (backslash &- ones) & ~backslash & high
+      let special = control | hasQuote | hasBackslash | (w & high)
+      if special != 0 { return i }
+      i += 8
+    }
+    return i
+  }
+
+  /// An escape as `appendJSONString` writes it: `\"` `\\` `\n` `\r` `\t` `\b` `\f`, `\u00xx` for the
+  /// other control bytes (lowercase hex), `\u2028` and `\u2029`.
+  private static func escapeEnd(_ b: UnsafeRawBufferPointer, _ i: Int) -> Int? {
+    guard i + 1 < b.count else { return nil }
+    switch b[i + 1] {
+    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"),
+      UInt8(ascii: "b"), UInt8(ascii: "f"):
+      return i + 2
+    case UInt8(ascii: "u"):
+      guard i + 6 <= b.count else { return nil }
+      let hex = (b[i + 2], b[i + 3], b[i + 4], b[i + 5])
+      if hex.0 == UInt8(ascii: "2"), hex.1 == UInt8(ascii: "0"), hex.2 == UInt8(ascii: "2"),
+        hex.3 == UInt8(ascii: "8") || hex.3 == UInt8(ascii: "9")
+      {
+        return i + 6
+      }
+      guard hex.0 == UInt8(ascii: "0"), hex.1 == UInt8(ascii: "0"),
+        hex.2 == UInt8(ascii: "0") || hex.2 == UInt8(ascii: "1")
+      else { return nil }
+      let low: UInt8
+      switch hex.3 {
+      case UInt8(ascii: "0")...UInt8(ascii: "9"): low = hex.3 - UInt8(ascii: "0")
+      case UInt8(ascii: "a")...UInt8(ascii: "f"): low = hex.3 - UInt8(ascii: "a") + 10
+      default: return nil
+      }
+      let value = (hex.2 == UInt8(ascii: "1") ? 16 : 0) + low
+      return [0x08, 0x09, 0x0A, 0x0C, 0x0D].contains(value) ? nil : i + 6
+    default: return nil
+    }
+  }
+
+  /// One well-formed UTF-8 sequence (no overlong form, no surrogate, at most U+10FFFF) that
+  /// `appendJSONString` writes raw (not U+2028 or U+2029).
+  private static func utf8End(_ b: UnsafeRawBufferPointer, _ i: Int) -> Int? {
+    let c = b[i]
+    let length: Int
+    var low: UInt8 = 0x80
+    var high: UInt8 = 0xBF
+    switch c {
+    case 0xC2...0xDF: length = 2
+    case 0xE0: (length, low) = (3, 0xA0)
+    case 0xE1...0xEC, 0xEE...0xEF: length = 3
+    case 0xED: (length, high) = (3, 0x9F)
+    case 0xF0: (length, low) = (4, 0x90)
+    case 0xF1...0xF3: length = 4
+    case 0xF4: (length, high) = (4, 0x8F)
+    default: return nil
+    }
+    guard i + length <= b.count, b[i + 1] >= low, b[i + 1] <= high else { return nil }
+    for k in 2..<max(2, length) where b[i + k] & 0xC0 != 0x80 { return nil }
+    if c == 0xE2, b[i + 1] == 0x80, b[i + 2] == 0xA8 || b[i + 2] == 0xA9 { return nil }
+    return i + length
+  }
+}
