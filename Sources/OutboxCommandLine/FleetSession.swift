@@ -37,6 +37,8 @@ final class FleetSession {
   static let consumerName = "push-outbox-deliver"
   /// Deliveries of one message before it becomes a dead letter (the consumer's `max_deliver`).
   static let maxDeliver = 20
+  /// Room for the messages a dead leader held (until their AckWait) and the new leader's window.
+  static let maxAckPending = 20_000
   /// Wall-clock ms a one-shot waits out a pause before it exits with the rest left in the stream.
   static let maxWaitMs: Int64 = 30_000
 
@@ -94,7 +96,9 @@ final class FleetSession {
         try stream.ensureStream(shape, deadline: deadline)
       }
       let pull = NATSPullConsumer(stream, streamName: options.stream, name: Self.consumerName)
-      try pull.ensure(ackWaitSeconds: ackWaitSeconds, maxDeliver: Self.maxDeliver, deadline: deadline)
+      try pull.ensure(
+        ackWaitSeconds: ackWaitSeconds, maxDeliver: Self.maxDeliver, maxAckPending: Self.maxAckPending,
+        deadline: deadline)
       let election = FleetLeader(
         kv: NATSKeyValue(stream, bucket: options.stream + "_LEADER"), leaseSeconds: options.leaseSeconds,
         pid: getpid())
@@ -151,7 +155,7 @@ final class FleetSession {
       let idle = min(0.25, options.leaseSeconds / 6)
       let fetched = try consumer.fetch(
         batch: window - engine.heldCount, expiresSeconds: idle, noWait: busy,
-        deadline: Clock.monotonicSeconds() + idle + 2)
+        deadline: Clock.monotonicSeconds() + idle + 0.25)  // a pull the server holds (MaxAckPending) ends here
       for message in fetched { try admit(message) }
       if fetched.isEmpty && !busy && !options.follow, let code = try finishOneShot(js) { return code }
     }

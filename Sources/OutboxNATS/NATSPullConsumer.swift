@@ -39,8 +39,11 @@ package struct NATSPullConsumer {
 
   /// Creates the durable consumer, or finds it (the server answers an identical config with the
   /// existing one).
-  package func ensure(ackWaitSeconds: Int64, maxDeliver: Int, deadline: Double) throws(NATSError) {
+  package func ensure(
+    ackWaitSeconds: Int64, maxDeliver: Int, maxAckPending: Int = 1000, deadline: Double
+  ) throws(NATSError) {
     let config = JSONValue.object([
+      JSONMember("max_ack_pending", .int(Int64(maxAckPending))),
       JSONMember("durable_name", .string(name)), JSONMember("ack_policy", .string("explicit")),
       JSONMember("deliver_policy", .string("all")), JSONMember("ack_wait", .int(ackWaitSeconds * 1_000_000_000)),
       JSONMember("max_deliver", .int(Int64(maxDeliver))), JSONMember("replay_policy", .string("instant")),
