@@ -243,7 +243,7 @@ extension Configuration {
       ) { c, v throws(UsageError) in c.dump.deadLetters = try bool(v) },
     ] + relayOptions + fleetOptions
 
-  /// `push-outbox relay`'s flags (README "Fleet (relay)").
+  /// `push-outbox relay`'s flags (README "Fleet").
   private static let relayOptions: [CommandLineOption] = [
     .init(
       name: "--to", valueName: "URL", help: "the NATS server, nats://HOST:PORT (loopback unless plaintext is allowed)",
