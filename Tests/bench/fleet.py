@@ -34,9 +34,13 @@ def save(binary, store, count, seed):
             "name": f"evt_{n % 5}",
             "properties": {"n": n, "seed": seed},
         }
-        lines.append(json.dumps({"jsonrpc": "2.0", "id": n, "method": "saveCustomEvent", "params": params}))
+        lines.append(
+            json.dumps({"jsonrpc": "2.0", "id": n, "method": "saveCustomEvent", "params": params})
+        )
     subprocess.run(
-        [binary, "--store", store], input=("\n".join(lines) + "\n").encode(), check=True,
+        [binary, "--store", store],
+        input=("\n".join(lines) + "\n").encode(),
+        check=True,
         stdout=subprocess.DEVNULL,
     )
 
@@ -44,7 +48,17 @@ def save(binary, store, count, seed):
 def deliverer(binary, url, stub, log, *extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PUSH_OUTBOX_")}
     env["BRAZE_API_KEY"] = "bench-key"
-    args = [binary, "deliver", "--from", url, "--follow", "--braze-endpoint", stub.url, "--memory", *extra]
+    args = [
+        binary,
+        "deliver",
+        "--from",
+        url,
+        "--follow",
+        "--braze-endpoint",
+        stub.url,
+        "--memory",
+        *extra,
+    ]
     return subprocess.Popen(
         args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(log, "wb"), env=env
     )
@@ -81,7 +95,9 @@ def end_to_end(binary, work, items, rate):
         wait(lambda: any(is_leader(log) for log in logs), 30, "a leader")
         start = time.monotonic()
         relays = [
-            subprocess.Popen([binary, "relay", "--to", url, "--store", os.path.join(work, f"store{k}")])
+            subprocess.Popen(
+                [binary, "relay", "--to", url, "--store", os.path.join(work, f"store{k}")]
+            )
             for k in range(2)
         ]
         for relay in relays:

@@ -5,6 +5,8 @@ sends, and a standby takes over after the leader is killed."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ from conftest import (
     BrazeStub,
     NatsServer,
     Reply,
+    binary,
     deliver_once,
     received_events,
     relay,
@@ -109,3 +112,37 @@ def test_429_gives_the_messages_back_with_retry_after_and_they_arrive(
     assert later and min(later) - refused.done >= 0.9  # nothing is sent before Retry-After passes
     assert Counter(received_events(stub.accepted_objects())) == Counter(saved_events(saved))
     assert stream_count(nats_server, "PUSH_OUTBOX") == 0
+
+
+def test_fleet_flags_need_from(tmp_path: Path, stub: BrazeStub) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PUSH_OUTBOX_")}
+    env["BRAZE_API_KEY"] = "k"
+    run = subprocess.run(
+        [binary(), "deliver", "--follow", "--braze-endpoint", stub.url, "--memory"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert run.returncode == 2
+    assert "need --from" in run.stderr
+
+
+def test_a_wrong_token_exits_1_and_is_never_printed(tmp_path: Path, stub: BrazeStub) -> None:
+    server = NatsServer(tmp_path, token="right-token-9f8e")
+    server.start()
+    try:
+        env_token = "wrong-token-4d3c2b"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PUSH_OUTBOX_")}
+        env.update(BRAZE_API_KEY="k", PUSH_OUTBOX_NATS_TOKEN=env_token)
+        run = subprocess.run(
+            [binary(), "deliver", "--from", server.url, "--braze-endpoint", stub.url, "--memory"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert run.returncode == 1, run.stderr
+        assert "Authorization" in run.stderr or "authorization" in run.stderr
+        assert env_token not in run.stderr
+    finally:
+        server.stop()
