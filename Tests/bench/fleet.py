@@ -12,6 +12,7 @@
 import argparse
 import json
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -106,14 +107,50 @@ def end_to_end(binary, work, items, rate):
         wait(lambda: len(stub.objects()) >= 2 * items, 600, "every object at the stub")
         took = time.monotonic() - start
         stop(pair)
+        rate_seen = 2 * items / took
         print(
             f"end to end: {2 * items} items from 2 producers in {took:.2f} s = {2 * items / took:,.0f} items/s"
             f" ({len(stub.requests)} requests, relays done after {relayed:.2f} s, --braze-rate {rate})"
         )
+        return rate_seen
     finally:
         stub.stop()
         nats.terminate()
         nats.wait()
+
+
+def local_deliver(binary, work, items, rate):
+    """The same 2 x N saves delivered from one local store (`deliver`), for the ratio."""
+    stub = BrazeStub().start()
+    try:
+        store = os.path.join(work, "local")
+        save(binary, store, 2 * items, 0)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PUSH_OUTBOX_")}
+        env["BRAZE_API_KEY"] = "bench-key"
+        start = time.monotonic()
+        subprocess.run(
+            [
+                binary,
+                "deliver",
+                "--store",
+                store,
+                "--braze-endpoint",
+                stub.url,
+                "--braze-rate",
+                rate,
+            ],
+            env=env,
+            check=True,
+            stderr=subprocess.DEVNULL,
+        )
+        took = time.monotonic() - start
+        print(
+            f"local deliver: {2 * items} items from one store in {took:.2f} s = {2 * items / took:,.0f} items/s"
+            f" ({len(stub.requests)} requests)"
+        )
+        return 2 * items / took
+    finally:
+        stub.stop()
 
 
 def failover(binary, work, run, lease):
@@ -123,7 +160,9 @@ def failover(binary, work, run, lease):
         logs = [os.path.join(work, f"f{run}-d{k}.log") for k in range(2)]
         pair = [deliverer(binary, url, stub, log, "--leader-lease", str(lease)) for log in logs]
         wait(lambda: any(is_leader(log) for log in logs), 30, "a leader")
-        time.sleep(lease)  # a few renewals
+        time.sleep(
+            lease + random.uniform(0, lease)
+        )  # a few renewals, then a kill at a random phase
         leader = next(k for k in range(2) if is_leader(logs[k]))
         killed = time.monotonic()
         pair[leader].kill()
@@ -148,12 +187,15 @@ def main():
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="push-outbox-bench-fleet-")
     try:
-        end_to_end(args.binary, work, args.items, args.rate)
+        fleet = end_to_end(args.binary, work, args.items, args.rate)
+        local = local_deliver(args.binary, work, args.items, args.rate)
+        print(f"fleet / local deliver: {fleet / local:.2f}")
         times = [failover(args.binary, work, run, args.lease) for run in range(args.failovers)]
-        print(
-            f"failover after kill -9 (--leader-lease {args.lease:g}): median {statistics.median(times):.2f} s"
-            f" over {len(times)} runs ({', '.join(f'{t:.2f}' for t in times)})"
-        )
+        if times:
+            print(
+                f"failover after kill -9 (--leader-lease {args.lease:g}): median {statistics.median(times):.2f} s"
+                f" over {len(times)} runs ({', '.join(f'{t:.2f}' for t in times)})"
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
