@@ -49,8 +49,8 @@ package final class HeldDelivery {
   private var flights: [Int: (seqs: [UInt64], users: Set<ByteKey>, token: Int)] = [:]
   private var usersInFlight: Set<ByteKey> = []
   /// Items given back (NAK) that must come back before a newer item of their user is sent:
-  /// user → (lowest seq given back, wall-clock ms after which it is no longer awaited).
-  private var awaited: [ByteKey: (seq: UInt64, untilMs: Int64)] = [:]
+  /// user → seq given back → wall-clock ms after which it is no longer awaited.
+  private var awaited: [ByteKey: [UInt64: Int64]] = [:]
   private var pacing: Pacing
   private var throttle: Throttle
   private var counter = 0
@@ -84,7 +84,7 @@ package final class HeldDelivery {
   package func add(_ item: PendingItem) -> Bool {
     guard let key = item.body.withUnsafeBytes({ UserKey.of(body: $0, item: { item }) }) else { return false }
     let user = ByteKey(key)
-    if let wait = awaited[user], wait.seq == item.seq { awaited[user] = nil }
+    if awaited[user]?.removeValue(forKey: item.seq) != nil, awaited[user]?.isEmpty == true { awaited[user] = nil }
     let entry = Held(item: item, user: user, cap: batchLimit)
     if let last = held.last, last.item.seq > item.seq {
       let index = held.firstIndex { $0.item.seq > item.seq } ?? held.count
@@ -108,9 +108,7 @@ package final class HeldDelivery {
   package func expectBack(_ items: [PendingItem], untilMs: Int64) {
     for item in items {
       guard let key = item.body.withUnsafeBytes({ UserKey.of(body: $0, item: { item }) }) else { continue }
-      let user = ByteKey(key)
-      if let wait = awaited[user], wait.seq <= item.seq, wait.untilMs >= untilMs { continue }
-      awaited[user] = (min(item.seq, awaited[user]?.seq ?? item.seq), untilMs)
+      awaited[ByteKey(key), default: [:]][item.seq] = untilMs
     }
   }
 
@@ -130,14 +128,17 @@ package final class HeldDelivery {
 
   private func startOne() -> Bool {
     let now = clock.now()
-    awaited = awaited.filter { $0.value.untilMs > now }
+    awaited = awaited.compactMapValues { seqs in
+      let live = seqs.filter { $0.value > now }
+      return live.isEmpty ? nil : live
+    }
     var blocked = usersInFlight
     var chosen: [Int] = []
     var limit = batchLimit
     for index in held.indices where !held[index].sending {
       let entry = held[index]
       if blocked.contains(entry.user) { continue }
-      if let wait = awaited[entry.user], wait.seq < entry.item.seq {
+      if let seqs = awaited[entry.user], seqs.keys.contains(where: { $0 < entry.item.seq }) {
         blocked.insert(entry.user)
         continue
       }

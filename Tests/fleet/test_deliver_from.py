@@ -146,3 +146,29 @@ def test_a_wrong_token_exits_1_and_is_never_printed(tmp_path: Path, stub: BrazeS
         assert env_token not in run.stderr
     finally:
         server.stop()
+
+
+def test_each_users_events_arrive_in_save_order_through_retries(
+    tmp_path: Path, nats_server: NatsServer, stub: BrazeStub
+) -> None:
+    saved = save_items(tmp_path / "store", 1500, 13)
+    assert relay(tmp_path / "store", nats_server).returncode == 0
+    count = [0]
+
+    def flaky(body: Any) -> Reply:
+        count[0] += 1
+        if count[0] % 3 == 0:
+            return Reply(503, {"message": "busy"}, headers={"Retry-After": "0.2"})
+        return Reply()
+
+    stub.responder = flaky
+    run = deliver_once(nats_server, stub, "--braze-backoff-ms", "50", "--track-batch-limit", "20")
+    assert run.returncode == 0, run.stderr
+    accepted = stub.accepted_objects()
+    assert Counter(received_events(accepted)) == Counter(saved_events(saved))
+    order: dict = {}
+    for obj in accepted:
+        if "name" in obj:
+            order.setdefault(obj["external_id"], []).append(obj["properties"]["n"])
+    assert all(ns == sorted(ns) for ns in order.values()), order
+    assert sum(1 for r in stub.requests if r.status == 503) >= 3
