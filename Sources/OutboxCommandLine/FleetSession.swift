@@ -20,18 +20,20 @@ final class FleetSession {
   let nats: NATSOptions
   let settings: DeliverySettings
   let engine: HeldDelivery
-  private var js: JetStream?
-  private var consumer: NATSPullConsumer?
+  private(set) var js: JetStream?
+  private(set) var consumer: NATSPullConsumer?
   private var leader: FleetLeader?
   /// The message behind each held item, by stream sequence.
-  private var messages: [UInt64: FetchedMessage] = [:]
-  private var nextKeepAlive = 0.0
+  var messages: [UInt64: FetchedMessage] = [:]
+  var nextKeepAlive = 0.0
   /// Wall-clock ms until which messages given back may still be on their way back.
-  private var givenBackUntil: Int64 = 0
+  var givenBackUntil: Int64 = 0
   private var standbySince = Clock.monotonicSeconds()
-  private(set) var delivered = 0
-  private(set) var deadLettered = 0
-  private(set) var givenBack = 0
+  /// Monotonic seconds before which a new leader fetches nothing (see `waitForOrphans`).
+  private var fetchFrom = 0.0
+  var delivered = 0
+  var deadLettered = 0
+  var givenBack = 0
   private(set) var problem: String?
 
   static let consumerName = "push-outbox-deliver"
@@ -53,7 +55,7 @@ final class FleetSession {
   var ackWaitSeconds: Int64 { Int64((Double(settings.timeoutMs) / 1000).rounded(.up)) + 2 }
   /// Items held at once: enough for every request in flight, twice.
   private var window: Int { settings.maxInFlight * 75 * 2 }
-  private var deadStream: String { options.stream + "_DEAD" }
+  var deadStream: String { options.stream + "_DEAD" }
 
   var summary: String {
     "delivered \(delivered), dead-lettered \(deadLettered) (to \(deadStream)), given back \(givenBack)"
@@ -124,7 +126,10 @@ final class FleetSession {
   /// Elects, settles answers, fetches and starts requests; an exit code once the run is over.
   private func step() throws(NATSError) -> ExitCode? {
     guard let js, let consumer, var election = leader else { return nil }
-    if let change = election.tick() { logRole(change) }
+    if let change = election.tick() {
+      logRole(change)
+      if change.0 == .leader { try waitForOrphans(js) }
+    }
     leader = election
     for outcome in engine.collect() { try settle(outcome) }
     if let reason = engine.stopReason {
@@ -150,7 +155,7 @@ final class FleetSession {
       if !options.follow && engine.inFlight == 0 && engine.pausedUntil - now > Self.maxWaitMs {
         return try finishOneShot(js)
       }
-    } else if engine.heldCount < window {
+    } else if engine.heldCount < window && Clock.monotonicSeconds() >= fetchFrom {
       let busy = engine.heldCount > 0 || engine.inFlight > 0
       let idle = min(0.25, options.leaseSeconds / 6)
       let fetched = try consumer.fetch(
@@ -164,10 +169,24 @@ final class FleetSession {
     try js.connection.flush(deadline: Clock.monotonicSeconds() + 2)
     if engine.inFlight > 0 {
       engine.waitForAnswer(seconds: 0.01)
-    } else if engine.isPaused || engine.heldCount > 0 {
+    } else if engine.isPaused || engine.heldCount > 0 || Clock.monotonicSeconds() < fetchFrom {
       engine.waitForAnswer(seconds: min(engine.paceWait() ?? 0.02, 0.05))
     }
     return nil
+  }
+
+  /// A new leader finding messages another deliverer fetched and never settled (it died) fetches
+  /// nothing for one AckWait: the server then redelivers those first, so a user's newer messages
+  /// never overtake them. After a clean stop there are none, and no wait.
+  private func waitForOrphans(_ js: JetStream) throws(NATSError) {
+    let info = try js.api(
+      "CONSUMER.INFO.\(options.stream).\(Self.consumerName)", .object([]), deadline: Clock.monotonicSeconds() + 2)
+    let pending = info["num_ack_pending"]?.intValue ?? 0
+    guard pending > 0, engine.heldCount == 0 else { return }
+    fetchFrom = Clock.monotonicSeconds() + Double(ackWaitSeconds)
+    Log.stderr(
+      "push-outbox deliver: \(pending) messages wait for their AckWait (\(ackWaitSeconds) s) from the last leader;"
+        + " they go first")
   }
 
   /// A fetched message becomes a held item (its seq the stream sequence), or a dead letter.
@@ -186,73 +205,6 @@ final class FleetSession {
       messages[seq] = nil
       return try deadLetter([(message, "no_identifier")])
     }
-  }
-
-  /// Applies one answer at the stream: ack, dead letter, or give back with the pause as delay.
-  private func settle(_ outcome: HeldDelivery.Outcome) throws(NATSError) {
-    guard let consumer else { return }
-    switch outcome {
-    case .settled(let done, let dead):
-      for item in done { messages.removeValue(forKey: item.seq).map(consumer.ack) }
-      delivered += done.count
-      try deadLetter(dead.compactMap { pair in messages.removeValue(forKey: pair.0.seq).map { ($0, pair.1) } })
-    case .retry(let items, let reason):
-      let last = items.filter { (messages[$0.seq]?.deliveries ?? 0) >= Self.maxDeliver }
-      try deadLetter(
-        last.compactMap { i in messages.removeValue(forKey: i.seq).map { ($0, "max_deliveries: " + reason) } })
-      let rest = items.filter { messages[$0.seq] != nil }
-      engine.expectBack(rest, untilMs: engine.pausedUntil + ackWaitSeconds * 1000)
-      nak(rest, untilMs: engine.pausedUntil)
-    case .stopped(let items, _):
-      nak(items, untilMs: Clock.system.now())
-    }
-  }
-
-  /// Every held item not in flight goes back to the stream, redelivered from `untilMs`.
-  private func giveBack(untilMs: Int64) {
-    nak(engine.takeWaiting(untilMs: untilMs + ackWaitSeconds * 1000), untilMs: untilMs)
-  }
-
-  private func nak(_ items: [PendingItem], untilMs: Int64) {
-    guard let consumer else { return }
-    let delay = Double(max(0, untilMs - Clock.system.now())) / 1000
-    for item in items { messages.removeValue(forKey: item.seq).map { consumer.nak($0, delaySeconds: delay) } }
-    givenBack += items.count
-    givenBackUntil = max(givenBackUntil, untilMs)
-  }
-
-  /// Publishes each message with its reason to `<stream>_DEAD.<shard>`, then acks it; one the dead
-  /// stream did not take is given back instead.
-  private func deadLetter(_ pairs: [(FetchedMessage, String)]) throws(NATSError) {
-    guard !pairs.isEmpty, let js, let consumer else { return }
-    let outgoing = pairs.map { message, reason in
-      var payload = Array(message.payload.dropLast(message.payload.last == UInt8(ascii: "}") ? 1 : 0))
-      payload.append(contentsOf: #","deadReason":"#.utf8)
-      JSONValue.string(reason).encodeJSON(into: &payload)
-      payload.append(UInt8(ascii: "}"))
-      let shard = message.subject.split(separator: ".").last.map(String.init) ?? "0"
-      let id = message.headers.first { $0.name.lowercased() == "nats-msg-id" }?.value ?? String(message.streamSequence)
-      return OutgoingMessage(subject: deadStream + "." + shard, messageID: id, payload: payload)
-    }
-    let acks = try js.publish(outgoing, deadline: Clock.monotonicSeconds() + 5)
-    for ((message, reason), ack) in zip(pairs, acks) {
-      if case .stored? = ack {
-        consumer.ack(message)
-        deadLettered += 1
-        Log.stderr("push-outbox deliver: a dead letter in \(deadStream): \(reason)")
-      } else {
-        consumer.nak(message, delaySeconds: 1)
-        givenBack += 1
-      }
-    }
-  }
-
-  /// `+WPI` for every held item about every third of AckWait.
-  private func keepAlive(_ consumer: NATSPullConsumer) {
-    let now = Clock.monotonicSeconds()
-    guard now >= nextKeepAlive else { return }
-    nextKeepAlive = now + Double(ackWaitSeconds) / 3
-    for seq in engine.heldSeqs { messages[seq].map(consumer.inProgress) }
   }
 
   // MARK: - Ending

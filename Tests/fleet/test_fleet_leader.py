@@ -19,6 +19,7 @@ from conftest import (
     Deliverer,
     NatsServer,
     binary,
+    event_key,
     leader_value,
     received_events,
     relay,
@@ -184,4 +185,21 @@ def test_two_producers_two_deliverers_and_a_leader_killed_a_third_of_the_way(
         " of the killed leader"
     )
     assert set(duplicates) <= at_kill
+    # Per-user order survives the kill: by first arrival, each producer's events of one user come
+    # in save order (the dead leader's messages go first once their AckWait passed).
+    origin: dict = {}
+    for k, model in enumerate(saved):
+        for item in model.items.values():
+            if item["kind"] == "customEvent":
+                key = event_key(item["user"], item["body"]["name"], item["body"]["properties"])
+                origin[key] = None if key in origin else (k, item["n"])
+    seen = set()
+    order: dict = {}
+    for key in received_events(stub.accepted_objects()):
+        if key in seen or origin.get(key) is None:
+            continue
+        seen.add(key)
+        k, n = origin[key]
+        order.setdefault((key[0], k), []).append(n)
+    assert all(ns == sorted(ns) for ns in order.values())
     assert "role leader" in next(d for d in pair if d is not first).stderr()
