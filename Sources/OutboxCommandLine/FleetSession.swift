@@ -29,7 +29,7 @@ final class FleetSession {
   /// Wall-clock ms until which messages given back may still be on their way back.
   var givenBackUntil: Int64 = 0
   private var standbySince = Clock.monotonicSeconds()
-  /// Monotonic seconds before which a new leader fetches nothing (see `waitForOrphans`).
+  /// Monotonic seconds before which a new leader fetches nothing (see `startLeading`).
   private var fetchFrom = 0.0
   var delivered = 0
   var deadLettered = 0
@@ -128,7 +128,7 @@ final class FleetSession {
     guard let js, let consumer, var election = leader else { return nil }
     if let change = election.tick() {
       logRole(change)
-      if change.0 == .leader { try waitForOrphans(js) }
+      if change.0 == .leader { try startLeading(js) }
     }
     leader = election
     for outcome in engine.collect() { try settle(outcome) }
@@ -175,10 +175,12 @@ final class FleetSession {
     return nil
   }
 
-  /// A new leader finding messages another deliverer fetched and never settled (it died) fetches
-  /// nothing for one AckWait: the server then redelivers those first, so a user's newer messages
-  /// never overtake them. After a clean stop there are none, and no wait.
-  private func waitForOrphans(_ js: JetStream) throws(NATSError) {
+  /// A new leader sends nothing for one `--braze-rate` window: the last leader may have sent up
+  /// to its end, and the fleet's rate counts both. One finding messages another deliverer fetched
+  /// and never settled (it died) fetches nothing for one AckWait: the server then redelivers those
+  /// first, so a user's newer messages never overtake them. After a clean stop there are none.
+  private func startLeading(_ js: JetStream) throws(NATSError) {
+    fetchFrom = Clock.monotonicSeconds() + settings.rate.seconds
     let info = try js.api(
       "CONSUMER.INFO.\(options.stream).\(Self.consumerName)", .object([]), deadline: Clock.monotonicSeconds() + 2)
     let pending = info["num_ack_pending"]?.intValue ?? 0
