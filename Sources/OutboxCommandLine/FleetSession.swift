@@ -185,9 +185,11 @@ final class FleetSession {
       "CONSUMER.INFO.\(options.stream).\(Self.consumerName)", .object([]), deadline: Clock.monotonicSeconds() + 2)
     let pending = info["num_ack_pending"]?.intValue ?? 0
     guard pending > 0, engine.heldCount == 0 else { return }
-    fetchFrom = Clock.monotonicSeconds() + Double(ackWaitSeconds)
+    // The consumer's own AckWait: another deliverer may have created it with another timeout.
+    let ackWait = Double(info["config"]?["ack_wait"]?.intValue ?? ackWaitSeconds * 1_000_000_000) / 1e9
+    fetchFrom = Clock.monotonicSeconds() + ackWait
     Log.stderr(
-      "push-outbox deliver: \(pending) messages wait for their AckWait (\(ackWaitSeconds) s) from the last leader;"
+      "push-outbox deliver: \(pending) messages wait for their AckWait (\(ackWait) s) from the last leader;"
         + " they go first")
   }
 

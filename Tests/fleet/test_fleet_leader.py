@@ -18,7 +18,9 @@ from conftest import (
     BrazeStub,
     Deliverer,
     NatsServer,
+    Reply,
     binary,
+    deliver_once,
     event_key,
     leader_value,
     received_events,
@@ -203,3 +205,31 @@ def test_two_producers_two_deliverers_and_a_leader_killed_a_third_of_the_way(
         order.setdefault((key[0], k), []).append(n)
     assert all(ns == sorted(ns) for ns in order.values())
     assert "role leader" in next(d for d in pair if d is not first).stderr()
+
+
+def test_sigterm_with_a_stalled_request_stops_and_gives_everything_back(
+    tmp_path: Path, nats_server: NatsServer, stub: BrazeStub
+) -> None:
+    saved = save_items(tmp_path / "store", 100, 31)
+    assert relay(tmp_path / "store", nats_server).returncode == 0
+    stub.queue(Reply(stall=8))  # Braze hangs on the first request, longer than the timeout
+    one = Deliverer(
+        tmp_path,
+        "d0",
+        nats_server,
+        stub,
+        *FAST,
+        "--braze-max-in-flight",
+        "1",
+        "--track-batch-limit",
+        "100",
+    )
+    wait_for(lambda: len(stub.requests) == 1, 20, "the stalled request")
+    assert one.stop() == 0, one.stderr()  # returns although Braze never answered
+    assert stub.accepted_objects() == []
+    assert stream_count(nats_server, "PUSH_OUTBOX") == len(saved.items)
+    run = deliver_once(nats_server, stub, "--leader-lease", "1", "--braze-timeout-ms", "2000")
+    assert run.returncode == 0, run.stderr
+    later = [o for r in stub.requests[1:] for o in r.body["attributes"] + r.body["events"]]
+    assert Counter(received_events(later)) == Counter(saved_events(saved))  # all sent again
+    assert "given back 100" in one.stderr()
