@@ -187,7 +187,7 @@ final class FleetSession {
     guard pending > 0, engine.heldCount == 0 else { return }
     // The consumer's own AckWait: another deliverer may have created it with another timeout.
     let ackWait = Double(info["config"]?["ack_wait"]?.intValue ?? ackWaitSeconds * 1_000_000_000) / 1e9
-    fetchFrom = Clock.monotonicSeconds() + ackWait
+    fetchFrom = max(fetchFrom, Clock.monotonicSeconds() + ackWait)
     Log.stderr(
       "push-outbox deliver: \(pending) messages wait for their AckWait (\(ackWait) s) from the last leader;"
         + " they go first")
