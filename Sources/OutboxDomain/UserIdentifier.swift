@@ -24,6 +24,31 @@ package enum UserIdentifier: Sendable {
   /// Problems go into `issues` with paths below `path` (`user.alias.name`), codes
   /// `wrong_type`, `unknown_key`, `missing`, `ambiguous_identifier`, `empty`. Returns nil on any problem.
   package static func parse(_ tape: JSONTape, _ n: Int, path: String, issues: inout Issues) -> UserIdentifier? {
+    locate(tape, n, path: path, issues: &issues).map { $0.identifier(tape) }
+  }
+
+  /// Where the identifier of a `user` param that passed every rule of `parse` sits: its kind (an
+  /// index in `wireKeys`) and its string node, or for an alias the name and label nodes.
+  package struct Location {
+    let kind: Int
+    let value: Int
+    var label = 0
+
+    /// The identifier, its strings decoded.
+    func identifier(_ tape: JSONTape) -> UserIdentifier {
+      switch kind {
+      case 0: .externalId(tape.string(value))
+      case 1: .brazeId(tape.string(value))
+      case 2: .alias(name: tape.string(value), label: tape.string(label))
+      case 3: .email(tape.string(value))
+      default: .phone(tape.string(value))
+      }
+    }
+  }
+
+  /// `parse` without decoding the strings: the same checks and issues, for a caller that needs only
+  /// to know the param is valid (the fast save copies its text).
+  package static func locate(_ tape: JSONTape, _ n: Int, path: String, issues: inout Issues) -> Location? {
     guard tape.isObject(n) else {
       issues.error(
         path, "wrong_type",
@@ -55,7 +80,7 @@ package enum UserIdentifier: Sendable {
       }
       return nil
     }
-    let result = identifier(
+    let result = location(
       kind: found.kind, tape, found.value, path: { joinPath(path, wireKeys[found.kind]) }, issues: &issues)
     return issues.errors.count == before ? result : nil
   }
@@ -79,20 +104,14 @@ package enum UserIdentifier: Sendable {
     }
   }
 
-  private static func identifier(
+  private static func location(
     kind: Int, _ tape: JSONTape, _ n: Int, path: () -> String, issues: inout Issues
-  ) -> UserIdentifier? {
+  ) -> Location? {
     if kind == 2 { return alias(tape, n, path: path, issues: &issues) }
-    guard let s = nonEmptyString(tape, n, path: path, issues: &issues) else { return nil }
-    switch kind {
-    case 0: return .externalId(s)
-    case 1: return .brazeId(s)
-    case 3: return .email(s)
-    default: return .phone(s)
-    }
+    return nonEmptyString(tape, n, path: path, issues: &issues).map { Location(kind: kind, value: $0) }
   }
 
-  private static func alias(_ tape: JSONTape, _ n: Int, path: () -> String, issues: inout Issues) -> UserIdentifier? {
+  private static func alias(_ tape: JSONTape, _ n: Int, path: () -> String, issues: inout Issues) -> Location? {
     guard tape.isObject(n) else {
       issues.error(path(), "wrong_type", "\(path()) must be an object {name, label}, not \(tape.typeName(n))")
       return nil
@@ -112,10 +131,10 @@ package enum UserIdentifier: Sendable {
     let name = part(tape, nameNode, path: { joinPath(path(), "name") }, issues: &issues)
     let label = part(tape, labelNode, path: { joinPath(path(), "label") }, issues: &issues)
     guard let name, let label else { return nil }
-    return .alias(name: name, label: label)
+    return Location(kind: 2, value: name, label: label)
   }
 
-  private static func part(_ tape: JSONTape, _ n: Int?, path: () -> String, issues: inout Issues) -> String? {
+  private static func part(_ tape: JSONTape, _ n: Int?, path: () -> String, issues: inout Issues) -> Int? {
     guard let n else {
       issues.error(path(), "missing", "\(path()) is required")
       return nil
@@ -123,7 +142,8 @@ package enum UserIdentifier: Sendable {
     return nonEmptyString(tape, n, path: path, issues: &issues)
   }
 
-  private static func nonEmptyString(_ tape: JSONTape, _ n: Int, path: () -> String, issues: inout Issues) -> String? {
+  /// Node `n` when it is a non-empty string.
+  private static func nonEmptyString(_ tape: JSONTape, _ n: Int, path: () -> String, issues: inout Issues) -> Int? {
     guard tape.isString(n) else {
       issues.error(path(), "wrong_type", "\(path()) must be a string, not \(tape.typeName(n))")
       return nil
@@ -132,7 +152,7 @@ package enum UserIdentifier: Sendable {
       issues.error(path(), "empty", "\(path()) must not be empty")
       return nil
     }
-    return tape.string(n)
+    return n
   }
 
   /// True when the text of a user object that `parse` accepted is exactly what `appendJSON` writes:

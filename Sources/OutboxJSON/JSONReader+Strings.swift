@@ -9,22 +9,26 @@ extension TapeBuilder {
     var flags: UInt32 = 0
     var k = i + 1
     while true {
-      // The common case: printable ASCII other than `"` and `\`, 8 bytes at a time.
-      while k + 8 <= count {
+      // Find the next byte that is not printable ASCII other than `"` and `\`: 8 at a time while
+      // 8 remain, then one at a time.
+      if k + 8 <= count {
         let special = Self.specialBytes(UnsafeRawPointer(base + k).loadUnaligned(as: UInt64.self))
-        if special != 0 {
-          k += special.trailingZeroBitCount >> 3
-          break
+        if special == 0 {
+          k += 8
+          continue
         }
-        k += 8
-      }
-      while k < count {
+        k += special.trailingZeroBitCount >> 3
+      } else {
+        guard k < count else {
+          i = k
+          throw fail("unterminated string")
+        }
         let b = base[k]
-        guard b >= 0x20 && b < 0x80 && b != 0x5C && b != 0x22 else { break }  // not \ or "
-        k += 1
+        if b >= 0x20 && b < 0x80 && b != 0x5C && b != 0x22 {
+          k += 1
+          continue
+        }
       }
-      i = k
-      guard k < count else { throw fail("unterminated string") }
       let b = base[k]
       if b == UInt8(ascii: "\"") {
         i = k + 1
@@ -32,6 +36,7 @@ extension TapeBuilder {
         nodes[node].aux = flags
         return flags
       }
+      i = k
       if b == UInt8(ascii: "\\") {
         flags |= JSONNode.escaped
         try escape()

@@ -54,20 +54,29 @@ struct TapeBuilder: ~Copyable {
   private let maxDepth: Int
   private let maxBatch: Int
   var nodes: UnsafeMutablePointer<JSONNode>
-  private var capacity: Int
+  private(set) var capacity: Int
   private(set) var nodeCount = 0
   private(set) var sawDuplicateKey = false
 
   /// Offsets must fit the 30-bit skip links and 32-bit offsets of `JSONNode`.
   static let maxInput = 1 << 30
 
-  init(_ bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int, maxBatch: Int) {
+  /// - Parameter reusing: node memory to start with (and grow), instead of a new allocation.
+  init(
+    _ bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int, maxBatch: Int,
+    reusing memory: (UnsafeMutablePointer<JSONNode>, Int)? = nil
+  ) {
     self.base = bytes.baseAddress ?? UnsafePointer(bitPattern: 1)!
     self.count = bytes.count
     self.maxDepth = maxDepth
     self.maxBatch = maxBatch
-    capacity = Swift.min(64, bytes.count / 2 + 2)
-    nodes = .allocate(capacity: capacity)
+    if let (nodes, capacity) = memory {
+      self.nodes = nodes
+      self.capacity = capacity
+    } else {
+      capacity = Swift.min(64, bytes.count / 2 + 2)
+      nodes = .allocate(capacity: capacity)
+    }
   }
 
   mutating func document() throws(JSONParseError) {

@@ -46,18 +46,23 @@ public final class JSONTape {
   let nodeCount: Int
   /// True when some object held a key twice.
   package let sawDuplicateKey: Bool
+  /// The nodes belong to a `TapeScratch`, not to this tape.
+  private let borrowsNodes: Bool
 
   /// Reads one whole JSON text; trailing non-whitespace is an error.
   ///
-  /// - Parameter maxBatch: when the text is an array, the most members it may have.
+  /// - Parameters:
+  ///   - maxBatch: when the text is an array, the most members it may have.
+  ///   - scratch: node memory to reuse instead of allocating it. The tape is then valid only until
+  ///     the next read with the same scratch (the hot save reads every line into one).
   package init(
-    _ bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int = 128, maxBatch: Int = .max
+    _ bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int = 128, maxBatch: Int = .max, scratch: TapeScratch? = nil
   ) throws(JSONParseError) {
-    var builder = TapeBuilder(bytes, maxDepth: maxDepth, maxBatch: maxBatch)
+    var builder = TapeBuilder(bytes, maxDepth: maxDepth, maxBatch: maxBatch, reusing: scratch?.take())
     do {
       try builder.document()
     } catch {
-      builder.nodes.deallocate()
+      if scratch?.keep(builder.nodes, builder.capacity) != true { builder.nodes.deallocate() }
       throw error
     }
     base = builder.base
@@ -65,9 +70,10 @@ public final class JSONTape {
     nodes = builder.nodes
     nodeCount = builder.nodeCount
     sawDuplicateKey = builder.sawDuplicateKey
+    borrowsNodes = scratch?.keep(builder.nodes, builder.capacity) == true
   }
 
-  deinit { nodes.deallocate() }
+  deinit { if !borrowsNodes { nodes.deallocate() } }
 
   /// The root value.
   package var root: Int { 0 }
@@ -166,4 +172,34 @@ public final class JSONTape {
       return (key, value)
     }
   }
+}
+
+/// Node memory kept from one tape read to the next, so a loop reading one line after another
+/// allocates it once. Not thread-safe: one reader at a time.
+package final class TapeScratch {
+  private var nodes: UnsafeMutablePointer<JSONNode>? = nil
+  private var capacity = 0
+
+  package init() {}
+
+  deinit { nodes?.deallocate() }
+
+  /// The memory, now owned by the caller until it hands it back with `keep`.
+  func take() -> (UnsafeMutablePointer<JSONNode>, Int)? {
+    defer { nodes = nil }
+    return nodes.map { ($0, capacity) }
+  }
+
+  /// Takes the memory back and returns true; memory grown past `keptCapacity` nodes by one big text
+  /// stays the caller's (false).
+  func keep(_ nodes: UnsafeMutablePointer<JSONNode>, _ capacity: Int) -> Bool {
+    self.nodes?.deallocate()
+    self.nodes = nil
+    guard capacity <= Self.keptCapacity else { return false }
+    self.nodes = nodes
+    self.capacity = capacity
+    return true
+  }
+
+  static let keptCapacity = 4096
 }

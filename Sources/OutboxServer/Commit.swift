@@ -15,8 +15,18 @@ extension Server {
     var offset: Int
     var id: RequestID
     var reply: WaitingReply
-    /// Set by the commit: nil for success, else the refusal to send instead.
-    var outcome: RPCError?? = .none
+  }
+
+  /// What the commits of a burst decided for its holes: the first `settled` are settled, and those in
+  /// a refused range get that refusal instead of their reply (a failed write refuses every hole it
+  /// settles; a success needs no record).
+  struct Settlement {
+    var settled = 0
+    var refused: [(holes: Range<Int>, refusal: RPCError)] = []
+
+    func refusal(of hole: Int) -> RPCError? {
+      refused.isEmpty ? nil : refused.first { $0.holes.contains(hole) }?.refusal
+    }
   }
 
   /// Commits the journal records gathered since the last commit and settles the waiting replies.
@@ -34,7 +44,10 @@ extension Server {
   }
 
   private func settle(_ refusal: RPCError?) {
-    for n in holes.indices where holes[n].outcome == nil { holes[n].outcome = .some(refusal) }
+    if let refusal, settlement.settled < holes.count {
+      settlement.refused.append((settlement.settled..<holes.count, refusal))
+    }
+    settlement.settled = holes.count
   }
 
   /// Commits, then writes the burst's replies into `output`. Call only between lines.
@@ -44,31 +57,40 @@ extension Server {
     output.reserveCapacity(output.count + draft.count + holes.count * 112)
     draft.withUnsafeBufferPointer { draft in
       var cursor = 0
-      for hole in holes {
-        if hole.offset > cursor {
-          output.append(contentsOf: UnsafeBufferPointer(rebasing: draft[cursor..<hole.offset]))
+      for n in holes.indices {
+        let offset = holes[n].offset
+        if offset == cursor + 1 {
+          output.append(draft[cursor])  // the line end after the previous reply, the common case
+        } else if offset > cursor {
+          output.append(contentsOf: UnsafeBufferPointer(rebasing: draft[cursor..<offset]))
         }
-        if case .some(.some(let refusal)) = hole.outcome {
-          if case .save = hole.reply { service.counters.countRefusal(MetricCounters.reason(refusal.code.rawValue)) }
-          ResponseWriter.append(Response(id: hole.id, .error(refusal)), to: &output)
-        } else if case .save(let save) = hole.reply {
-          if !save.receipt.duplicate { service.counters.countSave(save.kind) }
-          Server.appendReply(save, id: hole.id, to: &output)
-        } else if case .other(let result) = hole.reply {
-          ResponseWriter.append(Response(id: hole.id, .result(result)), to: &output)
-        }
-        cursor = hole.offset
+        renderHole(n)
+        cursor = offset
       }
       if draft.count > cursor { output.append(contentsOf: UnsafeBufferPointer(rebasing: draft[cursor...])) }
     }
     ledger.rendered += holes.count
     ledger.check(service.log, awaitingLongReplies: service.longCalls.awaitingReply)
     holes.removeAll(keepingCapacity: true)
+    settlement = Settlement()
     draft.removeAll(keepingCapacity: draft.capacity <= 1 << 22)
   }
 }
 
 extension Server {
+  /// Appends the reply of hole `n`, or the refusal its commit gave it.
+  private func renderHole(_ n: Int) {
+    if let refusal = settlement.refusal(of: n) {
+      if case .save = holes[n].reply { service.counters.countRefusal(MetricCounters.reason(refusal.code.rawValue)) }
+      ResponseWriter.append(Response(id: holes[n].id, .error(refusal)), to: &output)
+    } else if case .save(let save) = holes[n].reply {
+      if !save.receipt.duplicate { service.counters.countSave(save.kind) }
+      Server.appendReply(save, id: holes[n].id, to: &output)
+    } else if case .other(let result) = holes[n].reply {
+      ResponseWriter.append(Response(id: holes[n].id, .result(result)), to: &output)
+    }
+  }
+
   /// Writes a save's reply: in one pass through the writer's cursor form in the common case (an
   /// integer request id, a generated item id, no warnings), else as any other result.
   static func appendReply(_ result: SaveResult, id: RequestID, to out: inout [UInt8]) {

@@ -23,6 +23,8 @@ package final class Server {
   var draft: [UInt8] = []
   /// Replies waiting for a commit, in order, each at its offset in `draft`.
   var holes: [Hole] = []
+  /// What this burst's commits decided for `holes`.
+  var settlement = Settlement()
   /// Requests with an id seen and replies rendered, in this burst (see `render`).
   var ledger = ReplyLedger()
   /// A batch's members are being handled: a long call among them runs to its end in place.
@@ -31,6 +33,9 @@ package final class Server {
   package var fastSaves: Bool
   /// What an MCP client's `initialize` settled, for the handshake era (`MCP/`).
   var mcp = MCPSession()
+  /// The fast save's node memory and item bytes, reused from one line to the next.
+  let fastTape = TapeScratch()
+  var fastBody: [UInt8] = []
 
   /// About how many reply bytes the burst holds so far (waiting replies counted at a typical size).
   var burstBytes: Int { draft.count + holes.count * 96 }

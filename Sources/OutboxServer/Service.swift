@@ -152,8 +152,7 @@ extension Service {
   /// Stores an item a save method prepared (see `PreparedSave`).
   package func save(_ item: PreparedSave) throws(StoreError) -> SaveResult {
     try save(
-      kind: item.kind, clientID: item.clientID, user: item.user, attribute: item.attribute, body: item.body,
-      warnings: item.warnings)
+      kind: item.kind, clientID: item.clientID, hasUser: item.user != nil, body: item.body, warnings: item.warnings)
   }
 
   /// Stores one item built by a save method, or returns the original for a repeated client id.
@@ -161,11 +160,11 @@ extension Service {
   /// - Parameters:
   ///   - clientID: the optional client-supplied `id`; a repeat returns the first item and stores nothing.
   ///   - body: the item's members after the header, each preceded by a comma.
+  ///   - now: the time already read for this save (its body's `time`), else the clock is read here.
   package func save(
-    kind: ItemKind, clientID: String?, user: UserIdentifier?, attribute: String?, body: [UInt8],
-    warnings: [Issue]
+    kind: ItemKind, clientID: String?, hasUser: Bool, body: [UInt8], warnings: [Issue], now: Int64? = nil
   ) throws(StoreError) -> SaveResult {
-    let now = clock.now()
+    let now = now ?? clock.now()
     let id: ItemID
     if let clientID {
       id = ItemID(client: Array(clientID.utf8))
@@ -175,7 +174,7 @@ extension Service {
     }
     let outcome: Result<SaveReceipt, StoreError> = body.withUnsafeBytes { body in
       do throws(StoreError) {
-        return .success(try store.save(kind: kind, id: id, savedAt: now, hasUser: user != nil, body: body))
+        return .success(try store.save(kind: kind, id: id, savedAt: now, hasUser: hasUser, body: body))
       } catch {
         return .failure(error)
       }

@@ -31,7 +31,7 @@ package final class Journal {
   /// The seq of the first record in `buffer`: the name of a segment opened for it.
   private var pendingFirst: UInt64 = 0
   /// Every segment on disk, oldest first; the last one is being written when `fd` is open.
-  package private(set) var segments: [SegmentInfo] { didSet { cachedFileBytes = nil } }
+  package internal(set) var segments: [SegmentInfo] { didSet { cachedFileBytes = nil } }
   /// `fileBytes`, until `segments` changes (a capped store asks for it at every save).
   private var cachedFileBytes: Int64? = nil
   private var lastSync = Clock.monotonicSeconds()
@@ -268,39 +268,6 @@ package final class Journal {
   var msUntilSync: Int32 {
     guard policy == .everysec, unsynced, fd >= 0 else { return -1 }
     return Int32(max(0, (lastSync + 1 - Clock.monotonicSeconds()) * 1000) + 1)
-  }
-
-  // MARK: - Bookkeeping for compaction
-
-  /// The index of the segment that holds the item with `seq`.
-  func segmentIndex(of seq: UInt64) -> Int? {
-    var low = 0
-    var high = segments.count
-    while low < high {
-      let mid = (low + high) / 2
-      if segments[mid].first <= seq { low = mid + 1 } else { high = mid }
-    }
-    return low == 0 ? nil : low - 1
-  }
-
-  /// An item written to a segment is no longer held (`noteRemoved`), or its state changed: delivery
-  /// count, dead or requeued (`noteChanged`); either makes the segment's next rewrite worth doing.
-  func noteRemoved(_ seq: UInt64) { if let n = segmentIndex(of: seq) { segments[n].dead += 1 } }
-  func noteChanged(_ seq: UInt64) { if let n = segmentIndex(of: seq) { segments[n].changed += 1 } }
-
-  /// True when the open segment holds something a compaction should drop.
-  var currentNeedsRewrite: Bool { fd >= 0 && (segments.last?.needsRewrite ?? false) }
-
-  /// Records the outcome of a rewrite: `info` replaces the segment (nil: it was deleted).
-  func replace(first: UInt64, with info: SegmentInfo?, dead: Int, changed: Int) {
-    guard let n = segments.firstIndex(where: { $0.first == first }), fd < 0 || n != segments.count - 1 else { return }
-    guard var updated = info else {
-      segments.remove(at: n)
-      return
-    }
-    updated.dead = max(0, segments[n].dead - dead)
-    updated.changed = max(0, segments[n].changed - changed)
-    segments[n] = updated
   }
 
   /// Flushes and closes (at shutdown); an open segment with no records is deleted.

@@ -88,39 +88,40 @@ package enum SegmentFormat {
     }
   }
 
-  private static let zeros = [UInt8](repeating: 0, count: recordHeaderSize + 15)
-
-  /// Appends an item record: one reservation, fixed fields stored in place, the body copied once.
   /// The bytes of an item record with a body and client id of these lengths (0: a generated id).
   package static func itemRecordBytes(body: Int, clientID: Int) -> Int {
     recordHeaderSize + 8 + 4 + 3 + (clientID == 0 ? 16 : clientID) + body
   }
 
+  /// Appends an item record: one reservation, the fixed fields and a generated id written on the stack
+  /// and appended at once, the body copied once, then the checksum stored in place.
   static func appendItem(
     seq: UInt64, savedAt: Int64, deliveries: UInt32, kind: ItemKind, hasUser: Bool, id: ItemID,
     body: UnsafeRawBufferPointer, to out: inout [UInt8]
   ) {
-    let idBytes = id.client.isEmpty ? 16 : id.clientLength
-    let length = 8 + 4 + 3 + idBytes + body.count
+    let generated = id.client.isEmpty
+    let length = 8 + 4 + 3 + (generated ? 16 : id.clientLength) + body.count
     let start = out.count
     if out.capacity < start + recordHeaderSize + length { out.reserveCapacity(2 * (start + recordHeaderSize + length)) }
-    out.append(contentsOf: Self.zeros)
-    out.withUnsafeMutableBytes { raw in
-      raw.storeBytes(of: UInt32(length).littleEndian, toByteOffset: start, as: UInt32.self)
-      raw[start + 8] = RecordType.item.rawValue
-      raw.storeBytes(of: seq.littleEndian, toByteOffset: start + 9, as: UInt64.self)
-      raw.storeBytes(of: UInt64(bitPattern: savedAt).littleEndian, toByteOffset: start + 17, as: UInt64.self)
-      raw.storeBytes(of: deliveries.littleEndian, toByteOffset: start + 25, as: UInt32.self)
-      raw[start + 29] = kind.rawValue
-      raw[start + 30] = hasUser ? 1 : 0
-      raw[start + 31] = UInt8(id.clientLength)
+    // The 17-byte record header (length, checksum later, type, seq), the fixed fields, the generated id.
+    var head: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0)
+    let headCount = recordHeaderSize + 15 + (generated ? 16 : 0)
+    withUnsafeMutableBytes(of: &head) { raw in
+      raw.storeBytes(of: UInt32(length).littleEndian, toByteOffset: 0, as: UInt32.self)
+      raw[8] = RecordType.item.rawValue
+      raw.storeBytes(of: seq.littleEndian, toByteOffset: 9, as: UInt64.self)
+      raw.storeBytes(of: UInt64(bitPattern: savedAt).littleEndian, toByteOffset: 17, as: UInt64.self)
+      raw.storeBytes(of: deliveries.littleEndian, toByteOffset: 25, as: UInt32.self)
+      raw[29] = kind.rawValue
+      raw[30] = hasUser ? 1 : 0
+      raw[31] = UInt8(id.clientLength)
+      if generated {
+        raw.storeBytes(of: id.high.littleEndian, toByteOffset: 32, as: UInt64.self)
+        raw.storeBytes(of: id.low.littleEndian, toByteOffset: 40, as: UInt64.self)
+      }
+      out.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[0..<headCount]))
     }
-    if id.client.isEmpty {
-      out.appendLE(id.high)
-      out.appendLE(id.low)
-    } else {
-      out.append(contentsOf: id.client)
-    }
+    if !generated { out.append(contentsOf: id.client) }
     out.append(contentsOf: body)
     out.withUnsafeMutableBytes { raw in
       let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[(start + 8)...]))

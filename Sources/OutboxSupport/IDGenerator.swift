@@ -61,27 +61,39 @@ package struct IDGenerator: Sendable {
   /// Writes the 36-character text of the UUID `high`, `low` at `p`.
   @inline(__always)
   package static func writeText(high: UInt64, low: UInt64, to p: UnsafeMutablePointer<UInt8>) {
-    hex(high >> 32, digits: 8, to: p)
+    hex8(UInt32(truncatingIfNeeded: high >> 32), to: p)
     p[8] = UInt8(ascii: "-")
-    hex(high >> 16, digits: 4, to: p + 9)
+    hex4(UInt16(truncatingIfNeeded: high >> 16), to: p + 9)
     p[13] = UInt8(ascii: "-")
-    hex(high, digits: 4, to: p + 14)
+    hex4(UInt16(truncatingIfNeeded: high), to: p + 14)
     p[18] = UInt8(ascii: "-")
-    hex(low >> 48, digits: 4, to: p + 19)
+    hex4(UInt16(truncatingIfNeeded: low >> 48), to: p + 19)
     p[23] = UInt8(ascii: "-")
-    hex(low, digits: 12, to: p + 24)
+    hex4(UInt16(truncatingIfNeeded: low >> 32), to: p + 24)
+    hex8(UInt32(truncatingIfNeeded: low), to: p + 28)
   }
 
-  /// Writes the low `digits` hex digits of `word`, lowercase, most significant first.
+  /// The 8 lowercase hex digits of `v`, most significant first, in one store: each nibble spread
+  /// into a byte of its own, then every byte turned into its digit at once.
   @inline(__always)
-  private static func hex(_ word: UInt64, digits: Int, to p: UnsafeMutablePointer<UInt8>) {
-    var w = word
-    var k = digits
-    while k > 0 {
-      k -= 1
-      let d = UInt8(truncatingIfNeeded: w & 0xF)
-      p[k] = d < 10 ? d &+ 48 : d &+ 87
-      w >>= 4
-    }
+  private static func hex8(_ v: UInt32, to p: UnsafeMutablePointer<UInt8>) {
+    var x = UInt64(v)
+    x = (x | x << 16) & 0x0000_FFFF_0000_FFFF
+    x = (x | x << 8) & 0x00FF_00FF_00FF_00FF
+    x = (x | x << 4) & 0x0F0F_0F0F_0F0F_0F0F  // byte k holds nibble k, the least significant first
+    let letters = ((x &+ 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101  // 1 where it is 10...15
+    x = x &+ 0x3030_3030_3030_3030 &+ letters &* 39  // '0' + d, or 'a' + d - 10
+    UnsafeMutableRawPointer(p).storeBytes(of: x.bigEndian, as: UInt64.self)  // the top nibble at p[0]
+  }
+
+  /// The 4 lowercase hex digits of `v`, as `hex8` writes them.
+  @inline(__always)
+  private static func hex4(_ v: UInt16, to p: UnsafeMutablePointer<UInt8>) {
+    var x = UInt32(v)
+    x = (x | x << 8) & 0x00FF_00FF
+    x = (x | x << 4) & 0x0F0F_0F0F
+    let letters = ((x &+ 0x0606_0606) >> 4) & 0x0101_0101
+    x = x &+ 0x3030_3030 &+ letters &* 39
+    UnsafeMutableRawPointer(p).storeBytes(of: x.bigEndian, as: UInt32.self)
   }
 }

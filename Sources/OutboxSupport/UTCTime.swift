@@ -100,6 +100,17 @@ package struct UTCTimeText {
   }
 
   private mutating func remake(_ ms: Int64) {
+    // Within the same second only the three millisecond digits change.
+    if ms >= 0, self.ms >= 0, ms / 1000 == self.ms / 1000 {
+      let milli = Int(ms % 1000)
+      withUnsafeMutableBytes(of: &text) {
+        $0[20] = UInt8(48 + milli / 100)
+        $0[21] = UInt8(48 + milli / 10 % 10)
+        $0[22] = UInt8(48 + milli % 10)
+      }
+      self.ms = ms
+      return
+    }
     var bytes: [UInt8] = []
     bytes.reserveCapacity(Self.length)
     UTCTime.append(ms: ms, to: &bytes)

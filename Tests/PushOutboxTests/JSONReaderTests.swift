@@ -112,6 +112,42 @@ import Testing
     #expect(throws: JSONParseError.self) { try JSONReader.parse(bytes) }
   }
 
+  /// What one read gives: the value and duplicate flag, or the error.
+  static func read(_ bytes: [UInt8], scratch: TapeScratch?) -> Result<(JSONValue, Bool), JSONParseError> {
+    bytes.withUnsafeBufferPointer { buffer in
+      do throws(JSONParseError) {
+        let tape = try JSONTape(buffer, scratch: scratch)
+        return .success((tape.value(tape.root), tape.sawDuplicateKey))
+      } catch {
+        return .failure(error)
+      }
+    }
+  }
+
+  @Test("one scratch reused over every suite file, a big array among them, reads as fresh memory does")
+  func scratchReadsLikeFreshMemory() throws {
+    var texts = try (Self.files("y_") + Self.files("n_") + Self.files("i_")).map {
+      try [UInt8](Data(contentsOf: Self.suite.appendingPathComponent($0)))
+    }
+    var rng = SeededGenerator(seed: 7)
+    texts.shuffle(using: &rng)
+    // Past what the scratch keeps (TapeScratch.keptCapacity nodes), in the middle and at the end.
+    let big = Array(("[" + Array(repeating: "{\"a\":[1,2]}", count: 3000).joined(separator: ",") + "]").utf8)
+    texts.insert(big, at: texts.count / 2)
+    texts.append(big)
+    let scratch = TapeScratch()
+    for text in texts {
+      switch (Self.read(text, scratch: scratch), Self.read(text, scratch: nil)) {
+      case (.success(let reused), .success(let fresh)):
+        #expect(reused.0 == fresh.0 && reused.1 == fresh.1)
+      case (.failure(let reused), .failure(let fresh)):
+        #expect(reused == fresh)
+      case (let reused, let fresh):
+        Issue.record("reused \(reused) but fresh \(fresh) for \(String(decoding: text.prefix(80), as: UTF8.self))")
+      }
+    }
+  }
+
   @Test(arguments: files("i_"))
   func survivesEveryIFile(name: String) throws {
     let bytes = try [UInt8](Data(contentsOf: Self.suite.appendingPathComponent(name)))

@@ -4,6 +4,7 @@ import statistics
 
 UNITS = {
     "req/s": lambda v: f"{v:,.0f}",
+    "items/s": lambda v: f"{v:,.0f}",
     "ms": lambda v: f"{v * 1e3:,.2f}",
     "us": lambda v: f"{v * 1e6:,.1f}",
     "MB": lambda v: f"{v / 1e6:,.1f}",

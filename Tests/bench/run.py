@@ -41,12 +41,13 @@ import instructions
 import latency
 import procs
 import report
+import scale
 import throughput
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SECTIONS = ["realistic", "nouser", "backlog", "mixed", "bytes_per_item", "latency", "cold_start", "first_reply", "delivery"]
-OPTIONAL = ["instructions"]
+OPTIONAL = ["instructions", "scale"]
 
 
 class Context:
@@ -63,6 +64,7 @@ class Context:
         self.requests, self.runs, self.cold_runs = args.requests, args.runs, args.cold_runs
         self.trips, self.warmup = args.trips, args.warmup
         self.callgrind_saves, self.callgrind_runs = args.callgrind_saves, args.callgrind_runs
+        self.scale = args.scale
         self.backlog_dir = self.doubled_dir = None
 
     @staticmethod
@@ -87,7 +89,7 @@ def parse(argv):
     parser.add_argument("--trips", type=int, default=10_000, help="timed round trips per latency run")
     parser.add_argument("--warmup", type=int, default=1_000, help="untimed round trips before them")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes (2,000 requests, 2 runs) for CI")
-    parser.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated subset of: " + ", ".join(SECTIONS))
+    parser.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated subset of: " + ", ".join(SECTIONS + OPTIONAL) + " (default: all but the optional " + ", ".join(OPTIONAL) + ")")
     parser.add_argument("--json", metavar="FILE", help="also write the raw numbers here")
     parser.add_argument("--workdir", default=None, help="where inputs and stores go (default: the temp dir)")
     parser.add_argument("--no-node", action="store_true", help="skip the Node baseline")
@@ -100,6 +102,8 @@ def parse(argv):
     parser.add_argument("--callgrind", action="store_true", help="add the instructions section (needs valgrind)")
     parser.add_argument("--callgrind-saves", type=int, default=20_000, help="saves per callgrind count")
     parser.add_argument("--callgrind-runs", type=int, default=1, help="callgrind counts per figure")
+    parser.add_argument("--scale", type=int, default=10, help="with --sections scale: how many times --requests "
+                        "saves one process takes (default 10: 10M)")
     args = parser.parse_args(argv)
     if args.smoke:
         args.requests, args.runs, args.cold_runs, args.trips, args.warmup = 2_000, 2, 2, 200, 20
@@ -155,6 +159,7 @@ def run_sections(ctx, wanted, out):
         "first_reply": lambda: latency.first_reply(ctx, cold_store_figure(done)),
         "delivery": lambda: delivery.delivery(ctx, realistic()),
         "instructions": lambda: instructions.instructions(ctx),
+        "scale": lambda: scale.scale(ctx, realistic()),
     }
     for key in SECTIONS + OPTIONAL:
         if key in wanted:

@@ -91,3 +91,19 @@ def test_callgrind_section_counts_instructions_per_save(tmp_path):
     assert [f["label"] for f in figures] == [f"push-outbox {mode}, {mix}" for mix in ("realistic", "no user")
                                              for mode in ("--memory", "--store, fresh")]
     assert all(f["median"] > 0 for f in figures)
+
+
+def test_scale_section_reports_every_block_and_the_whole_flush(tmp_path):
+    """The optional scale section at tiny sizes: a figure per block, ratios to the fresh store of the same
+    run, and the flush of the grown store (it fails the run when a save is missing from the flush)."""
+    out = tmp_path / "bench.json"
+    env = dict(os.environ, PUSH_OUTBOX_BIN=str(binary()))
+    proc = subprocess.run([sys.executable, str(HERE / "run.py"), "--smoke", "--sections", "scale", "--scale", "3",
+                           "--json", str(out), "--workdir", str(tmp_path)],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    figures = {f["label"]: f for f in json.loads(out.read_text())["sections"]["scale"]["figures"]}
+    assert [label for label in figures if label.startswith("block ")] == ["block 1 of 3", "block 2 of 3", "block 3 of 3"]
+    assert figures["block 3 of 3"]["ratio_to"] == "fresh store, 2,000 saves"
+    assert len(figures["flush --format usersTrack of 6,000"]["values"]) == SMOKE_RUNS
+    assert figures["first reply with 6,000 pending"]["min"] > 0

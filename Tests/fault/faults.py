@@ -6,9 +6,10 @@ from __future__ import annotations
 import errno
 import json
 import os
+import resource
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -84,6 +85,18 @@ int fdatasync(int fd) {
     return real(fd);
 }
 """
+
+
+def file_size_limit(limit: int | None, hard: bool = False) -> Callable[[], None]:
+    """A `preexec_fn` that caps every file the child writes at `limit` bytes (RLIMIT_FSIZE: a write
+    past it fails with EFBIG). The soft limit only, unless `hard`, so a test can lift it on the running
+    process with `resource.prlimit`; None: no limit."""
+
+    def apply() -> None:
+        if limit is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit if hard else resource.RLIM_INFINITY))
+
+    return apply
 
 
 def build_fsync_shim(directory: Path) -> Path:

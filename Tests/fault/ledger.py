@@ -104,6 +104,25 @@ def save_run(binary: Path, store: Path, ledger: Ledger, rng: random.Random, ns: 
     assert not ledger.errors, ledger.errors
 
 
+def build_segmented_store(binary: Path, store: Path, rng: random.Random, runs: int = 6, per_run: int = 400) -> Ledger:
+    """A store of `runs` x `per_run` items in `runs` segments (one process run each, fsync never, no
+    timed snapshot, clean exit), nothing snapshotted away; the ledger of what was acknowledged."""
+    ledger = Ledger()
+    n = 0
+    for _ in range(runs):
+        ob = Outbox(binary, store, fsync="never", snapshot_interval=3600)
+        try:
+            batch = [ledger.record(n + k, n + k, *make_save(rng, n + k)) for k in range(per_run)]
+            n += per_run
+            ob.send(batch)
+            ledger.absorb(ob.wait_ids(range(n - per_run, n), timeout=60))
+            ob.close(timeout=30)
+        finally:
+            ob.ensure_dead()
+    assert len(ledger.acked) == n and not ledger.errors
+    return ledger
+
+
 def item_n(item: dict) -> int | None:
     ext = (item.get("user") or {}).get("externalId", "")
     return int(ext[1:]) if ext.startswith("n") and ext[1:].isdigit() else None

@@ -4,19 +4,12 @@ and none of its items exist after a restart, while every id an earlier import an
 
 from __future__ import annotations
 
-import json
-import resource
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-
-def request(n: int, method: str, params: dict[str, Any]) -> bytes:
-    return (
-        json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params}) + "\n"
-    ).encode()
+from conftest import Outbox, file_size_limit, flush_all
 
 
 def lists(n: int) -> dict[str, Any]:
@@ -30,35 +23,18 @@ def test_an_import_that_cannot_be_journaled_is_refused_whole(
     outbox_bin: Path, tmp_path: Path
 ) -> None:
     store = tmp_path / "store"
-    limit = 24 * 1024
-
-    def small_files() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
-
-    proc = subprocess.Popen(
-        [
-            str(outbox_bin),
-            "--store",
-            str(store),
-            "--fsync",
-            "always",
-            "--snapshot-interval",
-            "3600",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        preexec_fn=small_files,
+    ob = Outbox(
+        outbox_bin,
+        store,
+        fsync="always",
+        snapshot_interval=3600,
+        preexec_fn=file_size_limit(24 * 1024),
     )
-    assert proc.stdin is not None and proc.stdout is not None
     acked: list[str] = []
     refused = None
     try:
         for n in range(1, 200):
-            proc.stdin.write(request(n, "importLegacy", lists(n)))
-            proc.stdin.flush()
-            reply = json.loads(proc.stdout.readline())
-            assert reply["id"] == n
+            reply = ob.call("importLegacy", lists(n))
             if "error" in reply:
                 refused = reply
                 break
@@ -68,16 +44,8 @@ def test_an_import_that_cannot_be_journaled_is_refused_whole(
         assert refused["error"]["code"] == -32003
         assert refused["error"]["data"]["reason"] == "storage_unavailable"
         assert len(acked) >= 11, "the limit was hit before anything was imported"
+        ob.kill9()
     finally:
-        proc.kill()
-        proc.wait(timeout=30)
+        ob.ensure_dead()
     # A fresh server without the limit: exactly the acknowledged items, none of the refused import.
-    done = subprocess.run(
-        [str(outbox_bin), "--store", str(store)],
-        input=request(1, "flushPending", {}),
-        capture_output=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr.decode()
-    items = json.loads(done.stdout.decode().splitlines()[0])["result"]["items"]
-    assert [i["id"] for i in items] == acked
+    assert [i["id"] for i in flush_all(outbox_bin, store).items] == acked

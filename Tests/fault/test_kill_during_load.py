@@ -17,6 +17,7 @@ import pytest
 from conftest import (
     Ledger,
     Outbox,
+    build_segmented_store,
     check_invariants,
     copy_store,
     dumps,
@@ -221,20 +222,8 @@ def expected_after_drains(ledger: Ledger, drainer: Drainer) -> Ledger:
 def test_kill9_during_checkpoint_write_and_compaction(outbox_bin: Path, tmp_path: Path) -> None:
     rng = random.Random(SEED + 1)
     base = tmp_path / "base"
-    ledger = Ledger()
     # A store with a few thousand items in several segments (one per process run).
-    n = 0
-    for _ in range(6):
-        ob = Outbox(outbox_bin, base, fsync="never", snapshot_interval=3600)
-        try:
-            batch = [ledger.record(n + k, n + k, *make_save(rng, n + k)) for k in range(400)]
-            n += 400
-            ob.send(batch)
-            ledger.absorb(ob.wait_ids(range(n - 400, n), timeout=60))
-            ob.close(timeout=30)
-        finally:
-            ob.ensure_dead()
-    assert len(ledger.acked) == n and not ledger.errors
+    ledger = build_segmented_store(outbox_bin, base, rng)
 
     moments = [
         ("temp-file", 1),

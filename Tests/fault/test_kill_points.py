@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Ledger, Outbox, check_invariants, copy_store, flush_all, make_save, report
+from conftest import Ledger, Outbox, build_segmented_store, check_invariants, copy_store, flush_all, report
 from test_kill_during_load import Drainer, Loader, expected_after_drains
 
 SEED = 20261124
@@ -36,29 +36,11 @@ POINTS = [
 ]
 
 
-def build_base(outbox_bin: Path, base: Path, rng: random.Random) -> Ledger:
-    """A store of 2400 items in six segments (one per process run), nothing snapshotted away."""
-    ledger = Ledger()
-    n = 0
-    for _ in range(6):
-        ob = Outbox(outbox_bin, base, fsync="never", snapshot_interval=3600)
-        try:
-            batch = [ledger.record(n + k, n + k, *make_save(rng, n + k)) for k in range(400)]
-            n += 400
-            ob.send(batch)
-            ledger.absorb(ob.wait_ids(range(n - 400, n), timeout=60))
-            ob.close(timeout=30)
-        finally:
-            ob.ensure_dead()
-    assert len(ledger.acked) == n and not ledger.errors
-    return ledger
-
-
 @pytest.mark.timeout(400)
 def test_kill_at_every_named_point(outbox_bin: Path, tmp_path: Path) -> None:
     rng = random.Random(SEED)
     base = tmp_path / "base"
-    ledger = build_base(outbox_bin, base, rng)
+    ledger = build_segmented_store(outbox_bin, base, rng)
     reached: dict[str, int] = {}
     problems: list[str] = []
     total_acked = total_lost = 0

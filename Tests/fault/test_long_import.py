@@ -6,22 +6,14 @@ reply named: nothing lost, nothing extra."""
 
 from __future__ import annotations
 
-import json
-import resource
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conftest import Outbox, file_size_limit, flush_all
+
 COUNT = 5000  # over ImportLegacy.longCallElements (2000): a long call
-
-
-def request(n: Any, method: str, params: dict[str, Any] | None = None) -> bytes:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "id": n, "method": method}
-    if params is not None:
-        message["params"] = params
-    return (json.dumps(message) + "\n").encode()
 
 
 def events() -> dict[str, Any]:
@@ -30,53 +22,25 @@ def events() -> dict[str, Any]:
     }
 
 
-def stored_ids(outbox_bin: Path, store: Path) -> list[str]:
-    done = subprocess.run(
-        [str(outbox_bin), "--store", str(store)],
-        input=request(1, "flushPending", {"max": 100000}),
-        capture_output=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr.decode()
-    return [i["id"] for i in json.loads(done.stdout.decode().splitlines()[0])["result"]["items"]]
-
-
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("limit", [None, 400 * 1024])
 def test_a_large_import_answers_later_requests_first_and_names_only_durable_items(
     outbox_bin: Path, tmp_path: Path, limit: int | None
 ) -> None:
     store = tmp_path / "store"
-
-    def small_files() -> None:
-        if limit is not None:
-            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
-
-    proc = subprocess.Popen(
-        [
-            str(outbox_bin),
-            "--store",
-            str(store),
-            "--fsync",
-            "always",
-            "--snapshot-interval",
-            "3600",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        preexec_fn=small_files,
+    ob = Outbox(
+        outbox_bin, store, fsync="always", snapshot_interval=3600, preexec_fn=file_size_limit(limit)
     )
-    assert proc.stdin is not None and proc.stdout is not None
     try:
-        proc.stdin.write(request("import", "importLegacy", events()) + request("status", "status"))
-        proc.stdin.flush()
-        first = json.loads(proc.stdout.readline())
-        second = json.loads(proc.stdout.readline())
-        assert [first["id"], second["id"]] == ["status", "import"], (
+        ob.send(
+            {"jsonrpc": "2.0", "id": "import", "method": "importLegacy", "params": events()},
+            {"jsonrpc": "2.0", "id": "status", "method": "status"},
+        )
+        ob.wait_ids(["import", "status"], timeout=90)
+        assert [line["id"] for line in ob.lines[:2]] == ["status", "import"], (
             "the import held the status back"
         )
-        result = second["result"]
+        result = ob.by_id["import"]["result"]
         assert len(result["results"]) == COUNT
         named = [i for r in result["results"] for i in r.get("ids", [])]
         refused = [r for r in result["results"] if "error" in r]
@@ -87,7 +51,7 @@ def test_a_large_import_answers_later_requests_first_and_names_only_durable_item
             assert refused, "storage never failed: the limit is too large for the test"
             assert named, "the limit was hit before anything was imported"
             assert {r["error"]["data"]["reason"] for r in refused} == {"storage_unavailable"}
+        ob.kill9()
     finally:
-        proc.kill()
-        proc.wait(timeout=30)
-    assert sorted(stored_ids(outbox_bin, store)) == sorted(named)
+        ob.ensure_dead()
+    assert sorted(i["id"] for i in flush_all(outbox_bin, store).items) == sorted(named)

@@ -10,7 +10,6 @@ patched in place, each inside a batch and outside one.
 from __future__ import annotations
 
 import json
-import resource
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import pytest
 from conftest import (
     Outbox,
     build_fsync_shim,
+    file_size_limit,
     dumps,
     fill,
     flush_all,
@@ -29,13 +29,6 @@ from conftest import (
 )
 
 BIG = {f"pad{i}": "p" * 200 for i in range(10)}
-
-
-def limit_files(limit: int):
-    def apply() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
-
-    return apply
 
 
 def send_burst(ob: Outbox, messages: list[dict], batch: bool) -> None:
@@ -79,7 +72,7 @@ def is_storage_error(reply: dict) -> bool:
 @pytest.mark.parametrize("batch", [False, True], ids=["lines", "batch"])
 def test_framing_survives_a_failing_journal(spawn, tmp_path: Path, batch: bool) -> None:
     store = tmp_path / "store"
-    ob = spawn(store, fsync="always", snapshot_interval=3600, preexec_fn=limit_files(512))
+    ob = spawn(store, fsync="always", snapshot_interval=3600, preexec_fn=file_size_limit(512))
     ob.result("status")
     burst = [
         rpc("saveCustomEvent", {"name": "big", "properties": BIG, "user": {"externalId": "u1"}}, 1),
@@ -103,7 +96,7 @@ def test_framing_survives_a_failing_journal(spawn, tmp_path: Path, batch: bool) 
 @pytest.mark.parametrize("batch", [False, True], ids=["lines", "batch"])
 def test_repeated_client_id_in_a_failing_burst_shares_the_outcome(outbox_bin: Path, spawn, tmp_path: Path, batch: bool) -> None:
     store = tmp_path / "store"
-    ob = spawn(store, fsync="always", snapshot_interval=3600, preexec_fn=limit_files(512))
+    ob = spawn(store, fsync="always", snapshot_interval=3600, preexec_fn=file_size_limit(512))
     ob.result("status")
     params = {"id": "same-client-id", "name": "dup", "properties": BIG, "user": {"externalId": "u1"}}
     burst = [rpc("saveCustomEvent", params, 1), rpc("saveCustomEvent", params, 2), rpc("status", {}, 3)]

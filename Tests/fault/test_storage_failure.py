@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Ledger, Outbox, check_invariants, fill, flush_all, make_save, mount_tmpfs, unmount
+from conftest import Ledger, Outbox, check_invariants, file_size_limit, fill, flush_all, make_save, mount_tmpfs, unmount
 
 SEED = 707
 
@@ -89,13 +89,9 @@ def test_file_size_limit_refuses_saves_and_keeps_stored_items(outbox_bin: Path, 
     store = tmp_path / "store"
     limit = 24 * 1024
 
-    def small_files() -> None:
-        # Soft limit only, so the test can lift it on the running process (prlimit) afterwards.
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
-
     rng = random.Random(SEED)
     ledger = Ledger()
-    ob = Outbox(outbox_bin, store, fsync="always", snapshot_interval=3600, preexec_fn=small_files)
+    ob = Outbox(outbox_bin, store, fsync="always", snapshot_interval=3600, preexec_fn=file_size_limit(limit))
     try:
         n, refused = load_until_refused(ob, ledger, rng, 0)
         assert len(ledger.acked) >= 8, "the limit was hit before anything was stored"
@@ -125,12 +121,9 @@ def test_file_size_limit_at_startup_and_clean_exit(outbox_bin: Path, tmp_path: P
     store = tmp_path / "store"
     limit = 16 * 1024
 
-    def small_files() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
     rng = random.Random(SEED + 1)
     ledger = Ledger()
-    ob = Outbox(outbox_bin, store, fsync="everysec", snapshot_interval="0.05", preexec_fn=small_files)
+    ob = Outbox(outbox_bin, store, fsync="everysec", snapshot_interval="0.05", preexec_fn=file_size_limit(limit, hard=True))
     try:
         load_until_refused(ob, ledger, rng, 0)
         rc = ob.close()

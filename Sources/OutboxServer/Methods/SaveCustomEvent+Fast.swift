@@ -11,8 +11,9 @@ package import OutboxTransport
 /// without `Envelope`, `Request`, `MethodTable`, `Params` or `SaveResult`.
 ///
 /// It reads with the same reader and checks and writes the item with the same code as `handle`
-/// (`SaveCustomEvent.body`, `CustomEventRules`, `UserIdentifier.parse`), makes the same calls in the
-/// same order (clock, id, admit, seq, store, journal) and replies through the same reply path;
+/// (`SaveCustomEvent.body`, `CustomEventRules`, `UserIdentifier.locate`), makes the same calls in the
+/// same order (clock, id, admit, seq, store, journal; the clock read once, for the body's `time` and
+/// the item's saved time) and replies through the same reply path;
 /// `FastSaveTests` compares the two, with a journal. Anything else, any issue (even a warning),
 /// and a save the store would refuse go to the general path untouched (which reads the line again:
 /// other methods pay a second read, the hot save pays none of the general path's dispatch).
@@ -21,16 +22,27 @@ extension Server {
   func handleFastSave(_ line: UnsafeBufferPointer<UInt8>) -> Bool {
     let service = self.service
     let config = service.config
-    guard let tape = try? JSONTape(line, maxDepth: config.maxDepth, maxBatch: config.maxBatch), !tape.sawDuplicateKey,
-      let parts = SaveCustomEvent.fastParts(tape)
+    guard
+      let tape = try? JSONTape(line, maxDepth: config.maxDepth, maxBatch: config.maxBatch, scratch: fastTape),
+      !tape.sawDuplicateKey, let parts = SaveCustomEvent.fastParts(tape)
     else { return false }
     var issues = Issues()
-    let user = parts.user.flatMap { n in UserIdentifier.parse(tape, n, path: "user", issues: &issues).map { ($0, n) } }
-    var body = SaveCustomEvent.body(
-      tape, name: parts.name, properties: parts.properties, user: user, limits: config.domain, issues: &issues)
+    var body = takeFastBody()
+    defer { fastBody = body }
+    if let user = parts.user {
+      // A user in another form than the one stored (spaces, escapes) is rewritten by the general path.
+      guard UserIdentifier.locate(tape, user, path: "user", issues: &issues) != nil,
+        UserIdentifier.isWireForm(tape, user)
+      else { return false }
+      body.appendWireUser(user, from: tape)
+    }
+    SaveCustomEvent.appendBody(
+      tape, name: parts.name, properties: parts.properties, user: nil, limits: config.domain, issues: &issues,
+      to: &body)
     guard issues.errors.isEmpty, issues.warnings.isEmpty else { return false }
     body.appendRaw(",\"time\":")
-    body.appendTime(ms: service.clock.now())
+    let now = service.clock.now()
+    body.appendTime(ms: now)
     // A refused save also takes an id first; leave it all to the general path.
     guard (try? service.store.admit(bodyBytes: body.count, clientIDBytes: 0)) != nil, let id = RequestID(tape, parts.id)
     else {
@@ -39,12 +51,21 @@ extension Server {
     let result: SaveResult
     do {
       result = try service.save(
-        kind: .customEvent, clientID: nil, user: user?.0, attribute: nil, body: body, warnings: [])
+        kind: .customEvent, clientID: nil, hasUser: parts.user != nil, body: body, warnings: [], now: now)
     } catch {
       preconditionFailure("the store admitted this item a moment ago: \(error)")
     }
     reply(to: id, result)
     return true
+  }
+
+  /// The reused item buffer, emptied (it goes back to `fastBody` when the save is done); one grown
+  /// past 64 KiB by a big item is let go.
+  private func takeFastBody() -> [UInt8] {
+    var body: [UInt8] = []
+    swap(&body, &fastBody)
+    body.removeAll(keepingCapacity: body.capacity <= 1 << 16)
+    return body
   }
 }
 

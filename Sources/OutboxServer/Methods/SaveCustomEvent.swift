@@ -37,13 +37,23 @@ enum SaveCustomEvent: RPCMethod {
   }
 
   /// The item's members up to `time`: `,"user":…,"name":…,"properties":…`, checked by the event rules
-  /// on the way. Shared by `handle` and the fast path (`SaveCustomEvent+Fast.swift`).
+  /// on the way. Shared by `handle` and, as `appendBody`, the fast path (`SaveCustomEvent+Fast.swift`).
   static func body(
     _ tape: JSONTape, name: Int?, properties: Int?, user: (user: UserIdentifier, node: Int)?, limits: DomainLimits,
     issues: inout Issues
   ) -> [UInt8] {
     var body: [UInt8] = []
-    body.reserveCapacity(96 + (properties.map { tape.text($0).count } ?? 0) + (name.map { tape.text($0).count } ?? 0))
+    appendBody(tape, name: name, properties: properties, user: user, limits: limits, issues: &issues, to: &body)
+    return body
+  }
+
+  /// `body(…)` appended to `body`, for a caller that reuses its buffer.
+  static func appendBody(
+    _ tape: JSONTape, name: Int?, properties: Int?, user: (user: UserIdentifier, node: Int)?, limits: DomainLimits,
+    issues: inout Issues, to body: inout [UInt8]
+  ) {
+    body.reserveCapacity(
+      body.count + 96 + (properties.map { tape.text($0).count } ?? 0) + (name.map { tape.text($0).count } ?? 0))
     body.appendUser(user, from: tape)
     body.appendRaw(",\"name\":")
     if let name {
@@ -56,6 +66,5 @@ enum SaveCustomEvent: RPCMethod {
     } else {
       body.appendASCII("{}")
     }
-    return body
   }
 }

@@ -52,8 +52,13 @@ extension Array where Element == UInt8 {
   mutating func appendUser(_ user: (user: UserIdentifier, node: Int)?, from tape: JSONTape) {
     guard let user else { return }
     guard UserIdentifier.isWireForm(tape, user.node) else { return appendUser(user.user) }
+    appendWireUser(user.node, from: tape)
+  }
+
+  /// Appends the `user` member as its node's text, which must be in the wire form.
+  mutating func appendWireUser(_ node: Int, from tape: JSONTape) {
     appendRaw(",\"user\":")
-    append(contentsOf: tape.text(user.node))
+    append(contentsOf: tape.text(node))
   }
 
   /// Appends the item's `user` member when there is one.

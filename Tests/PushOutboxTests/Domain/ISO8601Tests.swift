@@ -82,4 +82,25 @@ struct ISO8601Tests {
     let ms = ISO8601.parseDateTime("2026-01-02T04:34:05.678+01:30")!
     #expect(UTCTime.format(ms: ms) == "2026-01-02T03:04:05.678Z")
   }
+
+  @Test("the cached time text equals a fresh format for any sequence of instants", arguments: [1, 2, 3] as [UInt64])
+  func cachedText(seed: UInt64) {
+    var rng = SeededGenerator(seed: seed)
+    var cache = UTCTimeText()
+    var ms: Int64 = Int64.random(in: -2_000_000_000_000...4_000_000_000_000, using: &rng)
+    for _ in 0..<5000 {
+      switch Int.random(in: 0..<4, using: &rng) {
+      case 0: ms += Int64.random(in: 0...3, using: &rng)  // the same second, mostly
+      case 1: ms += Int64.random(in: 0...1500, using: &rng)  // across a second
+      case 2: ms -= Int64.random(in: 0...1500, using: &rng)  // the clock stepped back
+      default: ms = Int64.random(in: -62_000_000_000_000...253_000_000_000_000, using: &rng)
+      }
+      var out: [UInt8] = []
+      cache.append(ms: ms, to: &out)
+      var written = [UInt8](repeating: 0, count: UTCTimeText.length)
+      written.withUnsafeMutableBufferPointer { cache.write(ms: ms, to: $0.baseAddress!) }
+      #expect(String(decoding: out, as: UTF8.self) == UTCTime.format(ms: ms), "ms \(ms)")
+      #expect(written == out)
+    }
+  }
 }

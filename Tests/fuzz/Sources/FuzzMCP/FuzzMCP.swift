@@ -21,12 +21,14 @@ import OutboxStore
 import OutboxSupport
 import OutboxTransport
 
-/// The wire methods that are no tools: OpenRPC's `rpc.discover`, the protocol's cancel
-/// notifications (`$/cancelRequest`, `notifications/cancelled`) and the editor lifecycle
-/// (`shutdown`, `exit`).
-let notTools = MethodTable.standard.names.filter {
-  $0.hasPrefix("rpc.") || $0.contains("/") || $0 == Shutdown.name || $0 == Exit.name
-}
+/// The wire methods that are no tools: the methods `Protocol/openrpc.json` gives no
+/// `x-mcp-annotations` (`rpc.discover`, the cancel notifications, the editor lifecycle).
+let notTools: [String] = {
+  let document = (try? JSONReader.parse(Array(openRPCDocument.utf8), maxDepth: 1000))?["methods"]?.arrayValue ?? []
+  let withTool = Set(document.compactMap { $0["x-mcp-annotations"] == nil ? nil : $0["name"]?.stringValue })
+  precondition(!withTool.isEmpty, "no tools in the embedded openrpc.json")
+  return MethodTable.standard.names.filter { !withTool.contains($0) }
+}()
 /// The wire methods, the ones that are no tools last.
 let tools = MethodTable.standard.names.filter { !notTools.contains($0) } + notTools
 let mcpMethods = [
