@@ -241,9 +241,9 @@ extension Configuration {
       .init(
         name: "--dead-letters", valueName: nil, help: "the dead letters instead of the pending items", command: .dump
       ) { c, v throws(UsageError) in c.dump.deadLetters = try bool(v) },
-    ] + relayOptions
+    ] + relayOptions + fleetOptions
 
-  /// `push-outbox relay`'s flags (README "Fleet (relay)").
+  /// `push-outbox relay`'s flags (README "Fleet").
   private static let relayOptions: [CommandLineOption] = [
     .init(
       name: "--to", valueName: "URL", help: "the NATS server, nats://HOST:PORT (loopback unless plaintext is allowed)",
@@ -280,6 +280,43 @@ extension Configuration {
     .init(
       name: "--default-user", valueName: "JSON", help: "the user for items saved without one", command: .relay
     ) { c, v throws(UsageError) in c.relay.defaultUser = v },
+  ]
+
+  /// `push-outbox deliver --from`'s flags (README "Fleet").
+  private static let fleetOptions: [CommandLineOption] = [
+    .init(
+      name: "--from", valueName: "URL",
+      help: "deliver from this NATS server's stream instead of the store, nats://HOST:PORT", command: .deliver
+    ) { c, v throws(UsageError) in
+      switch NATSAddress.parse(v) {
+      case .success(let address): c.fleet.from = address
+      case .failure(let error): throw UsageError(error.description)
+      }
+    },
+    .init(
+      name: "--follow", valueName: nil, help: "with --from: keep delivering until SIGTERM or SIGINT",
+      command: .deliver
+    ) { c, v throws(UsageError) in c.fleet.follow = try bool(v) },
+    .init(
+      name: "--nats-stream", valueName: "NAME", help: "with --from: the JetStream stream (default PUSH_OUTBOX)",
+      command: .deliver
+    ) {
+      c, v throws(UsageError) in
+      guard RelayCommand.streamName(v) else { throw UsageError("needs letters, digits, _ or - (at most 64)") }
+      c.fleet.stream = v
+    },
+    .init(
+      name: "--nats-creds", valueName: "PATH",
+      help: "file with a token, or {\"user\":…,\"password\":…} (else $PUSH_OUTBOX_NATS_TOKEN)", command: .deliver
+    ) { c, v throws(UsageError) in c.fleet.credsFile = v },
+    .init(
+      name: "--nats-allow-plaintext", valueName: nil,
+      help: "allow a plain-text connection to a host that is not loopback", command: .deliver
+    ) { c, v throws(UsageError) in c.fleet.allowPlaintext = try bool(v) },
+    .init(
+      name: "--leader-lease", valueName: "SECONDS",
+      help: "with --from: the leader's lease; a standby takes over within two (default 5)", command: .deliver
+    ) { c, v throws(UsageError) in c.fleet.leaseSeconds = try number(v, min: 1, max: 3600) },
   ]
 
   private static let stringPolicies: [StringPolicy] = [.reject, .truncate]

@@ -24,8 +24,15 @@ extension Invocation {
     switch command {
     case nil: return .serve(values.config)
     case .deliver:
+      if values.fleet.givenWithoutFrom { throw UsageError("--follow, --nats-* and --leader-lease need --from") }
       if let missing = values.config.missingDelivery { throw UsageError("needs " + missing) }
-      return .deliver(values.config)
+      guard let from = values.fleet.from else { return .deliver(values.config) }
+      guard from.isLoopback || values.fleet.allowPlaintext else {
+        throw UsageError(
+          "--from \(from) is not loopback and TLS is not supported yet: reach NATS through a leaf node on 127.0.0.1,"
+            + " or give --nats-allow-plaintext")
+      }
+      return .deliverFrom(values.config, values.fleet)
     case .flush: return .flush(values.config, values.flush)
     case .import:
       guard let file else { throw UsageError("needs FILE (a path, or - for stdin)") }

@@ -10,7 +10,8 @@ package enum Subcommand: String, CaseIterable, Sendable {
   /// The arguments after the name, for `--help`, the man page and the completions.
   package var arguments: String {
     switch self {
-    case .deliver, .flush, .verify, .dump: "[options]"
+    case .deliver: "[--from nats://HOST:PORT [--follow]] [options]"
+    case .flush, .verify, .dump: "[options]"
     case .relay: "--to nats://HOST:PORT [options]"
     case .import: "[--user JSON] [options] FILE"
     case .ack, .release: "[options] FLUSHID"
@@ -19,7 +20,8 @@ package enum Subcommand: String, CaseIterable, Sendable {
 
   var help: String {
     switch self {
-    case .deliver: "deliver to Braze once, then exit (0: nothing left retrying)"
+    case .deliver:
+      "deliver to Braze once, then exit (0: nothing left retrying); --from: from a fleet's NATS stream"
     case .import:
       "import the guide's App Group storage from FILE (plutil -convert json; - for stdin), then exit (1: some rejected)"
     case .flush: "write pending items to stdout, one per line; each leaves the store once written"
@@ -38,6 +40,8 @@ package enum Invocation: Sendable {
   /// No subcommand: serve JSON-RPC on stdin/stdout.
   case serve(Configuration)
   case deliver(Configuration)
+  /// `deliver --from nats://…`: a fleet's deliverer.
+  case deliverFrom(Configuration, FleetDeliverCommand.Options)
   case flush(Configuration, FlushCommand.Options)
   case `import`(Configuration, file: String, user: [UInt8]?)
   case verify(Configuration)
@@ -56,7 +60,8 @@ package enum Invocation: Sendable {
   /// The settings a run uses; nil for the commands that print something.
   var configuration: Configuration? {
     switch self {
-    case .serve(let config), .deliver(let config), .flush(let config, _), .import(let config, _, _),
+    case .serve(let config), .deliver(let config), .deliverFrom(let config, _), .flush(let config, _),
+      .import(let config, _, _),
       .verify(let config), .dump(let config, _), .endLease(let config, _, _), .relay(let config, _):
       config
     case .help, .version, .manPage, .completion: nil
@@ -72,6 +77,7 @@ package struct OptionValues: Sendable {
   package var flush = FlushCommand.Options()
   package var dump = DumpCommand.Options()
   package var relay = RelayCommand.Options()
+  package var fleet = FleetDeliverCommand.Options()
   /// `import --user`, checked and written back as JSON.
   package var user: [UInt8]?
 

@@ -48,6 +48,7 @@ package enum PushOutbox {
       printInfo("completion script", standard, CommandLineDocs.completion(shell), terminator: "")
     case .serve(let config): serve(config, standard)
     case .deliver(let config): return DeliverCommand.run(config)
+    case .deliverFrom(let config, let options): return FleetDeliverCommand.run(options, config, env: environment)
     case .flush(let config, let options):
       refuseClosedStdout("push-outbox flush", "the flushed items", standard)
       return FlushCommand.run(options, config)

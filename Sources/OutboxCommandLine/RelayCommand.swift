@@ -15,7 +15,7 @@ import Darwin
 #endif
 
 /// `push-outbox relay --to nats://HOST:PORT [FLAGS]`: a one-shot that moves every pending item into
-/// a NATS JetStream stream (the producer side of a fleet, README "Fleet (relay)").
+/// a NATS JetStream stream (the producer side of a fleet, README "Fleet").
 ///
 /// Each round leases up to `roundSize` items durably (a delivery lease), publishes each with
 /// `Nats-Msg-Id: <item id>` to `<stream>.<shard>` (one subject per user shard, so a user's items stay

@@ -110,6 +110,16 @@ package struct JetStream {
     return answer["config"] ?? .null
   }
 
+  /// The stream's `state.messages` and `state.bytes`, nil when there is no such stream.
+  package func streamState(_ name: String, deadline: Double) throws(NATSError) -> (messages: Int64, bytes: Int64)? {
+    let answer = try api("STREAM.INFO." + name, .object([]), deadline: deadline)
+    if let error = answer["error"] {
+      if error["err_code"]?.intValue == 10059 || error["code"]?.intValue == 404 { return nil }
+      throw apiError("STREAM.INFO", error)
+    }
+    return (answer["state"]?["messages"]?.intValue ?? 0, answer["state"]?["bytes"]?.intValue ?? 0)
+  }
+
   package func createStream(_ settings: StreamSettings, deadline: Double) throws(NATSError) {
     let answer = try api("STREAM.CREATE." + settings.name, settings.json, deadline: deadline)
     if let error = answer["error"] { throw apiError("STREAM.CREATE", error) }

@@ -14,6 +14,12 @@ package struct FetchedMessage: Sendable, Equatable {
     let parts = ackSubject.split(separator: ".")
     return parts.count >= 9 ? Int(parts[parts.count - 5]) ?? 0 : 0
   }
+
+  /// Its sequence in the stream, read from the ack subject (0 when the subject has another shape).
+  package var streamSequence: UInt64 {
+    let parts = ackSubject.split(separator: ".")
+    return parts.count >= 9 ? UInt64(parts[parts.count - 4]) ?? 0 : 0
+  }
 }
 
 /// A durable pull consumer with explicit acks (docs.nats.io reference/jetstream/api: CONSUMER.CREATE,
@@ -33,8 +39,11 @@ package struct NATSPullConsumer {
 
   /// Creates the durable consumer, or finds it (the server answers an identical config with the
   /// existing one).
-  package func ensure(ackWaitSeconds: Int64, maxDeliver: Int, deadline: Double) throws(NATSError) {
+  package func ensure(
+    ackWaitSeconds: Int64, maxDeliver: Int, maxAckPending: Int = 1000, deadline: Double
+  ) throws(NATSError) {
     let config = JSONValue.object([
+      JSONMember("max_ack_pending", .int(Int64(maxAckPending))),
       JSONMember("durable_name", .string(name)), JSONMember("ack_policy", .string("explicit")),
       JSONMember("deliver_policy", .string("all")), JSONMember("ack_wait", .int(ackWaitSeconds * 1_000_000_000)),
       JSONMember("max_deliver", .int(Int64(maxDeliver))), JSONMember("replay_policy", .string("instant")),
@@ -46,14 +55,18 @@ package struct NATSPullConsumer {
 
   /// Up to `batch` messages: what arrives before the server's `expiresSeconds` or `deadline` ends the
   /// request (status 404: nothing pending, 408: the request expired; 100: a heartbeat, skipped).
-  package func fetch(batch: Int, expiresSeconds: Double, deadline: Double) throws(NATSError) -> [FetchedMessage] {
+  /// `noWait`: what is available now, without waiting for more.
+  package func fetch(
+    batch: Int, expiresSeconds: Double, noWait: Bool = false, deadline: Double
+  ) throws(NATSError) -> [FetchedMessage] {
     let connection = stream.connection
     let reply = connection.newInbox()
     let sid = connection.subscribe(reply)
     defer { connection.unsubscribe(sid) }
-    let request = JSONValue.object([
-      JSONMember("batch", .int(Int64(batch))), JSONMember("expires", .int(Int64(expiresSeconds * 1e9))),
-    ])
+    let request = JSONValue.object(
+      [JSONMember("batch", .int(Int64(batch)))]
+        + (noWait
+          ? [JSONMember("no_wait", .bool(true))] : [JSONMember("expires", .int(Int64(expiresSeconds * 1e9)))]))
     var payload: [UInt8] = []
     request.encodeJSON(into: &payload)
     connection.publish("$JS.API.CONSUMER.MSG.NEXT.\(streamName).\(name)", reply: reply, payload: payload)

@@ -11,6 +11,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -275,3 +276,146 @@ def stream_key(payload: Dict[str, Any]) -> Tuple[str, str, str, str]:
         json.dumps(payload.get("user"), sort_keys=True),
         json.dumps(body, sort_keys=True),
     )
+
+
+# --- The deliverer side: the delivery suite's Braze stub, imported by path (one copy).
+
+sys.path.insert(0, str(ROOT / "Tests" / "delivery"))
+from braze_stub import BrazeStub, Reply  # noqa: E402
+
+API_KEY = "fleet-key-7c2e0a"  # a fake key
+
+
+@pytest.fixture
+def stub() -> Iterator[BrazeStub]:
+    server = BrazeStub().start()
+    yield server
+    server.stop()
+
+
+class Deliverer:
+    """`push-outbox deliver --from` as a subprocess; stderr goes to a file read while it runs."""
+
+    def __init__(
+        self, tmp: Path, name: str, server: NatsServer, stub: BrazeStub, *extra: str
+    ) -> None:
+        self.log_path = tmp / f"{name}.stderr"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PUSH_OUTBOX_")}
+        env["BRAZE_API_KEY"] = API_KEY
+        self.log = open(self.log_path, "wb")
+        self.args = [
+            binary(),
+            "deliver",
+            "--from",
+            server.url,
+            "--braze-endpoint",
+            stub.url,
+            "--memory",
+            *extra,
+        ]
+        self.proc = subprocess.Popen(
+            self.args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log, env=env
+        )
+
+    @property
+    def pid(self) -> int:
+        return int(self.proc.pid)
+
+    def stderr(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def is_leader(self) -> bool:
+        lines = [line for line in self.stderr().splitlines() if ": role " in line]
+        return bool(lines) and ": role leader" in lines[-1]
+
+    def wait(self, timeout: float = 60) -> int:
+        try:
+            return int(self.proc.wait(timeout=timeout))
+        finally:
+            self.log.close()
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.wait()
+
+    def kill9(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+
+
+def deliver_once(
+    server: NatsServer, stub: BrazeStub, *extra: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """A one-shot `deliver --from` (no --follow)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PUSH_OUTBOX_")}
+    env["BRAZE_API_KEY"] = API_KEY
+    args = [binary(), "deliver", "--from", server.url, "--braze-endpoint", stub.url, "--memory"]
+    return subprocess.run(
+        args + list(extra), capture_output=True, text=True, env=env, timeout=timeout
+    )
+
+
+def wait_for(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def event_key(user: Optional[Dict[str, Any]], name: str, props: Any) -> Tuple[str, str, str]:
+    return (json.dumps(user, sort_keys=True), name, json.dumps(props, sort_keys=True))
+
+
+def saved_events(saved: Saved) -> List[Tuple[str, str, str]]:
+    """The plain model: (user, name, properties) of every saved event."""
+    return [
+        event_key(item["user"], item["body"]["name"], item["body"]["properties"])
+        for item in saved.items.values()
+        if item["kind"] == "customEvent"
+    ]
+
+
+def received_events(objects: List[Dict[str, Any]]) -> List[Tuple[str, str, str]]:
+    """The same key from the stub's event objects."""
+    return [
+        event_key({"externalId": o["external_id"]}, o["name"], o.get("properties"))
+        for o in objects
+        if "name" in o and "time" in o
+    ]
+
+
+def stream_count(server: NatsServer, stream: str) -> int:
+    async def read() -> int:
+        nc = await server._connect()
+        try:
+            info = await nc.jetstream().stream_info(stream)
+            return int(info.state.messages)
+        except Exception:
+            return -1
+        finally:
+            await nc.close()
+
+    return int(server.run(read()))
+
+
+def leader_value(
+    server: NatsServer, bucket: str = "PUSH_OUTBOX_LEADER"
+) -> Optional[Dict[str, Any]]:
+    """The leader key as nats-py reads it (None: no leader)."""
+
+    async def read() -> Optional[Dict[str, Any]]:
+        nc = await server._connect()
+        try:
+            kv = await nc.jetstream().key_value(bucket)
+            entry = await kv.get("leader")
+            return dict(json.loads(entry.value)) if entry.value else None
+        except Exception:
+            return None
+        finally:
+            await nc.close()
+
+    result = server.run(read())
+    return dict(result) if result else None

@@ -47,6 +47,12 @@ complete -c push-outbox -l nats-allow-plaintext -d 'allow a plain-text connectio
 complete -c push-outbox -l nats-max-bytes -d 'size limit of a stream it creates (default 1073741824)' -n '__fish_seen_subcommand_from relay' -r -f
 complete -c push-outbox -l max-seconds -d 'give up retrying after this long (default 30)' -n '__fish_seen_subcommand_from relay' -r -f
 complete -c push-outbox -l default-user -d 'the user for items saved without one' -n '__fish_seen_subcommand_from relay' -r -f
+complete -c push-outbox -l from -d 'deliver from this NATS servers stream instead of the store, nats://HOST:PORT' -n '__fish_seen_subcommand_from deliver' -r -f
+complete -c push-outbox -l follow -d 'with --from: keep delivering until SIGTERM or SIGINT' -n '__fish_seen_subcommand_from deliver'
+complete -c push-outbox -l nats-stream -d 'with --from: the JetStream stream (default PUSH_OUTBOX)' -n '__fish_seen_subcommand_from deliver' -r -f
+complete -c push-outbox -l nats-creds -d 'file with a token, or {"user":…,"password":…} (else $PUSH_OUTBOX_NATS_TOKEN)' -n '__fish_seen_subcommand_from deliver' -r -f
+complete -c push-outbox -l nats-allow-plaintext -d 'allow a plain-text connection to a host that is not loopback' -n '__fish_seen_subcommand_from deliver'
+complete -c push-outbox -l leader-lease -d 'with --from: the leaders lease; a standby takes over within two (default 5)' -n '__fish_seen_subcommand_from deliver' -r -f
 complete -c push-outbox -n __fish_use_subcommand -f -a 'deliver flush import verify dump ack release relay'
 complete -c push-outbox -n '__fish_seen_subcommand_from import' -F
 complete -c push-outbox -s h -l help -d 'show this help and exit'

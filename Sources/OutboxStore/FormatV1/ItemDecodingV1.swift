@@ -7,7 +7,7 @@ extension PendingItem {
 
   /// Rebuilds an item from the JSON object format 1 wrote (snapshot lines and journal records).
   /// Its id is kept as the client's bytes, so it renders exactly as before.
-  init(decoding value: JSONValue) throws(MalformedItemV1) {
+  package init(decoding value: JSONValue) throws(MalformedItemV1) {
     guard case .object(let members) = value,
       case .string(let id)? = members["id"], !id.isEmpty, id.utf8.count <= 255,
       case .int(let seq)? = members["seq"], seq > 0,
@@ -29,4 +29,4 @@ extension PendingItem {
 }
 
 /// A format-1 item object without the members every item has.
-struct MalformedItemV1: Error {}
+package struct MalformedItemV1: Error {}

@@ -1,0 +1,250 @@
+import OutboxDelivery
+import OutboxJSON
+import OutboxNATS
+import OutboxStore
+import OutboxSupport
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One `push-outbox deliver --from`: a durable pull consumer on the stream, leader election, and
+/// `HeldDelivery` for the requests (see `FleetDeliverCommand`). One thread owns the connection; the
+/// HTTP requests run on delivery's background queue.
+final class FleetSession {
+  let options: FleetDeliverCommand.Options
+  let nats: NATSOptions
+  let settings: DeliverySettings
+  let engine: HeldDelivery
+  private(set) var js: JetStream?
+  private(set) var consumer: NATSPullConsumer?
+  private var leader: FleetLeader?
+  /// The message behind each held item, by stream sequence.
+  var messages: [UInt64: FetchedMessage] = [:]
+  var nextKeepAlive = 0.0
+  /// Wall-clock ms until which messages given back may still be on their way back.
+  var givenBackUntil: Int64 = 0
+  private var standbySince = Clock.monotonicSeconds()
+  /// Monotonic seconds before which a new leader fetches nothing (see `startLeading`).
+  private var fetchFrom = 0.0
+  var delivered = 0
+  var deadLettered = 0
+  var givenBack = 0
+  private(set) var problem: String?
+
+  static let consumerName = "push-outbox-deliver"
+  /// Deliveries of one message before it becomes a dead letter (the consumer's `max_deliver`).
+  static let maxDeliver = 20
+  /// Room for the messages a dead leader held (until their AckWait) and the new leader's window.
+  static let maxAckPending = 20_000
+  /// Wall-clock ms a one-shot waits out a pause before it exits with the rest left in the stream.
+  static let maxWaitMs: Int64 = 30_000
+
+  init(options: FleetDeliverCommand.Options, nats: NATSOptions, settings: DeliverySettings, batchLimit: Int) {
+    self.options = options
+    self.nats = nats
+    self.settings = settings
+    engine = HeldDelivery(settings: settings, clock: .system, log: Log(level: .warn), batchLimit: batchLimit)
+  }
+
+  /// Longer than the Braze timeout; `+WPI` restarts it every third while an item is held.
+  var ackWaitSeconds: Int64 { Int64((Double(settings.timeoutMs) / 1000).rounded(.up)) + 2 }
+  /// Items held at once: enough for every request in flight, twice.
+  private var window: Int { settings.maxInFlight * 75 * 2 }
+  var deadStream: String { options.stream + "_DEAD" }
+
+  var summary: String {
+    "delivered \(delivered), dead-lettered \(deadLettered) (to \(deadStream)), given back \(givenBack)"
+      + (problem.map { "; stopped: " + $0 } ?? "")
+  }
+
+  /// Runs until the stream is empty (one-shot) or a signal (`--follow`).
+  func run() -> ExitCode {
+    var backoff = NATSBackoff()
+    while !StopRequest.isRequested {
+      do throws(NATSError) {
+        try connect()
+        if let code = try step() { return code }
+        backoff.reset()
+        continue
+      } catch {
+        disconnect(error.description)
+        if error.kind == .refused || error.kind == .auth {
+          problem = error.description
+          return .failure
+        }
+        Log.stderr("push-outbox deliver: NATS: \(error.description); reconnecting")
+      }
+      let until = Clock.monotonicSeconds() + backoff.next()
+      while Clock.monotonicSeconds() < until && !StopRequest.isRequested { usleep(20_000) }
+    }
+    return shutdown()
+  }
+
+  // MARK: - Connection
+
+  private func connect() throws(NATSError) {
+    guard js == nil else { return }
+    let connection = try NATSConnection(nats)
+    let stream = JetStream(connection)
+    do throws(NATSError) {
+      let deadline = Clock.monotonicSeconds() + 5
+      for name in [options.stream, deadStream] {
+        let shape = StreamSettings(name: name, subjects: [name + ".*"], maxBytes: options.maxBytes)
+        try stream.ensureStream(shape, deadline: deadline)
+      }
+      let pull = NATSPullConsumer(stream, streamName: options.stream, name: Self.consumerName)
+      try pull.ensure(
+        ackWaitSeconds: ackWaitSeconds, maxDeliver: Self.maxDeliver, maxAckPending: Self.maxAckPending,
+        deadline: deadline)
+      let election = FleetLeader(
+        kv: NATSKeyValue(stream, bucket: options.stream + "_LEADER"), leaseSeconds: options.leaseSeconds,
+        pid: getpid())
+      try election.ensureBucket(deadline: deadline)
+      (js, consumer, leader) = (stream, pull, election)
+      standbySince = Clock.monotonicSeconds()
+    } catch {
+      connection.close()
+      throw error
+    }
+  }
+
+  /// The connection is gone: leadership with it; held items not in flight come back after AckWait.
+  private func disconnect(_ why: String) {
+    if var election = leader, let change = election.lose("NATS: " + why) { logRole(change) }
+    js?.connection.close()
+    (js, consumer, leader) = (nil, nil, nil)
+    for item in engine.takeWaiting(untilMs: 0) { messages[item.seq] = nil }
+  }
+
+  // MARK: - One step
+
+  /// Elects, settles answers, fetches and starts requests; an exit code once the run is over.
+  private func step() throws(NATSError) -> ExitCode? {
+    guard let js, let consumer, var election = leader else { return nil }
+    if let change = election.tick() {
+      logRole(change)
+      if change.0 == .leader { try startLeading(js) }
+    }
+    leader = election
+    for outcome in engine.collect() { try settle(outcome) }
+    if let reason = engine.stopReason {
+      problem =
+        "Braze answered \(reason); check --braze-endpoint and the API key (needs users.track)."
+        + " Every message stays in the stream"
+      return shutdown()
+    }
+    let now = Clock.system.now()
+    if !election.isLeader {
+      if engine.heldCount > engine.inFlight { giveBack(untilMs: now) }
+      try js.connection.flush(deadline: Clock.monotonicSeconds() + 2)
+      if !options.follow && Clock.monotonicSeconds() - standbySince > 2 * options.leaseSeconds + 1 {
+        problem = "another deliverer holds the lease of \(options.stream)_LEADER"
+        return .failure
+      }
+      engine.waitForAnswer(seconds: max(0.005, min(0.05, election.nextAttemptAt - Clock.monotonicSeconds())))
+      return nil
+    }
+    standbySince = Clock.monotonicSeconds()
+    if engine.isPaused {
+      if engine.inFlight == 0 && engine.heldCount > 0 { giveBack(untilMs: engine.pausedUntil) }
+      if !options.follow && engine.inFlight == 0 && engine.pausedUntil - now > Self.maxWaitMs {
+        return try finishOneShot(js)
+      }
+    } else if engine.heldCount < window && Clock.monotonicSeconds() >= fetchFrom {
+      let busy = engine.heldCount > 0 || engine.inFlight > 0
+      let idle = min(0.25, options.leaseSeconds / 6)
+      let fetched = try consumer.fetch(
+        batch: window - engine.heldCount, expiresSeconds: idle, noWait: busy,
+        deadline: Clock.monotonicSeconds() + idle + 0.25)  // a pull the server holds (MaxAckPending) ends here
+      for message in fetched { try admit(message) }
+      if fetched.isEmpty && !busy && !options.follow, let code = try finishOneShot(js) { return code }
+    }
+    engine.startRequests(allowed: leader?.isLeader == true)
+    keepAlive(consumer)
+    try js.connection.flush(deadline: Clock.monotonicSeconds() + 2)
+    if engine.inFlight > 0 {
+      engine.waitForAnswer(seconds: 0.01)
+    } else if engine.isPaused || engine.heldCount > 0 || Clock.monotonicSeconds() < fetchFrom {
+      engine.waitForAnswer(seconds: min(engine.paceWait() ?? 0.02, 0.05))
+    }
+    return nil
+  }
+
+  /// A new leader sends nothing for one `--braze-rate` window: the last leader may have sent up
+  /// to its end, and the fleet's rate counts both. One finding messages another deliverer fetched
+  /// and never settled (it died) fetches nothing for one AckWait: the server then redelivers those
+  /// first, so a user's newer messages never overtake them. After a clean stop there are none.
+  private func startLeading(_ js: JetStream) throws(NATSError) {
+    fetchFrom = Clock.monotonicSeconds() + settings.rate.seconds
+    let info = try js.api(
+      "CONSUMER.INFO.\(options.stream).\(Self.consumerName)", .object([]), deadline: Clock.monotonicSeconds() + 2)
+    let pending = info["num_ack_pending"]?.intValue ?? 0
+    guard pending > 0, engine.heldCount == 0 else { return }
+    // The consumer's own AckWait: another deliverer may have created it with another timeout.
+    let ackWait = Double(info["config"]?["ack_wait"]?.intValue ?? ackWaitSeconds * 1_000_000_000) / 1e9
+    fetchFrom = max(fetchFrom, Clock.monotonicSeconds() + ackWait)
+    Log.stderr(
+      "push-outbox deliver: \(pending) messages wait for their AckWait (\(ackWait) s) from the last leader;"
+        + " they go first")
+  }
+
+  /// A fetched message becomes a held item (its seq the stream sequence), or a dead letter.
+  private func admit(_ message: FetchedMessage) throws(NATSError) {
+    let seq = message.streamSequence
+    guard messages[seq] == nil else {  // redelivered while held: keep the newer ack subject
+      messages[seq] = message
+      return
+    }
+    guard let value = try? JSONReader.parse(message.payload, maxDepth: 1000),
+      var item = try? PendingItem(decoding: value)
+    else { return try deadLetter([(message, "not_an_item")]) }
+    item.seq = seq
+    messages[seq] = message
+    guard engine.add(item) else {
+      messages[seq] = nil
+      return try deadLetter([(message, "no_identifier")])
+    }
+  }
+
+  // MARK: - Ending
+
+  /// The one-shot found nothing to fetch: done when the stream is empty, else 1 with the count.
+  private func finishOneShot(_ js: JetStream) throws(NATSError) -> ExitCode? {
+    let left = try js.streamState(options.stream, deadline: Clock.monotonicSeconds() + 5)?.messages ?? 0
+    if left == 0 { return shutdown() }
+    if Clock.system.now() < givenBackUntil + ackWaitSeconds * 1000
+      && engine.pausedUntil - Clock.system.now()
+        <= Self.maxWaitMs
+    {
+      return nil  // given back a moment ago: they come again
+    }
+    problem = "\(left) messages stay in the stream \(options.stream)"
+    let code = shutdown()
+    return code == .success ? .failure : code
+  }
+
+  /// Stops sending, waits for requests in flight (at most the Braze timeout), settles their
+  /// answers, gives back the rest and closes the connection.
+  func shutdown() -> ExitCode {
+    let deadline = Clock.monotonicSeconds() + Double(settings.timeoutMs) / 1000 + 0.5
+    while engine.inFlight > 0 && Clock.monotonicSeconds() < deadline {
+      engine.waitForAnswer(seconds: 0.05)
+      for outcome in engine.collect() { try? settle(outcome) }
+    }
+    giveBack(untilMs: Clock.system.now())
+    try? js?.connection.flush(deadline: Clock.monotonicSeconds() + 2)
+    js?.connection.close()
+    js = nil
+    if StopRequest.isRequested && problem == nil && !options.follow { problem = "stopped by a signal" }
+    return problem == nil ? .success : .failure
+  }
+
+  private func logRole(_ change: (FleetLeader.Role, String)) {
+    Log.stderr("push-outbox deliver: role \(change.0.rawValue): \(change.1)")
+  }
+}

@@ -1,0 +1,244 @@
+import Dispatch
+package import OutboxStore
+package import OutboxSupport
+
+/// Delivery of items that live outside the store (a fleet's stream, README "Fleet"), with the
+/// store-backed `Deliverer`'s rules and parts: the same bodies (`UsersTrack`), answers (`Verdict`),
+/// limiter (`Pacing`) and setbacks (`Throttle`).
+///
+/// The caller adds items in arrival order, each with a `seq` unique among them (the stream
+/// sequence). A request takes up to `batchLimit` items, oldest first, skipping every user with a
+/// request in flight or an older item held back, so one user's items reach Braze in order and never
+/// two requests for one user are in flight. A 400 halves the request until the bad object is alone.
+/// Each answer comes back from `collect` as an `Outcome` for the caller to settle at the source.
+package final class HeldDelivery {
+  package enum Outcome {
+    /// 2xx: `delivered` reached Braze; `dead` were refused by name (`errors`) or alone after a 400.
+    case settled(delivered: [PendingItem], dead: [(PendingItem, String)])
+    /// 429, 5xx, timeouts: give them back; nothing is sent before `pausedUntil`.
+    case retry([PendingItem], reason: String)
+    /// 401, 403, 404: the configuration is wrong; `stopReason` is set and nothing more is sent.
+    case stopped([PendingItem], reason: String)
+  }
+
+  private struct Held {
+    var item: PendingItem
+    var user: ByteKey
+    /// After a 400: at most this many items in its next request.
+    var cap: Int
+    var sending = false
+  }
+
+  private struct Completion: Sendable {
+    var id: Int
+    var batch: TrackBatch
+    var result: Result<HTTPResponse, DeliveryFailure>
+    var answeredAt: Double
+  }
+
+  let settings: DeliverySettings
+  private let clock: Clock
+  private let log: Log
+  private let poster: any HTTPPoster
+  private let batchLimit: Int
+  private let queue = DispatchQueue(label: "push-outbox.held-delivery", attributes: .concurrent)
+  private let inbox = Inbox<Completion>()
+  private let wakeup = DispatchSemaphore(value: 0)
+  /// Held items by seq, oldest first.
+  private var held: [Held] = []
+  private var flights: [Int: (seqs: [UInt64], users: Set<ByteKey>, token: Int)] = [:]
+  private var usersInFlight: Set<ByteKey> = []
+  /// Items given back (NAK) that must come back before a newer item of their user is sent:
+  /// user → seq given back → wall-clock ms after which it is no longer awaited.
+  private var awaited: [ByteKey: [UInt64: Int64]] = [:]
+  private var pacing: Pacing
+  private var throttle: Throttle
+  private var counter = 0
+  package private(set) var stopReason: String?
+  package private(set) var requestsByCode: [String: Int] = [:]
+
+  package init(
+    settings: DeliverySettings, clock: Clock, log: Log, batchLimit: Int, poster: any HTTPPoster = CurlPoster()
+  ) {
+    self.settings = settings
+    self.clock = clock
+    self.log = log
+    self.poster = poster
+    self.batchLimit = max(1, batchLimit)
+    pacing = Pacing(settings.rate)
+    throttle = Throttle(
+      backoffMs: settings.backoffMs, maxBackoffMs: settings.maxBackoffMs,
+      configErrorBackoffMs: settings.configErrorBackoffMs)
+  }
+
+  package var heldCount: Int { held.count }
+  package var inFlight: Int { flights.count }
+  /// Wall-clock ms before which nothing is sent (after a setback).
+  package var pausedUntil: Int64 { throttle.pausedUntil }
+  package var isPaused: Bool { throttle.isPaused(clock.now()) }
+  /// The seqs of every held item (in flight or waiting), for keeping them alive at the source.
+  package var heldSeqs: [UInt64] { held.map(\.item.seq) }
+
+  /// Adds an item (its `seq` unique among held ones); nil when it names no user (a dead letter).
+  @discardableResult
+  package func add(_ item: PendingItem) -> Bool {
+    guard let key = item.body.withUnsafeBytes({ UserKey.of(body: $0, item: { item }) }) else { return false }
+    let user = ByteKey(key)
+    if awaited[user]?.removeValue(forKey: item.seq) != nil, awaited[user]?.isEmpty == true { awaited[user] = nil }
+    let entry = Held(item: item, user: user, cap: batchLimit)
+    if let last = held.last, last.item.seq > item.seq {
+      let index = held.firstIndex { $0.item.seq > item.seq } ?? held.count
+      held.insert(entry, at: index)
+    } else {
+      held.append(entry)
+    }
+    return true
+  }
+
+  /// Removes every held item not in flight and returns it (to give back at the source). Each one's
+  /// user sends nothing newer until it is added again or `untilMs` passes.
+  package func takeWaiting(untilMs: Int64) -> [PendingItem] {
+    let out = held.filter { !$0.sending }
+    held.removeAll { !$0.sending }
+    expectBack(out.map(\.item), untilMs: untilMs)
+    return out.map(\.item)
+  }
+
+  /// Items given back at the source: their users wait for them (see `takeWaiting`).
+  package func expectBack(_ items: [PendingItem], untilMs: Int64) {
+    for item in items {
+      guard let key = item.body.withUnsafeBytes({ UserKey.of(body: $0, item: { item }) }) else { continue }
+      awaited[ByteKey(key), default: [:]][item.seq] = untilMs
+    }
+  }
+
+  // MARK: - Sending
+
+  /// Starts every request the limits allow (`allowed`: this process may send now).
+  package func startRequests(allowed: Bool) {
+    while allowed, stopReason == nil, flights.count < settings.maxInFlight, !throttle.isPaused(clock.now()),
+      pacing.blockedUntil(Clock.monotonicSeconds()) == nil, startOne()
+    {}
+  }
+
+  /// Seconds until the limiter frees a slot, when it alone holds a request back.
+  package func paceWait() -> Double? {
+    pacing.blockedUntil(Clock.monotonicSeconds()).map { max(0.001, $0 - Clock.monotonicSeconds()) }
+  }
+
+  private func startOne() -> Bool {
+    let now = clock.now()
+    awaited = awaited.compactMapValues { seqs in
+      let live = seqs.filter { $0.value > now }
+      return live.isEmpty ? nil : live
+    }
+    var blocked = usersInFlight
+    var chosen: [Int] = []
+    var limit = batchLimit
+    for index in held.indices where !held[index].sending {
+      let entry = held[index]
+      if blocked.contains(entry.user) { continue }
+      if let seqs = awaited[entry.user], seqs.keys.contains(where: { $0 < entry.item.seq }) {
+        blocked.insert(entry.user)
+        continue
+      }
+      if chosen.count + 1 > min(limit, entry.cap) { break }
+      limit = min(limit, entry.cap)
+      chosen.append(index)
+    }
+    guard !chosen.isEmpty else { return false }
+    let items = chosen.map { held[$0].item }
+    let users = Set(chosen.map { held[$0].user })
+    for index in chosen { held[index].sending = true }
+    usersInFlight.formUnion(users)
+    counter += 1
+    let token = pacing.record(Clock.monotonicSeconds())
+    flights[counter] = (items.map(\.seq), users, token)
+    send(counter, items)
+    return true
+  }
+
+  private func send(_ id: Int, _ items: [PendingItem]) {
+    guard let url = settings.url, let key = settings.apiKey else { return }
+    let (poster, inbox, wakeup) = (poster, inbox, wakeup)
+    let (timeout, connect) = (settings.timeoutMs, settings.connectTimeoutMs)
+    queue.async {
+      var batch =
+        UsersTrack.batches(
+          items, superseded: items.supersededSeqs, defaultUser: nil, limit: Int.max, mode: .perArray
+        ).first ?? TrackBatch()
+      batch.seqs = items.map(\.seq)
+      var body: [UInt8] = []
+      batch.body.encodeJSON(into: &body)
+      let request = HTTPRequest(url: url, bearer: key, body: body, timeoutMs: timeout, connectTimeoutMs: connect)
+      let result = poster.post(request)
+      inbox.put(Completion(id: id, batch: batch, result: result, answeredAt: Clock.monotonicSeconds()))
+      wakeup.signal()
+    }
+  }
+
+  /// Blocks until an answer arrives or `seconds` pass.
+  package func waitForAnswer(seconds: Double) { _ = wakeup.wait(timeout: .now() + seconds) }
+
+  // MARK: - Answers
+
+  /// The answers that have arrived, applied: what to settle at the source.
+  package func collect() -> [Outcome] {
+    inbox.takeAll().compactMap(apply)
+  }
+
+  private func apply(_ completion: Completion) -> Outcome? {
+    guard let flight = flights.removeValue(forKey: completion.id) else { return nil }
+    usersInFlight.subtract(flight.users)
+    pacing.answered(flight.token, at: completion.answeredAt)
+    switch completion.result {
+    case .success(let response): requestsByCode[String(response.status), default: 0] += 1
+    case .failure: requestsByCode["error", default: 0] += 1
+    }
+    let batch = completion.batch
+    switch Verdict.of(completion.result, batch, nowMs: clock.now(), key: settings.apiKey) {
+    case .delivered(let dead):
+      throttle.delivered()
+      let items = take(flight.seqs)
+      return .settled(
+        delivered: items.filter { dead[$0.seq] == nil }, dead: items.compactMap { i in dead[i.seq].map { (i, $0) } })
+    case .retry(let afterMs, let reason):
+      let until = throttle.fail(nowMs: clock.now(), afterMs: afterMs)
+      log.warn("fleet delivery: \(reason); retrying at \(UTCTime.format(ms: until))")
+      return .retry(take(flight.seqs), reason: reason)
+    case .split(let reason):
+      let objects = Set(batch.attributeSeqs + batch.eventSeqs)
+      guard objects.count <= 1 else {
+        halve(flight.seqs)
+        return nil
+      }
+      let items = take(flight.seqs)
+      log.warn("fleet delivery: Braze refused an object (\(reason)); it is a dead letter")
+      return .settled(
+        delivered: items.filter { !objects.contains($0.seq) },
+        dead: items.filter { objects.contains($0.seq) }.map { ($0, reason) })
+    case .stop(let reason):
+      throttle.stop(nowMs: clock.now())
+      stopReason = reason
+      return .stopped(take(flight.seqs), reason: reason)
+    }
+  }
+
+  /// Removes the items of `seqs` from the held ones and returns them.
+  private func take(_ seqs: [UInt64]) -> [PendingItem] {
+    let wanted = Set(seqs)
+    let out = held.filter { wanted.contains($0.item.seq) }.map(\.item)
+    held.removeAll { wanted.contains($0.item.seq) }
+    return out
+  }
+
+  /// A 400 for the whole request: its items go again in requests half as large.
+  private func halve(_ seqs: [UInt64]) {
+    let wanted = Set(seqs)
+    let cap = max(1, (seqs.count + 1) / 2)
+    for index in held.indices where wanted.contains(held[index].item.seq) {
+      held[index].sending = false
+      held[index].cap = cap
+    }
+  }
+}
