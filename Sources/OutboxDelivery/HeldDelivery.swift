@@ -169,7 +169,7 @@ package final class HeldDelivery {
         ).first ?? TrackBatch()
       batch.seqs = items.map(\.seq)
       var body: [UInt8] = []
-      batch.body.encodeJSON(into: &body)
+      batch.appendBody(to: &body)
       let request = HTTPRequest(url: url, bearer: key, body: body, timeoutMs: timeout, connectTimeoutMs: connect)
       let result = poster.post(request)
       inbox.put(Completion(id: id, batch: batch, result: result, answeredAt: Clock.monotonicSeconds()))
