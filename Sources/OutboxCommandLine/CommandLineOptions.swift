@@ -22,7 +22,7 @@ package struct CommandLineOption: Sendable {
   /// The subcommand whose own flag this is (no environment twin); nil for the service's flags.
   var command: Subcommand? = nil
   /// Throws a `UsageError` whose message completes the sentence "`--flag VALUE` …".
-  fileprivate var apply: @Sendable (inout OptionValues, String) throws(UsageError) -> Void
+  let apply: @Sendable (inout OptionValues, String) throws(UsageError) -> Void
 
   var environmentName: String {
     "PUSH_OUTBOX_" + String(name.dropFirst(2).map { $0 == "-" ? "_" : Character($0.uppercased()) })
@@ -243,127 +243,5 @@ extension Configuration {
       ) { c, v throws(UsageError) in c.dump.deadLetters = try bool(v) },
     ] + relayOptions + fleetOptions
 
-  /// `push-outbox relay`'s flags (README "Fleet").
-  private static let relayOptions: [CommandLineOption] = [
-    .init(
-      name: "--to", valueName: "URL", help: "the NATS server, nats://HOST:PORT (loopback unless plaintext is allowed)",
-      command: .relay
-    ) { c, v throws(UsageError) in
-      switch NATSAddress.parse(v) {
-      case .success(let address): c.relay.to = address
-      case .failure(let error): throw UsageError(error.description)
-      }
-    },
-    .init(name: "--nats-stream", valueName: "NAME", help: "the JetStream stream (default PUSH_OUTBOX)", command: .relay)
-    {
-      c, v throws(UsageError) in
-      guard RelayCommand.streamName(v) else { throw UsageError("needs letters, digits, _ or - (at most 64)") }
-      c.relay.stream = v
-    },
-    .init(
-      name: "--nats-creds", valueName: "PATH",
-      help: "file with a token, or {\"user\":…,\"password\":…} (else $PUSH_OUTBOX_NATS_TOKEN)", command: .relay
-    ) { c, v throws(UsageError) in c.relay.credsFile = v },
-    .init(
-      name: "--nats-allow-plaintext", valueName: nil,
-      help: "allow a plain-text connection to a host that is not loopback",
-      command: .relay
-    ) { c, v throws(UsageError) in c.relay.allowPlaintext = try bool(v) },
-    .init(
-      name: "--nats-max-bytes", valueName: "N", help: "size limit of a stream it creates (default 1073741824)",
-      command: .relay
-    ) { c, v throws(UsageError) in c.relay.maxBytes = Int64(try int(v, min: 1024, max: Limits.storeBytes)) },
-    .init(
-      name: "--max-seconds", valueName: "SECONDS", help: "give up retrying after this long (default 30)",
-      command: .relay
-    ) { c, v throws(UsageError) in c.relay.maxSeconds = try number(v, min: 0.1, max: 86_400) },
-    .init(
-      name: "--default-user", valueName: "JSON", help: "the user for items saved without one", command: .relay
-    ) { c, v throws(UsageError) in c.relay.defaultUser = v },
-  ]
-
-  /// `push-outbox deliver --from`'s flags (README "Fleet").
-  private static let fleetOptions: [CommandLineOption] = [
-    .init(
-      name: "--from", valueName: "URL",
-      help: "deliver from this NATS server's stream instead of the store, nats://HOST:PORT", command: .deliver
-    ) { c, v throws(UsageError) in
-      switch NATSAddress.parse(v) {
-      case .success(let address): c.fleet.from = address
-      case .failure(let error): throw UsageError(error.description)
-      }
-    },
-    .init(
-      name: "--follow", valueName: nil, help: "with --from: keep delivering until SIGTERM or SIGINT",
-      command: .deliver
-    ) { c, v throws(UsageError) in c.fleet.follow = try bool(v) },
-    .init(
-      name: "--nats-stream", valueName: "NAME", help: "with --from: the JetStream stream (default PUSH_OUTBOX)",
-      command: .deliver
-    ) {
-      c, v throws(UsageError) in
-      guard RelayCommand.streamName(v) else { throw UsageError("needs letters, digits, _ or - (at most 64)") }
-      c.fleet.stream = v
-    },
-    .init(
-      name: "--nats-creds", valueName: "PATH",
-      help: "file with a token, or {\"user\":…,\"password\":…} (else $PUSH_OUTBOX_NATS_TOKEN)", command: .deliver
-    ) { c, v throws(UsageError) in c.fleet.credsFile = v },
-    .init(
-      name: "--nats-allow-plaintext", valueName: nil,
-      help: "allow a plain-text connection to a host that is not loopback", command: .deliver
-    ) { c, v throws(UsageError) in c.fleet.allowPlaintext = try bool(v) },
-    .init(
-      name: "--leader-lease", valueName: "SECONDS",
-      help: "with --from: the leader's lease; a standby takes over within two (default 5)", command: .deliver
-    ) { c, v throws(UsageError) in c.fleet.leaseSeconds = try number(v, min: 1, max: 3600) },
-  ]
-
   private static let stringPolicies: [StringPolicy] = [.reject, .truncate]
-
-  /// Upper bounds for numeric flags: every value is bounded where it is parsed, so arithmetic on
-  /// limits (a line's buffer, a poll timeout) cannot overflow.
-  enum Limits {
-    /// One line, item or JSON value: 1 GiB.
-    static let bytes = 1 << 30
-    static let items = 1 << 40
-    static let storeBytes = 1 << 50
-  }
-
-  private static func int(_ v: String, min: Int, max: Int) throws(UsageError) -> Int {
-    guard v.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }), let n = Int(v), n >= min, n <= max
-    else { throw UsageError("needs a whole number from \(min) to \(max)") }
-    return n
-  }
-
-  /// A plain decimal number (digits, at most one `.`): no sign, exponent, hex or inf.
-  private static func number(_ v: String, min: Double, max: Double) throws(UsageError) -> Double {
-    let plain = v.utf8.allSatisfy { ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: ".") }
-    guard plain, v.utf8.count <= 20, let n = Double(v), n >= min, n <= max else {
-      throw UsageError("needs a decimal number from \(min) to \(max)")
-    }
-    return n
-  }
-
-  fileprivate static func bool(_ v: String) throws(UsageError) -> Bool {
-    switch v {
-    case "true", "1", "yes": return true
-    case "false", "0", "no": return false
-    default: throw UsageError("takes no value (or true/false in its environment variable)")
-    }
-  }
-
-  private static func choice<T>(_ v: String, _ all: [T], _ name: (T) -> String) throws(UsageError) -> T {
-    guard let found = all.first(where: { name($0) == v }) else {
-      throw UsageError("must be " + EnglishList.or(all.map(name)))
-    }
-    return found
-  }
-}
-
-/// "a, b or c".
-enum EnglishList {
-  package static func or(_ words: [String]) -> String {
-    words.count < 2 ? words.joined() : words.dropLast().joined(separator: ", ") + " or " + words.last!
-  }
 }

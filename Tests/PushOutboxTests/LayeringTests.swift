@@ -84,4 +84,18 @@ import Testing
       #expect(found == 0, "\(path) writes to stdout outside the transport")
     }
   }
+
+  /// Issue 16's size rule: no Swift file under Sources/ over 300 lines, and a thin executable.
+  @Test func sourceFilesStaySmall() throws {
+    let sources = Paths.root.appendingPathComponent("Sources")
+    let walker = FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil)
+    let files = (walker?.allObjects as? [URL] ?? []).filter { $0.pathExtension == "swift" }
+    #expect(files.count > 50)
+    for file in files {
+      let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+      let count = lines.last == "" ? lines.count - 1 : lines.count
+      let path = file.path.replacingOccurrences(of: sources.path + "/", with: "")
+      #expect(count <= (path == "push-outbox/main.swift" ? 40 : 300), "\(path) has \(count) lines")
+    }
+  }
 }
