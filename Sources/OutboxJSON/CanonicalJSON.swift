@@ -176,23 +176,8 @@ package enum CanonicalJSON {
   /// One well-formed UTF-8 sequence (no overlong form, no surrogate, at most U+10FFFF) that
   /// `appendJSONString` writes raw (not U+2028 or U+2029).
   private static func utf8End(_ b: UnsafeRawBufferPointer, _ i: Int) -> Int? {
-    let c = b[i]
-    let length: Int
-    var low: UInt8 = 0x80
-    var high: UInt8 = 0xBF
-    switch c {
-    case 0xC2...0xDF: length = 2
-    case 0xE0: (length, low) = (3, 0xA0)
-    case 0xE1...0xEC, 0xEE...0xEF: length = 3
-    case 0xED: (length, high) = (3, 0x9F)
-    case 0xF0: (length, low) = (4, 0x90)
-    case 0xF1...0xF3: length = 4
-    case 0xF4: (length, high) = (4, 0x8F)
-    default: return nil
-    }
-    guard i + length <= b.count, b[i + 1] >= low, b[i + 1] <= high else { return nil }
-    for k in 2..<max(2, length) where b[i + k] & 0xC0 != 0x80 { return nil }
-    if c == 0xE2, b[i + 1] == 0x80, b[i + 2] == 0xA8 || b[i + 2] == 0xA9 { return nil }
+    guard case .valid(let length) = UTF8Sequence.check(b.baseAddress! + i, available: b.count - i) else { return nil }
+    if b[i] == 0xE2, b[i + 1] == 0x80, b[i + 2] == 0xA8 || b[i + 2] == 0xA9 { return nil }
     return i + length
   }
 }

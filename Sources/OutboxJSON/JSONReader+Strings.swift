@@ -101,27 +101,13 @@ extension TapeBuilder {
     b &- 48 < 10 || (b | 0x20) &- 97 < 6
   }
 
-  /// Validates one multi-byte UTF-8 sequence at `i` (RFC 3629 table).
+  /// Validates one multi-byte UTF-8 sequence at `i` (`UTF8Sequence`).
   private mutating func utf8Sequence() throws(JSONParseError) {
-    let b0 = base[i]
-    let length: Int
-    var lo: UInt8 = 0x80
-    var hi: UInt8 = 0xBF
-    switch b0 {
-    case 0xC2...0xDF: length = 2
-    case 0xE0: length = 3; lo = 0xA0
-    case 0xE1...0xEC, 0xEE...0xEF: length = 3
-    case 0xED: length = 3; hi = 0x9F  // excludes UTF-16 surrogates
-    case 0xF0: length = 4; lo = 0x90
-    case 0xF1...0xF3: length = 4
-    case 0xF4: length = 4; hi = 0x8F
-    default: throw fail("invalid UTF-8")
+    switch UTF8Sequence.check(UnsafeRawPointer(base + i), available: count - i) {
+    case .valid(let length): i += length
+    case .truncated: throw fail("truncated UTF-8")
+    case .invalid: throw fail("invalid UTF-8")
     }
-    guard i + length <= count else { throw fail("truncated UTF-8") }
-    let b1 = base[i + 1]
-    guard b1 >= lo && b1 <= hi else { throw fail("invalid UTF-8") }
-    for k in 2..<max(2, length) where base[i + k] & 0xC0 != 0x80 { throw fail("invalid UTF-8") }
-    i += length
   }
 }
 
