@@ -7,6 +7,8 @@ package struct RequestLoop<T: Transport> {
   package let server: Server
   package private(set) var transport: T
   private var framer: MessageFramer
+  /// The messages of the last read, handled together (`Server.handle(_:)`).
+  private var batch = FramedBatch()
   /// Requests are waiting: background delivery starts sends less often.
   private var busy = false
 
@@ -50,8 +52,9 @@ package struct RequestLoop<T: Transport> {
     let server = self.server
     let timeoutMs = server.service.longCalls.output.isEmpty ? timeoutMs : 0  // a long call's reply waits
     let event = transport.next(timeoutMs: timeoutMs) { chunk in
-      framer.feed(chunk) { Self.dispatch($0, server) }
+      framer.feed(chunk) { batch.append($0) }
     }
+    handleBatch()
     if let stop = stopRequested() { return flush() && finishLongCalls() ? stop : .outputClosed }
     switch event {
     case .data:
@@ -65,7 +68,8 @@ package struct RequestLoop<T: Transport> {
     case .signal:
       return flush() && finishLongCalls() ? .signal : .outputClosed
     case .endOfInput:
-      framer.finish { Self.dispatch($0, server) }
+      framer.finish { batch.append($0) }
+      handleBatch()
       return flush() && finishLongCalls() ? .endOfInput : .outputClosed
     }
   }
@@ -82,13 +86,10 @@ package struct RequestLoop<T: Transport> {
     return true
   }
 
-  private static func dispatch(_ framed: FramedLine, _ server: Server) {
-    guard server.service.lifecycle.exitCode == nil else { return }  // nothing is read after `exit`
-    switch framed {
-    case .line(let bytes): server.handle(line: bytes)
-    case .tooLong(let length): server.handleOversizedLine(length: length)
-    case .fault(let fault): server.handleHeaderFault(fault)
-    }
+  private mutating func handleBatch() {
+    guard !batch.isEmpty else { return }
+    server.handle(batch)
+    batch.removeAll()
   }
 
   /// A stop the input asked for: `exit`, or a header fault that leaves no next message to find.

@@ -36,6 +36,10 @@ package final class Server {
   /// The fast save's node memory and item bytes, reused from one line to the next.
   let fastTape = TapeScratch()
   var fastBody: [UInt8] = []
+  /// The second thread that prepares fast saves (`Server+Batch.swift`), with `--threads 2`.
+  /// Saves the second thread prepared and this one stored (for tests).
+  var preparedSaves = 0
+  lazy var linePreparer: LinePreparer? = service.config.threads > 1 ? LinePreparer(config: service.config) : nil
 
   /// About how many reply bytes the burst holds so far (waiting replies counted at a typical size).
   var burstBytes: Int { draft.count + holes.count * 96 }
@@ -51,6 +55,11 @@ package final class Server {
   /// Handles one line (without its `\n`, `\r` or BOM): a request, a notification or a batch.
   package func handle(line: UnsafeBufferPointer<UInt8>) {
     if fastSaves && !service.lifecycle.shutDown && handleFastSave(line) { return }
+    handleGeneral(line: line)
+  }
+
+  /// `handle(line:)` without the fast path.
+  func handleGeneral(line: UnsafeBufferPointer<UInt8>) {
     let value: RequestLine
     do {
       value = try RequestLine.read(
