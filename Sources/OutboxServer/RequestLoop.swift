@@ -7,8 +7,10 @@ package struct RequestLoop<T: Transport> {
   package let server: Server
   package private(set) var transport: T
   private var framer: MessageFramer
-  /// The messages of the last read, handled together (`Server.handle(_:)`).
+  /// The messages of the last read, handled together (`Server.handle(_:)`), and the batch before,
+  /// whose end may still wait to be answered (`Server.finishPreparedTail`): the two take turns.
   private var batch = FramedBatch()
+  private var spare = FramedBatch()
   /// Requests are waiting: background delivery starts sends less often.
   private var busy = false
 
@@ -48,6 +50,8 @@ package struct RequestLoop<T: Transport> {
 
   /// One turn: the periodic work, one wait for input, and a write when the burst is done.
   private mutating func step(timeoutMs: Int32) -> StopReason? {
+    // The end of the last batch, answered by the last flush, may have held `exit`.
+    if let stop = stopRequested() { return flush() && finishLongCalls() ? stop : .outputClosed }
     server.service.tick(now: server.service.clock.now(), busy: busy)
     let server = self.server
     let timeoutMs = server.service.longCalls.output.isEmpty ? timeoutMs : 0  // a long call's reply waits
@@ -61,7 +65,8 @@ package struct RequestLoop<T: Transport> {
       // Keep answering while more input is already waiting; write before we would block.
       busy = server.burstBytes >= 1 << 16 || transport.inputIsWaiting()
       if server.burstBytes < 1 << 16 && busy { return nil }
-      return flush() ? nil : .outputClosed
+      // With more input waiting, the end of the batch is answered with the next one.
+      return flush(finishing: !transport.inputIsWaiting()) ? nil : .outputClosed
     case .timeout:
       busy = false
       return flush() ? nil : .outputClosed
@@ -89,6 +94,7 @@ package struct RequestLoop<T: Transport> {
   private mutating func handleBatch() {
     guard !batch.isEmpty else { return }
     server.handle(batch)
+    swap(&batch, &spare)
     batch.removeAll()
   }
 
@@ -99,7 +105,9 @@ package struct RequestLoop<T: Transport> {
   }
 
   /// Commits the burst's journal records, then writes its responses. False when the output is gone.
-  private mutating func flush() -> Bool {
+  /// `finishing`: the end of the last batch is answered first (else it may wait for the next batch).
+  private mutating func flush(finishing: Bool = true) -> Bool {
+    if finishing { server.finishPreparedTail() }
     server.render()
     guard !server.output.isEmpty else { return true }
     defer { server.output.removeAll(keepingCapacity: server.output.capacity <= 1 << 22) }

@@ -2,34 +2,47 @@ package import OutboxTransport
 
 /// The messages of one read, answered in order; their fast saves prepared on a second thread.
 ///
-/// With `--threads 2` and at least `LinePreparer.minimumLines` messages, the `LinePreparer` reads and
-/// checks fast saves (`FastSave.prepare`, which touches nothing but the line and the configuration)
-/// from the end of the batch towards its start, while this thread answers messages from the start
-/// as `handle(framed:)` always does. Each message is taken by one side only (`LinePreparer.claims`).
-/// Where the two meet, this thread waits for the preparer, then stores and answers the rest in order
-/// (`commitFastSave`: clock, id, admission, store, reply), or sends a message the preparer could not
-/// take through the general path. So every store change, reply and journal record happens on this
-/// thread, in the order of the input, exactly as without the second thread.
+/// With `--threads 2` and at least `LinePreparer.minimumLines` messages, the loop posts the batch to
+/// the `LinePreparer`, whose thread reads and checks fast saves (`FastSave.prepare`, which touches
+/// nothing but the line and the configuration) from the batch's end towards its start. Meanwhile
+/// this thread stores and answers the end of the batch before (`finishPreparedTail`), then answers
+/// this batch's messages from its start as `handle(framed:)` always does, until it meets the part the
+/// other thread took (`LinePreparer` keeps each message to one side). That part waits, prepared, as
+/// `preparedTail`: it is stored and answered (`commitFastSave`: clock, id, admission, store, reply;
+/// or the general path for what the thread could not prepare) when the next batch comes, or before
+/// the loop writes replies with no input waiting, or stops. So every store change, reply and journal
+/// record happens on this thread, in the order of the input, exactly as with one thread.
 extension Server {
   package func handle(_ batch: FramedBatch) {
     let count = batch.entries.count
     guard fastSaves, count >= LinePreparer.minimumLines, let preparer = linePreparer else {
+      finishPreparedTail()
       for index in 0..<count { batch.withEntry(index) { handle(framed: $0) } }
       return
     }
-    preparer.start(batch)
-    if service.config.preparerHeadStart { preparer.waitForFirstClaim(of: batch) }
+    let number = preparer.post(batch)
+    finishPreparedTail()  // the batch before, while the thread starts on this one
+    if service.config.preparerHeadStart { preparer.waitForFirstClaim(number, count: count) }
     var index = 0
-    while preparer.claimForLoop(index) {
+    while preparer.claimForLoop(number, index) {
       batch.withEntry(index) { handle(framed: $0) }
       index += 1
     }
-    preparer.wait()
-    while index < count {
-      answerPrepared(batch, index, preparer)
-      index += 1
+    preparedTail = PreparedTail(batch: batch, number: number, start: index)
+  }
+
+  /// Stores and answers the end of the last batch, which the second thread prepared.
+  package func finishPreparedTail() {
+    guard let tail = preparedTail, let preparer = linePreparer else { return }
+    preparedTail = nil
+    preparer.waitUntilFinished(tail.number)
+    for index in tail.start..<tail.batch.entries.count {
+      answerPrepared(tail.batch, index, tail.number, preparer)
     }
   }
+
+  /// True while the end of the last batch waits (`finishPreparedTail`).
+  package var hasPreparedTail: Bool { preparedTail != nil }
 
   /// One framed message, unless `exit` came before it: nothing is read after `exit`.
   package func handle(framed: FramedLine) {
@@ -43,9 +56,9 @@ extension Server {
 
   /// A message the preparer took: stored from what it prepared, or, when it prepared nothing, the
   /// server shut down or the store refuses, handled as any line.
-  private func answerPrepared(_ batch: FramedBatch, _ index: Int, _ preparer: LinePreparer) {
+  private func answerPrepared(_ batch: FramedBatch, _ index: Int, _ number: UInt64, _ preparer: LinePreparer) {
     guard service.lifecycle.exitCode == nil else { return }
-    guard let save = preparer.saves[index] else {
+    guard let (save, prepared) = preparer.prepared(number, index) else {
       batch.withEntry(index) { framed in
         guard case .line(let line) = framed else { return handle(framed: framed) }
         handleGeneral(line: line)  // the preparer found no fast save in it: the same code would not
@@ -54,7 +67,7 @@ extension Server {
     }
     if !service.lifecycle.shutDown {
       var body = takeFastBody()
-      body.append(contentsOf: preparer.body(of: index))
+      body.append(contentsOf: prepared)
       let stored = commitFastSave(save, body: &body)
       fastBody = body
       if stored {
@@ -64,4 +77,12 @@ extension Server {
     }
     batch.withEntry(index) { handle(framed: $0) }
   }
+}
+
+/// The part of a batch the second thread took, waiting to be stored and answered.
+struct PreparedTail {
+  var batch: FramedBatch
+  var number: UInt64
+  /// The first message the loop did not take.
+  var start: Int
 }

@@ -39,6 +39,8 @@ package final class Server {
   /// The second thread that prepares fast saves (`Server+Batch.swift`), with `--threads 2`.
   /// Saves the second thread prepared and this one stored (for tests).
   var preparedSaves = 0
+  /// The end of the last batch, prepared by the second thread, not yet stored (`Server+Batch.swift`).
+  var preparedTail: PreparedTail?
   lazy var linePreparer: LinePreparer? = service.config.threads > 1 ? LinePreparer(config: service.config) : nil
 
   /// About how many reply bytes the burst holds so far (waiting replies counted at a typical size).
