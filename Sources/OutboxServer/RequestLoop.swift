@@ -55,9 +55,14 @@ package struct RequestLoop<T: Transport> {
     server.service.tick(now: server.service.clock.now(), busy: busy)
     let server = self.server
     let timeoutMs = server.service.longCalls.output.isEmpty ? timeoutMs : 0  // a long call's reply waits
+    // A local batch: the callback runs per message, and reaching this generic struct's own field
+    // from it would look up the struct's type metadata each time.
+    var batch = FramedBatch()
+    swap(&batch, &self.batch)
     let event = transport.next(timeoutMs: timeoutMs) { chunk in
       framer.feed(chunk) { batch.append($0) }
     }
+    swap(&batch, &self.batch)
     handleBatch()
     if let stop = stopRequested() { return flush() && finishLongCalls() ? stop : .outputClosed }
     switch event {
