@@ -57,12 +57,12 @@ package struct RequestLoop<T: Transport> {
     let timeoutMs = server.service.longCalls.output.isEmpty ? timeoutMs : 0  // a long call's reply waits
     // A local batch: the callback runs per message, and reaching this generic struct's own field
     // from it would look up the struct's type metadata each time.
-    var batch = FramedBatch()
-    swap(&batch, &self.batch)
+    var read = FramedBatch()
+    swap(&read, &batch)
     let event = transport.next(timeoutMs: timeoutMs) { chunk in
-      framer.feed(chunk) { batch.append($0) }
+      framer.feed(chunk) { read.append($0) }
     }
-    swap(&batch, &self.batch)
+    swap(&read, &batch)
     handleBatch()
     if let stop = stopRequested() { return flush() && finishLongCalls() ? stop : .outputClosed }
     switch event {
