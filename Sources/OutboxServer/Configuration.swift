@@ -23,8 +23,8 @@ package struct Configuration: Sendable {
   /// `--threads`: 2 prepares saves on a second thread while the loop stores and answers
   /// (`Server+Batch.swift`); the default where the machine has a second core.
   package var threads = Processors.online > 1 ? 2 : 1
-  /// Testing: the loop lets the second thread take a message of each batch before it takes its
-  /// own, so both threads surely take part.
+  /// Testing: every batch of two messages or more goes to the second thread, and the loop lets it
+  /// take a message before it takes its own, so both threads surely take part.
   package var preparerHeadStart = false
   package var logLevel = LogLevel.warn
   package var logFormat = LogFormat.text

@@ -15,7 +15,8 @@ package import OutboxTransport
 extension Server {
   package func handle(_ batch: FramedBatch) {
     let count = batch.entries.count
-    guard fastSaves, count >= LinePreparer.minimumLines, let preparer = linePreparer else {
+    let minimum = service.config.preparerHeadStart ? 2 : LinePreparer.minimumLines
+    guard fastSaves, count >= minimum, let preparer = linePreparer else {
       finishPreparedTail()
       for index in 0..<count { batch.withEntry(index) { handle(framed: $0) } }
       return
