@@ -30,7 +30,7 @@ final class LinePreparer {
 
   /// Nil when the system would not make the thread.
   init?(config: Configuration) {
-    worker = Worker(config: config)
+    worker = Worker(limits: FastSave.Limits(config))
     let worker = self.worker
     guard DetachedThread.detach({ worker.run() }) else { return nil }
   }
@@ -110,12 +110,12 @@ private final class Slot: @unchecked Sendable {
   }
 
   /// The thread's part: prepares every message it can take.
-  func work(config: Configuration, scratch: TapeScratch) {
+  func work(limits: FastSave.Limits, scratch: TapeScratch) {
     while let index = claimForThread() {
       guard case .line(let range) = batch.entries[index] else { continue }
       let start = bodies.count
       let save = batch.bytes.withUnsafeBufferPointer {
-        FastSave.prepare(UnsafeBufferPointer(rebasing: $0[range]), config: config, scratch: scratch, into: &bodies)
+        FastSave.prepare(UnsafeBufferPointer(rebasing: $0[range]), limits: limits, scratch: scratch, into: &bodies)
       }
       guard let save else {
         bodies.removeSubrange(start...)
@@ -130,7 +130,7 @@ private final class Slot: @unchecked Sendable {
 
 /// The thread and the two slots.
 private final class Worker: @unchecked Sendable {
-  let config: Configuration
+  let limits: FastSave.Limits
   private let slots = [Slot(), Slot()]
   /// The last batch the loop posted, and the last the thread finished.
   private let posted = Atomic<UInt64>(0)
@@ -143,7 +143,7 @@ private final class Worker: @unchecked Sendable {
   private let done = DispatchSemaphore(value: 0)
   private let scratch = TapeScratch()
 
-  init(config: Configuration) { self.config = config }
+  init(limits: FastSave.Limits) { self.limits = limits }
 
   /// How long the thread spins for the next batch before it sleeps.
   private static let spinSeconds = 0.0005
@@ -188,7 +188,7 @@ private final class Worker: @unchecked Sendable {
     var seen: UInt64 = 0
     while nextBatch(after: seen) {
       seen += 1
-      slot(seen).work(config: config, scratch: scratch)
+      slot(seen).work(limits: limits, scratch: scratch)
       finished.store(seen, ordering: .sequentiallyConsistent)
       if loopWaiting.load(ordering: .sequentiallyConsistent) { done.signal() }
     }

@@ -35,6 +35,7 @@ package final class Server {
   var mcp = MCPSession()
   /// The fast save's node memory and item bytes, reused from one line to the next.
   let fastTape = TapeScratch()
+  let fastLimits: FastSave.Limits
   var fastBody: [UInt8] = []
   /// The second thread that prepares fast saves (`Server+Batch.swift`), with `--threads 2`.
   /// Saves the second thread prepared and this one stored (for tests).
@@ -50,6 +51,7 @@ package final class Server {
     self.service = service
     self.table = table
     self.fastSaves = table.names.contains(SaveCustomEvent.name)
+    self.fastLimits = FastSave.Limits(service.config)
     output.reserveCapacity(1 << 16)
     draft.reserveCapacity(1 << 16)
   }

@@ -22,7 +22,7 @@ extension Server {
   func handleFastSave(_ line: UnsafeBufferPointer<UInt8>) -> Bool {
     var body = takeFastBody()
     defer { fastBody = body }
-    guard let save = FastSave.prepare(line, config: service.config, scratch: fastTape, into: &body) else {
+    guard let save = FastSave.prepare(line, limits: fastLimits, scratch: fastTape, into: &body) else {
       return false
     }
     return commitFastSave(save, body: &body)
@@ -65,14 +65,27 @@ struct FastSave: Sendable {
   var id: RequestID
   var hasUser: Bool
 
+  /// What preparing reads of the configuration: plain values, so passing them copies no references.
+  struct Limits: Sendable {
+    var maxDepth: Int
+    var maxBatch: Int
+    var domain: DomainLimits
+
+    init(_ config: Configuration) {
+      maxDepth = config.maxDepth
+      maxBatch = config.maxBatch
+      domain = config.domain
+    }
+  }
+
   /// Reads `line` as a fast save and appends its body to `body`; nil (with `body` in any state)
   /// when the line is anything else, has any issue, or names its user in another form than the
   /// stored one (the general path rewrites those).
   static func prepare(
-    _ line: UnsafeBufferPointer<UInt8>, config: Configuration, scratch: TapeScratch, into body: inout [UInt8]
+    _ line: UnsafeBufferPointer<UInt8>, limits: Limits, scratch: TapeScratch, into body: inout [UInt8]
   ) -> FastSave? {
     guard
-      let tape = try? JSONTape(line, maxDepth: config.maxDepth, maxBatch: config.maxBatch, scratch: scratch),
+      let tape = try? JSONTape(line, maxDepth: limits.maxDepth, maxBatch: limits.maxBatch, scratch: scratch),
       !tape.sawDuplicateKey, let parts = SaveCustomEvent.fastParts(tape), let id = RequestID(tape, parts.id)
     else { return nil }
     var issues = Issues()
@@ -83,7 +96,7 @@ struct FastSave: Sendable {
       body.appendWireUser(user, from: tape)
     }
     SaveCustomEvent.appendBody(
-      tape, name: parts.name, properties: parts.properties, user: nil, limits: config.domain, issues: &issues,
+      tape, name: parts.name, properties: parts.properties, user: nil, limits: limits.domain, issues: &issues,
       to: &body)
     guard issues.errors.isEmpty, issues.warnings.isEmpty else { return nil }
     return FastSave(id: id, hasUser: parts.user != nil)
