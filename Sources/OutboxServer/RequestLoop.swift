@@ -55,15 +55,7 @@ package struct RequestLoop<T: Transport> {
     server.service.tick(now: server.service.clock.now(), busy: busy)
     let server = self.server
     let timeoutMs = server.service.longCalls.output.isEmpty ? timeoutMs : 0  // a long call's reply waits
-    // A local batch: the callback runs per message, and reaching this generic struct's own field
-    // from it would look up the struct's type metadata each time.
-    var read = FramedBatch()
-    swap(&read, &batch)
-    let event = transport.next(timeoutMs: timeoutMs) { chunk in
-      framer.feed(chunk) { read.append($0) }
-    }
-    swap(&read, &batch)
-    handleBatch()
+    let event = read(timeoutMs: timeoutMs)
     if let stop = stopRequested() { return flush() && finishLongCalls() ? stop : .outputClosed }
     switch event {
     case .data:
@@ -82,6 +74,25 @@ package struct RequestLoop<T: Transport> {
       handleBatch()
       return flush() && finishLongCalls() ? .endOfInput : .outputClosed
     }
+  }
+
+  /// Waits for input and handles what one read brings: as one batch with a second thread
+  /// (`Server.handle(_:)`), else message by message as the framer completes them.
+  private mutating func read(timeoutMs: Int32) -> TransportEvent {
+    let server = self.server
+    guard server.handlesBatches else {
+      return transport.next(timeoutMs: timeoutMs) { chunk in framer.feed(chunk) { server.handle(framed: $0) } }
+    }
+    // A local batch: the callback runs per message, and reaching this generic struct's own field
+    // from it would look up the struct's type metadata each time.
+    var read = FramedBatch()
+    swap(&read, &batch)
+    let event = transport.next(timeoutMs: timeoutMs) { chunk in
+      framer.feed(chunk) { read.append($0) }
+    }
+    swap(&read, &batch)
+    handleBatch()
+    return event
   }
 
   /// Before stopping: long calls run to their end and are answered (a stopping signal ends a

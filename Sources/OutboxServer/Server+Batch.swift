@@ -13,6 +13,10 @@ package import OutboxTransport
 /// the loop writes replies with no input waiting, or stops. So every store change, reply and journal
 /// record happens on this thread, in the order of the input, exactly as with one thread.
 extension Server {
+  /// True when the loop should hand over each read's messages as one batch: a second thread is
+  /// configured and the fast save is on. Else it hands them over one by one, as they are framed.
+  package var handlesBatches: Bool { fastSaves && service.config.threads > 1 }
+
   package func handle(_ batch: FramedBatch) {
     let count = batch.entries.count
     let minimum = service.config.preparerHeadStart ? 2 : LinePreparer.minimumLines
