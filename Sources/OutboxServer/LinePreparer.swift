@@ -18,10 +18,9 @@ import Darwin
 /// Batches are posted in turn into two slots, so the thread can prepare one batch while the loop
 /// stores the end of the one before. Between `post` and `waitUntilFinished` the thread reads the
 /// slot's batch and writes only the slot's `saves`, `ranges` and `bodies`; the loop reads them only
-/// after. The words they share are atomics. Each side waits for the other by spinning for a few
-/// microseconds, then sleeps on a semaphore: never `sched_yield`, which on a busy machine hands the
-/// core to any other runnable task (a niced background job included) for a whole time slice. The
-/// thread ends with its `LinePreparer`.
+/// after. The words they share are atomics. The thread waits for the next batch by spinning for a
+/// short while (batches follow each other within a fraction of a millisecond under load), yielding
+/// the core, then sleeps; it ends with its `LinePreparer`.
 final class LinePreparer {
   /// Fewer messages than this are answered on the loop's thread alone: waking the preparer would
   /// cost more than it saves.
@@ -147,7 +146,7 @@ private final class Worker: @unchecked Sendable {
   init(limits: FastSave.Limits) { self.limits = limits }
 
   /// How long the thread spins for the next batch before it sleeps.
-  private static let spinSeconds = 0.00005
+  private static let spinSeconds = 0.0005
   /// How many times the loop looks before it sleeps.
   private static let waitSpins = 2000
 
@@ -163,13 +162,16 @@ private final class Worker: @unchecked Sendable {
     return number
   }
 
-  /// Spins a little (the thread is usually within one message of done), then sleeps: on a busy
-  /// machine a spinning loop would take the core the thread needs.
+  /// Spins a little (the thread is usually within one message of done), yielding the core, then
+  /// sleeps: on a busy machine a spinning loop would take the core the thread needs.
   func waitUntilFinished(_ number: UInt64) {
     var spins = 0
     while finished.load(ordering: .acquiring) < number {
       spins += 1
-      guard spins > Self.waitSpins else { continue }
+      guard spins > Self.waitSpins else {
+        if spins > 64 { sched_yield() }
+        continue
+      }
       loopWaiting.store(true, ordering: .sequentiallyConsistent)
       if finished.load(ordering: .sequentiallyConsistent) < number { done.wait() }
       loopWaiting.store(false, ordering: .sequentiallyConsistent)
@@ -192,15 +194,17 @@ private final class Worker: @unchecked Sendable {
     }
   }
 
-  /// Waits until a batch after `seen` is posted: spins about 50 µs, then sleeps. False once stopped.
+  /// Waits until a batch after `seen` is posted: spins, yielding the core, then sleeps. False once
+  /// stopped.
   private func nextBatch(after seen: UInt64) -> Bool {
     var sleepAt = 0.0
     var spins = 0
     while true {
       if stopping.load(ordering: .relaxed) { return false }
       if posted.load(ordering: .acquiring) > seen { return true }
+      sched_yield()  // the loop may need this core to make the next batch
       spins += 1
-      guard spins & 63 == 0 else { continue }
+      guard spins & 15 == 0 else { continue }
       let time = Clock.monotonicSeconds()
       if sleepAt == 0 { sleepAt = time + Self.spinSeconds }
       guard time >= sleepAt else { continue }
