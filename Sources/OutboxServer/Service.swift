@@ -36,6 +36,8 @@ package final class Service {
   var healthMemory = HealthMemory()
   /// `shutdown` and `exit` (`Lifecycle`).
   package var lifecycle = Lifecycle()
+  /// `--relay nats://…`: pending items published to a NATS stream in the background (`status.relay`).
+  package var relay: (any BackgroundWork)?
 
   package init(config: Configuration, log: Log? = nil) {
     self.config = config
@@ -70,6 +72,7 @@ package final class Service {
     expireLeases(now: now)
     delivery?.tick(busy: busy)
     if !longCalls.isEmpty { longCalls.step(self) }
+    relay?.tick(service: self, busy: busy)
     disk?.tick(store, now: now)
     observeHealth(now: now)
     if metrics != nil { publishMetrics() }
@@ -80,6 +83,7 @@ package final class Service {
     var timeout = Self.sooner(disk?.pollTimeoutMs(store) ?? -1, delivery?.pollTimeoutMs() ?? -1)
     if metrics != nil { timeout = Self.sooner(timeout, metricsPollTimeoutMs()) }
     if !longCalls.isEmpty { timeout = Self.sooner(timeout, longCalls.pollTimeoutMs(self)) }
+    if let relay { timeout = Self.sooner(timeout, relay.pollTimeoutMs()) }
     if let expiry = store.nextLeaseExpiry {
       timeout = Self.sooner(timeout, Int32(clamping: max(0, expiry - clock.now()) + 1))
     }
@@ -90,6 +94,7 @@ package final class Service {
   /// journal (a one-shot has no reply to commit it before), then the final snapshot.
   package func finish() {
     delivery?.finish()
+    relay?.finish(service: self)
     if let failure = store.commit() {
       log.error("journal write failed at exit (\(failure)); the last changes are not kept")
     }

@@ -44,6 +44,7 @@ package enum Status: RPCMethod {
       JSONMember("recovery", .array(facts.recovery + service.store.notices)),
       JSONMember("deadLetters", .int(Int64(store.deadCount))),
       JSONMember("delivery", service.delivery?.summary.json(nowMs: service.clock.now()) ?? .null),
+      JSONMember("relay", service.relay?.statusJSON(nowMs: now) ?? .null),
     ])
   }
 
