@@ -102,6 +102,7 @@ final class FakePublisher: RelayPublisher, @unchecked Sendable {
 
   private func waitUntil(_ server: InProcessServer, _ done: () -> Bool) {
     for _ in 0..<20_000 where !done() { _ = server.turn() }
+    #expect(done(), "timed out")
   }
 
   @Test(arguments: [1, 2, 3] as [UInt64])
@@ -152,8 +153,8 @@ final class FakePublisher: RelayPublisher, @unchecked Sendable {
         worker.start()
         return worker
       }(), to: "nats://fake:4222", stream: "S", exitWaitSeconds: 0.05)
-    server.service.relay = background
     for n in 1...30 { _ = try save(server, n, user: "u\(n % 3)") }
+    server.service.relay = background  // one round of all 30
     waitUntil(server) { background.statusJSON(nowMs: 0)["inFlight"]?.intValue == 30 }
     #expect(server.service.store.leases.count == 1)
     background.finish(service: server.service)
