@@ -20,6 +20,14 @@ extension Configuration {
       name: "--relay", valueName: "URL",
       help: "relay pending items to this NATS server's stream in the background, nats://HOST:PORT"
     ) { c, v throws(UsageError) in c.nats.relay = try natsAddress(v) },
+    .init(
+      name: "--from", valueName: "URL",
+      help: "deliver (deliver, or --deliver while serving) from this NATS server's stream as one of a fleet"
+    ) { c, v throws(UsageError) in c.fleet.from = try natsAddress(v) },
+    .init(
+      name: "--leader-lease", valueName: "SECONDS",
+      help: "with --from: the leader's lease; a standby takes over within two (default 5)"
+    ) { c, v throws(UsageError) in c.fleet.leaseSeconds = try number(v, min: 1, max: 3600) },
     .init(name: "--nats-stream", valueName: "NAME", help: "the JetStream stream (default PUSH_OUTBOX)") {
       c, v throws(UsageError) in
       guard RelayCommand.streamName(v) else { throw UsageError("needs letters, digits, _ or - (at most 64)") }
@@ -56,17 +64,9 @@ extension Configuration {
   /// `push-outbox deliver --from`'s flags (README "Fleet").
   static let fleetOptions: [CommandLineOption] = [
     .init(
-      name: "--from", valueName: "URL",
-      help: "deliver from this NATS server's stream instead of the store, nats://HOST:PORT", command: .deliver
-    ) { c, v throws(UsageError) in c.fleet.from = try natsAddress(v) },
-    .init(
       name: "--follow", valueName: nil, help: "with --from: keep delivering until SIGTERM or SIGINT",
       command: .deliver
-    ) { c, v throws(UsageError) in c.fleet.follow = try bool(v) },
-    .init(
-      name: "--leader-lease", valueName: "SECONDS",
-      help: "with --from: the leader's lease; a standby takes over within two (default 5)", command: .deliver
-    ) { c, v throws(UsageError) in c.fleet.leaseSeconds = try number(v, min: 1, max: 3600) },
+    ) { c, v throws(UsageError) in c.fleet.follow = try bool(v) }
   ]
 
   private static func natsAddress(_ text: String) throws(UsageError) -> NATSAddress {

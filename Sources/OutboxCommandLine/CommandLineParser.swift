@@ -22,7 +22,11 @@ extension Invocation {
     case .values(let read): values = read
     }
     switch command {
-    case nil: return .serve(values.config, relay: try backgroundRelay(values))
+    case nil:
+      var config = values.config
+      let fleet = try backgroundFleet(values)
+      if fleet != nil { config.delivery.background = false }  // the fleet's leader delivers, not this store
+      return .serve(config, relay: try backgroundRelay(values), fleet: fleet)
     case .deliver:
       if values.fleet.givenWithoutFrom { throw UsageError("--follow and --leader-lease need --from") }
       if let missing = values.config.missingDelivery { throw UsageError("needs " + missing) }
@@ -53,13 +57,28 @@ extension Invocation {
   private static func backgroundRelay(_ values: OptionValues) throws(UsageError) -> RelayCommand.Options? {
     guard let to = values.nats.relay else { return nil }
     try NATSFlags.checkPlaintext(to, flag: "--relay", allowed: values.nats.allowPlaintext)
-    if values.config.delivery.background {
+    if values.config.delivery.background && values.fleet.from == nil {
       throw UsageError("--relay and --deliver cannot be used together: items go to NATS, or to Braze from here")
     }
     var relay = RelayCommand.Options()
     relay.to = to
     relay.take(values.nats)
     return relay
+  }
+
+  /// `--deliver --from nats://…` while serving: the fleet deliverer's settings, nil without `--from`.
+  private static func backgroundFleet(_ values: OptionValues) throws(UsageError) -> FleetDeliverCommand.Options? {
+    guard let from = values.fleet.from else {
+      if values.fleet.givenWithoutFrom { throw UsageError("--leader-lease needs --from") }
+      return nil
+    }
+    guard values.config.delivery.background else {
+      throw UsageError("--from needs --deliver while serving (or use push-outbox deliver --from)")
+    }
+    try NATSFlags.checkPlaintext(from, flag: "--from", allowed: values.nats.allowPlaintext)
+    var fleet = values.fleet
+    fleet.take(values.nats)
+    return fleet
   }
 
   private static func unknownCommand(_ word: String) -> UsageError {

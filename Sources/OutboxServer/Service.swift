@@ -38,6 +38,10 @@ package final class Service {
   package var lifecycle = Lifecycle()
   /// `--relay nats://…`: pending items published to a NATS stream in the background (`status.relay`).
   package var relay: (any BackgroundWork)?
+  /// `--deliver --from nats://…`: this process is one of a fleet's deliverers (`status.delivery.fleet`).
+  package var fleet: (any BackgroundWork)?
+  /// The background work running, for `tick`, `pollTimeoutMs` and `finish`.
+  private var background: [any BackgroundWork] { [relay, fleet].compactMap { $0 } }
 
   package init(config: Configuration, log: Log? = nil) {
     self.config = config
@@ -72,7 +76,7 @@ package final class Service {
     expireLeases(now: now)
     delivery?.tick(busy: busy)
     if !longCalls.isEmpty { longCalls.step(self) }
-    relay?.tick(service: self, busy: busy)
+    for work in background { work.tick(service: self, busy: busy) }
     disk?.tick(store, now: now)
     observeHealth(now: now)
     if metrics != nil { publishMetrics() }
@@ -83,7 +87,7 @@ package final class Service {
     var timeout = Self.sooner(disk?.pollTimeoutMs(store) ?? -1, delivery?.pollTimeoutMs() ?? -1)
     if metrics != nil { timeout = Self.sooner(timeout, metricsPollTimeoutMs()) }
     if !longCalls.isEmpty { timeout = Self.sooner(timeout, longCalls.pollTimeoutMs(self)) }
-    if let relay { timeout = Self.sooner(timeout, relay.pollTimeoutMs()) }
+    for work in background { timeout = Self.sooner(timeout, work.pollTimeoutMs()) }
     if let expiry = store.nextLeaseExpiry {
       timeout = Self.sooner(timeout, Int32(clamping: max(0, expiry - clock.now()) + 1))
     }
@@ -94,7 +98,7 @@ package final class Service {
   /// journal (a one-shot has no reply to commit it before), then the final snapshot.
   package func finish() {
     delivery?.finish()
-    relay?.finish(service: self)
+    for work in background { work.finish(service: self) }
     if let failure = store.commit() {
       log.error("journal write failed at exit (\(failure)); the last changes are not kept")
     }
