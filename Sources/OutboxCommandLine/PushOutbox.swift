@@ -90,6 +90,12 @@ package enum PushOutbox {
     do { try service.openDisk() } catch { fail(error.message, error.rpcError, error.exit) }
     if let relay { service.relay = BackgroundRelay.start(relay, auth: auth) }
     if let fleet { service.fleet = BackgroundFleet.start(fleet, auth: auth, config) }
+    if let address = relay?.to ?? fleet?.from {
+      var settings = NATSOptions(address: address, auth: auth)
+      settings.allowPlaintext = relay?.allowPlaintext ?? fleet?.allowPlaintext ?? false
+      settings.name = "push-outbox dead letters"
+      service.fleetDeadLetters = FleetDeadLetterStream(settings: settings, stream: relay?.stream ?? fleet!.stream)
+    }
     if isatty(0) == 1 { Log.stderr(HelpText.terminalHint(store: config.effectiveStorePath)) }
     var loop = RequestLoop(server: Server(service: service), transport: StdioTransport(wakeup: wakeup))
     let reason = loop.run()

@@ -40,6 +40,8 @@ package final class Service {
   package var relay: (any BackgroundWork)?
   /// `--deliver --from nats://…`: this process is one of a fleet's deliverers (`status.delivery.fleet`).
   package var fleet: (any BackgroundWork)?
+  /// The fleet's dead letters (`<stream>_DEAD`), in a server started with a NATS address.
+  package var fleetDeadLetters: (any FleetDeadLetters)?
   /// The background work running, for `tick`, `pollTimeoutMs` and `finish`.
   private var background: [any BackgroundWork] { [relay, fleet].compactMap { $0 } }
 
