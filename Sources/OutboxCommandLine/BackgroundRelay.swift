@@ -14,7 +14,10 @@ final class BackgroundRelay: BackgroundWork {
   private let to: String
   private let stream: String
   private var rounds: RelayRounds?
-  private var outstanding: (id: UInt64, round: RelayRound)?
+  /// Rounds handed to the worker, oldest first: at most `window`.
+  private var outstanding: [(id: UInt64, round: RelayRound)] = []
+  /// Rounds in flight at once: the next one is leased and built while the worker publishes.
+  let window: Int
   private var jobs: UInt64 = 0
   /// No round before this (monotonic seconds): after a round that stalled (stream full, refused).
   private var retryAt = 0.0
@@ -29,8 +32,12 @@ final class BackgroundRelay: BackgroundWork {
   /// A round's lease: longer than a publish and its retries, so it never ends while in flight.
   private let leaseMs: Int64
 
-  init(worker: RelayWorker, to: String, stream: String, exitWaitSeconds: Double = 1, backoffFirst: Double = 0.1) {
+  init(
+    worker: RelayWorker, to: String, stream: String, exitWaitSeconds: Double = 1, backoffFirst: Double = 0.1,
+    window: Int = 2
+  ) {
     self.worker = worker
+    self.window = window
     self.to = to
     self.stream = stream
     self.exitWaitSeconds = exitWaitSeconds
@@ -57,31 +64,38 @@ final class BackgroundRelay: BackgroundWork {
     if let error = worker.takeError() { lastError = error }
     let snapshot = worker.snapshot
     state = snapshot.state
-    if let (id, round) = outstanding {
-      guard let result = worker.takeResult(id) else { return }
-      outstanding = nil
+    while let (id, round) = outstanding.first, let result = worker.takeResult(id) {
+      outstanding.removeFirst()
       settle(round, result.acks, service)
     }
-    guard state == .connected, Clock.monotonicSeconds() >= retryAt, service.store.version != emptyAt else { return }
-    startRound(service, maxPayload: snapshot.maxPayload)
+    while outstanding.count < window, state == .connected, Clock.monotonicSeconds() >= retryAt,
+      service.store.version != emptyAt
+    {
+      guard startRound(service, maxPayload: snapshot.maxPayload) else { break }
+    }
   }
 
-  private func startRound(_ service: Service, maxPayload: Int) {
+  /// Leases and hands over one round; false when there was none to lease.
+  private func startRound(_ service: Service, maxPayload: Int) -> Bool {
     let round: RelayRound?
     do throws(NATSError) {
       round = try rounds?.lease(max: RelayCommand.roundSize, leaseMs: leaseMs, maxPayload: maxPayload)
     } catch {
       stalled(error.description)
-      return
+      return false
     }
     guard let round else {
       emptyAt = service.store.version
-      return
+      return false
     }
-    guard !round.messages.isEmpty else { return settle(round, [], service) }  // only dead letters
+    guard !round.messages.isEmpty else {  // only dead letters
+      settle(round, [], service)
+      return true
+    }
     jobs += 1
-    outstanding = (jobs, round)
+    outstanding.append((jobs, round))
     worker.submit(RelayWorker.Job(id: jobs, messages: round.messages))
+    return true
   }
 
   private func settle(_ round: RelayRound, _ acks: [PublishAck?], _ service: Service) {
@@ -100,7 +114,7 @@ final class BackgroundRelay: BackgroundWork {
   }
 
   func pollTimeoutMs() -> Int32 {
-    if outstanding != nil { return 5 }  // the acks come from the thread
+    if !outstanding.isEmpty { return 5 }  // the acks come from the thread
     if state != .connected { return 100 }
     let wait = retryAt - Clock.monotonicSeconds()
     return wait > 0 ? Int32(min(wait * 1000 + 1, 60_000)) : -1
@@ -108,13 +122,15 @@ final class BackgroundRelay: BackgroundWork {
 
   func finish(service: Service) {
     worker.stop()
-    guard let (id, round) = outstanding else { return }
-    outstanding = nil
-    if let result = worker.waitResult(id, seconds: exitWaitSeconds) {
-      settle(round, result.acks, service)
-    } else {
-      rounds?.release(round)  // unacked: pending again, published again (same Nats-Msg-Id) next time
+    let until = Clock.monotonicSeconds() + exitWaitSeconds
+    for (id, round) in outstanding {
+      if let result = worker.waitResult(id, seconds: max(0, until - Clock.monotonicSeconds())) {
+        settle(round, result.acks, service)
+      } else {
+        rounds?.release(round)  // unacked: pending again, published again (same Nats-Msg-Id) next time
+      }
     }
+    outstanding.removeAll()
   }
 
   func statusJSON(nowMs: Int64) -> JSONValue {
@@ -127,7 +143,7 @@ final class BackgroundRelay: BackgroundWork {
       JSONMember("published", .int(Int64(counts.published))),
       JSONMember("duplicates", .int(Int64(counts.duplicates))),
       JSONMember("deadLettered", .int(Int64(counts.deadLettered + counts.tooLarge))),
-      JSONMember("inFlight", .int(Int64(outstanding?.round.messages.count ?? 0))),
+      JSONMember("inFlight", .int(Int64(outstanding.reduce(0) { $0 + $1.round.messages.count }))),
       JSONMember("lastError", lastError.map(JSONValue.string) ?? .null),
       JSONMember("lastPublishAt", lastPublishAt.map { .string(UTCTime.format(ms: $0)) } ?? .null),
     ])

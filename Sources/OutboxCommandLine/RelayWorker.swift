@@ -19,9 +19,11 @@ enum RelayState: String, Sendable {
 }
 
 /// The thread of `--relay`: it owns the connection to NATS (connect with backoff and jitter, make
-/// the stream, publish, wait for the acks) and never touches the store. The loop hands it one
-/// round's messages at a time (`submit`), after that round's lease is durable, and takes the acks
-/// back (`takeResult`) to settle them in the store. Everything they share is behind one mutex.
+/// the stream, publish, wait for the acks) and never touches the store. The loop hands it rounds
+/// (`submit`), each after its lease is durable, a few ahead, and takes the acks back in order
+/// (`takeResult`) to settle them in the store. Rounds are published one after the other on one
+/// connection; when one is not wholly acked, the rounds queued behind it come back unpublished, so
+/// a user's items never overtake the ones given back. Everything shared is behind one mutex.
 final class RelayWorker: Sendable {
   struct Job: Sendable {
     let id: UInt64
@@ -43,8 +45,8 @@ final class RelayWorker: Sendable {
   private struct Shared: Sendable {
     var snapshot = Snapshot()
     var error: String?
-    var job: Job?
-    var result: Result?
+    var jobs: [Job] = []
+    var results: [Result] = []
     var stopping = false
   }
 
@@ -77,15 +79,14 @@ final class RelayWorker: Sendable {
   }
 
   func submit(_ job: Job) {
-    shared.withLock { $0.job = job }
+    shared.withLock { $0.jobs.append(job) }
     wake.signal()
   }
 
   func takeResult(_ id: UInt64) -> Result? {
     shared.withLock { shared in
-      guard let result = shared.result, result.id == id else { return nil }
-      shared.result = nil
-      return result
+      guard let index = shared.results.firstIndex(where: { $0.id == id }) else { return nil }
+      return shared.results.remove(at: index)
     }
   }
 
@@ -123,25 +124,36 @@ final class RelayWorker: Sendable {
           continue
         }
       }
-      guard let job = shared.withLock({ $0.job.take() }) else {
+      guard let job = shared.withLock({ $0.jobs.isEmpty ? nil : $0.jobs.removeFirst() }) else {
         _ = wake.wait(timeout: .now() + .milliseconds(500))
         continue
       }
       do throws(NATSError) {
         let acks = try publisher.publish(job.messages, deadline: Clock.monotonicSeconds() + publishSeconds)
-        shared.withLock { $0.result = Result(id: job.id, acks: acks) }
+        let whole = acks.allSatisfy { if case .stored? = $0 { true } else { false } }
+        finished(Result(id: job.id, acks: acks), queuedBack: !whole)
         if !job.messages.isEmpty && acks.allSatisfy({ $0 == nil }) {
           connected = false
           failed("no publish ack within \(publishSeconds) s (NATS slow or gone)", &backoff)
         }
       } catch {
-        shared.withLock { $0.result = Result(id: job.id, acks: []) }
+        finished(Result(id: job.id, acks: []), queuedBack: true)
         connected = false
         failed(error.description, &backoff)
       }
     }
     publisher.close()
     stopped.signal()
+  }
+
+  /// Hands a job's acks back; with `queuedBack`, the jobs queued behind it too, unpublished.
+  private func finished(_ result: Result, queuedBack: Bool) {
+    shared.withLock { shared in
+      shared.results.append(result)
+      guard queuedBack else { return }
+      shared.results += shared.jobs.map { Result(id: $0.id, acks: []) }
+      shared.jobs.removeAll()
+    }
   }
 
   /// Closes the connection, reports the error and waits the next backoff (a stop cuts it short).

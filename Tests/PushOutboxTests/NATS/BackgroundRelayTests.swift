@@ -35,6 +35,8 @@ final class FakePublisher: RelayPublisher, @unchecked Sendable {
   struct State {
     var script: [Behaviour] = []
     var stored: [String: Int] = [:]
+    /// Message ids in the order the stream first took them.
+    var order: [String] = []
     var connectFailures = 0
     var calls = 0
   }
@@ -75,6 +77,7 @@ final class FakePublisher: RelayPublisher, @unchecked Sendable {
       messages.map { message in
         let id = message.headers.first { $0.name == "Nats-Msg-Id" }!.value
         let seen = state.stored[id] != nil
+        if !seen { state.order.append(id) }
         state.stored[id, default: 0] += 1
         return .stored(seq: UInt64(state.stored.count), duplicate: seen)
       }
@@ -115,8 +118,12 @@ final class FakePublisher: RelayPublisher, @unchecked Sendable {
     let background = relay(fake)
     server.service.relay = background
     var saved: Set<String> = []
+    var byUser: [String: [String]] = [:]
     for n in 1...400 {
-      saved.insert(try save(server, n, user: "u\(Int.random(in: 0..<9, using: &rng))"))
+      let user = "u\(Int.random(in: 0..<9, using: &rng))"
+      let id = try save(server, n, user: user)
+      saved.insert(id)
+      byUser[user, default: []].append(id)
       if Int.random(in: 0..<20, using: &rng) == 0 { _ = server.turn() }
     }
     waitUntil(server) { server.service.store.count == 0 }
@@ -125,6 +132,12 @@ final class FakePublisher: RelayPublisher, @unchecked Sendable {
     let missing = saved.subtracting(stored.keys)
     #expect(missing.isEmpty, "\(missing.count) of \(saved.count) items left the store without reaching the stream")
     #expect(Set(stored.keys).isSubset(of: saved))
+    // Each user's items reach the stream in save order, through failures and rounds in flight.
+    let position = Dictionary(uniqueKeysWithValues: fake.state.withLock { $0.order }.enumerated().map { ($1, $0) })
+    for (user, ids) in byUser {
+      let places = ids.compactMap { position[$0] }
+      #expect(places == places.sorted(), "\(user)'s items reached the stream out of save order")
+    }
     let status = background.statusJSON(nowMs: 0)
     #expect(status["published"]?.intValue == Int64(saved.count))
     background.finish(service: server.service)
