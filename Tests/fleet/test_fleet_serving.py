@@ -97,7 +97,7 @@ def test_the_fleet_role_moves_to_the_standby_when_the_leader_is_killed(
             60,
             "the new leader's deliveries",
         )
-        assert stream_count(nats_server, "PUSH_OUTBOX") == 0
+        wait_for(lambda: stream_count(nats_server, "PUSH_OUTBOX") == 0, 10, "the acks")
     finally:
         assert producer.close() == 0, producer.stderr()
         if second is not None:
