@@ -93,12 +93,19 @@ final class BackgroundRelay: BackgroundWork {
       return true
     }
     jobs += 1
+    let after = outstanding.last?.id
     outstanding.append((jobs, round))
-    worker.submit(RelayWorker.Job(id: jobs, messages: round.messages))
+    worker.submit(RelayWorker.Job(id: jobs, messages: round.messages, after: after))
     return true
   }
 
   private func settle(_ round: RelayRound, _ acks: [PublishAck?], _ service: Service) {
+    guard !acks.isEmpty || round.messages.isEmpty else {
+      // Not published (behind a round not wholly acked), or the publish failed and the worker
+      // said why: pending again, and no new error of its own.
+      rounds?.settle(round, acks: [])
+      return
+    }
     guard let outcome = rounds?.settle(round, acks: acks) else { return }
     switch outcome {
     case .done, .progress:

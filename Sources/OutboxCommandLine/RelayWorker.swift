@@ -22,12 +22,16 @@ enum RelayState: String, Sendable {
 /// the stream, publish, wait for the acks) and never touches the store. The loop hands it rounds
 /// (`submit`), each after its lease is durable, a few ahead, and takes the acks back in order
 /// (`takeResult`) to settle them in the store. Rounds are published one after the other on one
-/// connection; when one is not wholly acked, the rounds queued behind it come back unpublished, so
-/// a user's items never overtake the ones given back. Everything shared is behind one mutex.
+/// connection; a round handed over while one before it was in flight comes back unpublished when
+/// that one was not wholly acked (its items come back to the store after it), so a user's items
+/// never overtake the ones given back. Everything shared is behind one mutex.
 final class RelayWorker: Sendable {
   struct Job: Sendable {
     let id: UInt64
     let messages: [OutgoingMessage]
+    /// The job still in flight when this one was handed over, if any: this one is published only
+    /// if that one was wholly acked.
+    var after: UInt64?
   }
 
   struct Result: Sendable {
@@ -111,6 +115,8 @@ final class RelayWorker: Sendable {
   private func run() {
     var backoff = NATSBackoff(first: backoffFirst, limit: 5)
     var connected = false
+    /// The last job taken, and whether the stream took all of it.
+    var last: (id: UInt64, whole: Bool) = (0, true)
     while !isStopping {
       if !connected {
         shared.withLock { $0.snapshot.state = .connecting }
@@ -128,32 +134,28 @@ final class RelayWorker: Sendable {
         _ = wake.wait(timeout: .now() + .milliseconds(500))
         continue
       }
+      if let after = job.after, after == last.id, !last.whole {
+        last = (job.id, false)  // back unpublished, behind the items of the one before
+        shared.withLock { $0.results.append(Result(id: job.id, acks: [])) }
+        continue
+      }
       do throws(NATSError) {
         let acks = try publisher.publish(job.messages, deadline: Clock.monotonicSeconds() + publishSeconds)
-        let whole = acks.allSatisfy { if case .stored? = $0 { true } else { false } }
-        finished(Result(id: job.id, acks: acks), queuedBack: !whole)
+        last = (job.id, acks.allSatisfy { if case .stored? = $0 { true } else { false } })
+        shared.withLock { $0.results.append(Result(id: job.id, acks: acks)) }
         if !job.messages.isEmpty && acks.allSatisfy({ $0 == nil }) {
           connected = false
           failed("no publish ack within \(publishSeconds) s (NATS slow or gone)", &backoff)
         }
       } catch {
-        finished(Result(id: job.id, acks: []), queuedBack: true)
+        last = (job.id, false)
+        shared.withLock { $0.results.append(Result(id: job.id, acks: [])) }
         connected = false
         failed(error.description, &backoff)
       }
     }
     publisher.close()
     stopped.signal()
-  }
-
-  /// Hands a job's acks back; with `queuedBack`, the jobs queued behind it too, unpublished.
-  private func finished(_ result: Result, queuedBack: Bool) {
-    shared.withLock { shared in
-      shared.results.append(result)
-      guard queuedBack else { return }
-      shared.results += shared.jobs.map { Result(id: $0.id, acks: []) }
-      shared.jobs.removeAll()
-    }
   }
 
   /// Closes the connection, reports the error and waits the next backoff (a stop cuts it short).
