@@ -88,6 +88,10 @@ extension Configuration {
         c, v throws(UsageError) in c.maxBatch = try int(v, min: 1, max: 1_000_000)
       },
       .init(
+        name: "--threads", valueName: "N",
+        help: "1, or 2 to check saves on a second core while the first stores them (default 2 with two cores)"
+      ) { c, v throws(UsageError) in c.threads = try int(v, min: 1, max: 2) },
+      .init(
         name: "--log-level", valueName: "LEVEL", help: "error, warn, info or debug (default warn)",
         choices: LogLevel.allCases.map(\.name)
       ) { c, v throws(UsageError) in c.logLevel = try choice(v, LogLevel.allCases, \.name) },

@@ -7,6 +7,10 @@ package struct RequestLoop<T: Transport> {
   package let server: Server
   package private(set) var transport: T
   private var framer: MessageFramer
+  /// The messages of the last read, handled together (`Server.handle(_:)`), and the batch before,
+  /// whose end may still wait to be answered (`Server.finishPreparedTail`): the two take turns.
+  private var batch = FramedBatch()
+  private var spare = FramedBatch()
   /// Requests are waiting: background delivery starts sends less often.
   private var busy = false
 
@@ -46,28 +50,49 @@ package struct RequestLoop<T: Transport> {
 
   /// One turn: the periodic work, one wait for input, and a write when the burst is done.
   private mutating func step(timeoutMs: Int32) -> StopReason? {
+    // The end of the last batch, answered by the last flush, may have held `exit`.
+    if let stop = stopRequested() { return flush() && finishLongCalls() ? stop : .outputClosed }
     server.service.tick(now: server.service.clock.now(), busy: busy)
     let server = self.server
     let timeoutMs = server.service.longCalls.output.isEmpty ? timeoutMs : 0  // a long call's reply waits
-    let event = transport.next(timeoutMs: timeoutMs) { chunk in
-      framer.feed(chunk) { Self.dispatch($0, server) }
-    }
+    let event = read(timeoutMs: timeoutMs)
     if let stop = stopRequested() { return flush() && finishLongCalls() ? stop : .outputClosed }
     switch event {
     case .data:
       // Keep answering while more input is already waiting; write before we would block.
       busy = server.burstBytes >= 1 << 16 || transport.inputIsWaiting()
       if server.burstBytes < 1 << 16 && busy { return nil }
-      return flush() ? nil : .outputClosed
+      // With more input waiting, the end of the batch is answered with the next one.
+      return flush(finishing: !transport.inputIsWaiting()) ? nil : .outputClosed
     case .timeout:
       busy = false
       return flush() ? nil : .outputClosed
     case .signal:
       return flush() && finishLongCalls() ? .signal : .outputClosed
     case .endOfInput:
-      framer.finish { Self.dispatch($0, server) }
+      framer.finish { batch.append($0) }
+      handleBatch()
       return flush() && finishLongCalls() ? .endOfInput : .outputClosed
     }
+  }
+
+  /// Waits for input and handles what one read brings: as one batch with a second thread
+  /// (`Server.handle(_:)`), else message by message as the framer completes them.
+  private mutating func read(timeoutMs: Int32) -> TransportEvent {
+    let server = self.server
+    guard server.handlesBatches else {
+      return transport.next(timeoutMs: timeoutMs) { chunk in framer.feed(chunk) { server.handle(framed: $0) } }
+    }
+    // A local batch: the callback runs per message, and reaching this generic struct's own field
+    // from it would look up the struct's type metadata each time.
+    var read = FramedBatch()
+    swap(&read, &batch)
+    let event = transport.next(timeoutMs: timeoutMs) { chunk in
+      framer.feed(chunk) { read.append($0) }
+    }
+    swap(&read, &batch)
+    handleBatch()
+    return event
   }
 
   /// Before stopping: long calls run to their end and are answered (a stopping signal ends a
@@ -82,13 +107,11 @@ package struct RequestLoop<T: Transport> {
     return true
   }
 
-  private static func dispatch(_ framed: FramedLine, _ server: Server) {
-    guard server.service.lifecycle.exitCode == nil else { return }  // nothing is read after `exit`
-    switch framed {
-    case .line(let bytes): server.handle(line: bytes)
-    case .tooLong(let length): server.handleOversizedLine(length: length)
-    case .fault(let fault): server.handleHeaderFault(fault)
-    }
+  private mutating func handleBatch() {
+    guard !batch.isEmpty else { return }
+    server.handle(batch)
+    swap(&batch, &spare)
+    batch.removeAll()
   }
 
   /// A stop the input asked for: `exit`, or a header fault that leaves no next message to find.
@@ -98,7 +121,9 @@ package struct RequestLoop<T: Transport> {
   }
 
   /// Commits the burst's journal records, then writes its responses. False when the output is gone.
-  private mutating func flush() -> Bool {
+  /// `finishing`: the end of the last batch is answered first (else it may wait for the next batch).
+  private mutating func flush(finishing: Bool = true) -> Bool {
+    if finishing { server.finishPreparedTail() }
     server.render()
     guard !server.output.isEmpty else { return true }
     defer { server.output.removeAll(keepingCapacity: server.output.capacity <= 1 << 22) }

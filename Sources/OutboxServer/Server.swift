@@ -35,7 +35,14 @@ package final class Server {
   var mcp = MCPSession()
   /// The fast save's node memory and item bytes, reused from one line to the next.
   let fastTape = TapeScratch()
+  let fastLimits: FastSave.Limits
   var fastBody: [UInt8] = []
+  /// The second thread that prepares fast saves (`Server+Batch.swift`), with `--threads 2`.
+  /// Saves the second thread prepared and this one stored (for tests).
+  var preparedSaves = 0
+  /// The end of the last batch, prepared by the second thread, not yet stored (`Server+Batch.swift`).
+  var preparedTail: PreparedTail?
+  lazy var linePreparer: LinePreparer? = service.config.threads > 1 ? LinePreparer(config: service.config) : nil
 
   /// About how many reply bytes the burst holds so far (waiting replies counted at a typical size).
   var burstBytes: Int { draft.count + holes.count * 96 }
@@ -44,6 +51,7 @@ package final class Server {
     self.service = service
     self.table = table
     self.fastSaves = table.names.contains(SaveCustomEvent.name)
+    self.fastLimits = FastSave.Limits(service.config)
     output.reserveCapacity(1 << 16)
     draft.reserveCapacity(1 << 16)
   }
@@ -51,6 +59,11 @@ package final class Server {
   /// Handles one line (without its `\n`, `\r` or BOM): a request, a notification or a batch.
   package func handle(line: UnsafeBufferPointer<UInt8>) {
     if fastSaves && !service.lifecycle.shutDown && handleFastSave(line) { return }
+    handleGeneral(line: line)
+  }
+
+  /// `handle(line:)` without the fast path.
+  func handleGeneral(line: UnsafeBufferPointer<UInt8>) {
     let value: RequestLine
     do {
       value = try RequestLine.read(

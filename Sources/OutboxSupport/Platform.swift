@@ -27,3 +27,9 @@ func posixRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> 
 package func closeFD(_ fd: Int32) {
   if fd >= 0 { close(fd) }
 }
+
+/// The machine's processors.
+package enum Processors {
+  /// How many are online (at least 1).
+  package static var online: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+}

@@ -1,6 +1,8 @@
 """Optional section (--callgrind): instructions per save under valgrind's callgrind, which stay steady on a
 noisy machine. Per save = (instructions for N saves - instructions for 1 save) / (N - 1), all threads,
-start-up and exit (the final snapshot) included in both, so they cancel out."""
+start-up and exit (the final snapshot) included in both, so they cancel out. With `--threads 1`: callgrind
+runs a process's threads one at a time, so with two it would also count the threads' spinning while each
+waits for the other, which says nothing about the work a save takes."""
 import os
 import shutil
 
@@ -32,14 +34,18 @@ def instructions(ctx):
     if not shutil.which("valgrind"):
         raise procs.BenchError("--callgrind needs valgrind on PATH")
     count = max(2, min(ctx.requests, ctx.callgrind_saves))
-    section = Section("instructions", f"instructions per save (callgrind, {count:,} saves, all threads)",
+    section = Section("instructions", f"instructions per save (callgrind, {count:,} saves, --threads 1)",
                       f"{ctx.callgrind_runs} run(s). Ratio: --store over --memory; no-user --memory over realistic --memory.")
     files = {}
     for mix, with_user in (("realistic", True), ("no user", False)):
         one = inputs.write(os.path.join(ctx.work, f"cg-one-{with_user}.jsonl"), inputs.event_lines(1, with_user))
         many = inputs.write(os.path.join(ctx.work, f"cg-many-{with_user}.jsonl"), inputs.event_lines(count, with_user))
         files[mix] = (one, many)
-    modes = (("--memory", lambda d: [ctx.binary, "--memory"]), ("--store, fresh", lambda d: [ctx.binary, "--store", d]))
+    one_thread = ["--threads", "1"]
+    modes = (
+        ("--memory", lambda d: [ctx.binary, "--memory", *one_thread]),
+        ("--store, fresh", lambda d: [ctx.binary, "--store", d, *one_thread]),
+    )
     first_memory = None
     for mix, (one, many) in files.items():
         memory = None

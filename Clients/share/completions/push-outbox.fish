@@ -7,6 +7,7 @@ complete -c push-outbox -l max-line-bytes -d 'longest accepted line or message b
 complete -c push-outbox -l framing -d 'auto, newline or content-length (default auto: from the first byte)' -r -f -a 'auto newline content-length'
 complete -c push-outbox -l max-depth -d 'deepest JSON nesting (default 128, at most 1000)' -r -f
 complete -c push-outbox -l max-batch -d 'most requests in one batch (default 10000)' -r -f
+complete -c push-outbox -l threads -d '1, or 2 to check saves on a second core while the first stores them (default 2 with two cores)' -r -f
 complete -c push-outbox -l log-level -d 'error, warn, info or debug (default warn)' -r -f -a 'error warn info debug'
 complete -c push-outbox -l log-format -d 'stderr lines: text or json (default text)' -r -f -a 'text json'
 complete -c push-outbox -l strings -d 'over-long strings: reject or truncate (default reject)' -r -f -a 'reject truncate'

@@ -20,52 +20,86 @@ package import OutboxTransport
 extension Server {
   /// Answers `line` and returns true, or changes nothing and returns false.
   func handleFastSave(_ line: UnsafeBufferPointer<UInt8>) -> Bool {
-    let service = self.service
-    let config = service.config
-    guard
-      let tape = try? JSONTape(line, maxDepth: config.maxDepth, maxBatch: config.maxBatch, scratch: fastTape),
-      !tape.sawDuplicateKey, let parts = SaveCustomEvent.fastParts(tape)
-    else { return false }
-    var issues = Issues()
     var body = takeFastBody()
     defer { fastBody = body }
-    if let user = parts.user {
-      // A user in another form than the one stored (spaces, escapes) is rewritten by the general path.
-      guard UserIdentifier.locate(tape, user, path: "user", issues: &issues) != nil,
-        UserIdentifier.isWireForm(tape, user)
-      else { return false }
-      body.appendWireUser(user, from: tape)
+    guard let save = FastSave.prepare(line, limits: fastLimits, scratch: fastTape, into: &body) else {
+      return false
     }
-    SaveCustomEvent.appendBody(
-      tape, name: parts.name, properties: parts.properties, user: nil, limits: config.domain, issues: &issues,
-      to: &body)
-    guard issues.errors.isEmpty, issues.warnings.isEmpty else { return false }
+    return commitFastSave(save, body: &body)
+  }
+
+  /// The loop's part of a fast save prepared from `body` (its members, without `time`): the clock,
+  /// the id, admission, the store and the reply. False, with nothing changed, when the store would
+  /// refuse it (the general path then answers).
+  func commitFastSave(_ save: FastSave, body: inout [UInt8]) -> Bool {
     body.appendRaw(",\"time\":")
     let now = service.clock.now()
     body.appendTime(ms: now)
     // A refused save also takes an id first; leave it all to the general path.
-    guard (try? service.store.admit(bodyBytes: body.count, clientIDBytes: 0)) != nil, let id = RequestID(tape, parts.id)
-    else {
-      return false
-    }
+    guard (try? service.store.admit(bodyBytes: body.count, clientIDBytes: 0)) != nil else { return false }
     let result: SaveResult
     do {
       result = try service.save(
-        kind: .customEvent, clientID: nil, hasUser: parts.user != nil, body: body, warnings: [], now: now)
+        kind: .customEvent, clientID: nil, hasUser: save.hasUser, body: body, warnings: [], now: now)
     } catch {
       preconditionFailure("the store admitted this item a moment ago: \(error)")
     }
-    reply(to: id, result)
+    reply(to: save.id, result)
     return true
   }
 
   /// The reused item buffer, emptied (it goes back to `fastBody` when the save is done); one grown
   /// past 64 KiB by a big item is let go.
-  private func takeFastBody() -> [UInt8] {
+  func takeFastBody() -> [UInt8] {
     var body: [UInt8] = []
     swap(&body, &fastBody)
     body.removeAll(keepingCapacity: body.capacity <= 1 << 16)
     return body
+  }
+}
+
+/// A fast save read and checked, not yet stored: what `FastSave.prepare` found, with the item's
+/// members (without `time`) appended to the caller's buffer. Preparing reads nothing but the line
+/// and the configuration, so it may run on another thread (`LinePreparer`).
+struct FastSave: Sendable {
+  var id: RequestID
+  var hasUser: Bool
+
+  /// What preparing reads of the configuration: plain values, so passing them copies no references.
+  struct Limits: Sendable {
+    var maxDepth: Int
+    var maxBatch: Int
+    var domain: DomainLimits
+
+    init(_ config: Configuration) {
+      maxDepth = config.maxDepth
+      maxBatch = config.maxBatch
+      domain = config.domain
+    }
+  }
+
+  /// Reads `line` as a fast save and appends its body to `body`; nil (with `body` in any state)
+  /// when the line is anything else, has any issue, or names its user in another form than the
+  /// stored one (the general path rewrites those).
+  static func prepare(
+    _ line: UnsafeBufferPointer<UInt8>, limits: Limits, scratch: TapeScratch, into body: inout [UInt8]
+  ) -> FastSave? {
+    guard
+      let tape = try? JSONTape(line, maxDepth: limits.maxDepth, maxBatch: limits.maxBatch, scratch: scratch),
+      !tape.sawDuplicateKey, let parts = SaveCustomEvent.fastParts(tape), let id = RequestID(tape, parts.id)
+    else { return nil }
+    var issues = Issues()
+    if let user = parts.user {
+      guard UserIdentifier.locate(tape, user, path: "user", issues: &issues) != nil,
+        UserIdentifier.isWireForm(tape, user)
+      else { return nil }
+      body.appendWireUser(user, from: tape)
+    }
+    SaveCustomEvent.appendBody(
+      tape, name: parts.name, properties: parts.properties, user: nil, limits: limits.domain, issues: &issues,
+      to: &body)
+    guard issues.errors.isEmpty, issues.warnings.isEmpty else { return nil }
+    return FastSave(id: id, hasUser: parts.user != nil)
   }
 }
 

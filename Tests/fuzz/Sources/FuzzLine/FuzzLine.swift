@@ -8,8 +8,9 @@
 //
 // Checks: nothing traps; every output line is one JSON line our reader accepts, holding a response
 // object or a non-empty array of them; each request gets exactly one reply, counted per id against
-// an independent model (`Expected`); the general path and the fast save path write the same bytes
-// (in memory); with a store, a restart holds the same items.
+// an independent model (`Expected`); the general path, the fast save path and `--threads 2` (each
+// chunk one batch, its end answered with the next, as `RequestLoop` does while input waits) write
+// the same bytes (in memory); with a store, a restart holds the same items.
 import FuzzSupport
 import OutboxCommandLine
 import OutboxDelivery
@@ -60,12 +61,18 @@ public func fuzzLine(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     check(fast, expected: expected, input: bytes)
     let general = run(setup, service: makeService(setup, store: nil), fastSaves: false)
     guard fast == general else { fail("the fast save path and the general path wrote different replies", bytes) }
+    // Batches, as the loop makes them (which, unlike `run`, stop at `exit`), on one thread and two.
+    let oneThread = runInBatches(setup, service: makeService(setup, store: nil, threads: 1))
+    let twoThreads = runInBatches(setup, service: makeService(setup, store: nil, threads: 2))
+    guard oneThread == twoThreads else { fail("--threads 2 wrote other replies than one thread", bytes) }
   }
   return 0
 }
 
-func makeService(_ setup: Setup, store: String?) -> Service {
+func makeService(_ setup: Setup, store: String?, threads: Int = 1) -> Service {
   var config = Configuration(storePath: store)
+  config.threads = threads
+  config.preparerHeadStart = threads > 1
   config.memory = store == nil
   config.fsync = .never
   config.snapshotInterval = 3600
@@ -95,6 +102,34 @@ func run(_ setup: Setup, service: Service, fastSaves: Bool) -> [UInt8] {
     server.output.removeAll()
   }
   framer.finish { dispatch($0, server) }
+  server.render()
+  return output + frame(server.output)
+}
+
+/// `run` as the loop does it with `--threads 2`: each chunk's messages as one batch, the end of
+/// each batch left to the next (`Server.preparedTail`), answered only before the last render.
+func runInBatches(_ setup: Setup, service: Service) -> [UInt8] {
+  let server = Server(service: service)
+  var framer = MessageFramer(setup.headers ? .contentLength : .newline, maxLineBytes: setup.maxLineBytes)
+  let frame = { (lines: [UInt8]) in setup.headers ? MemoryTransport.headerFramed(lines) : lines }
+  var output: [UInt8] = []
+  var rest = setup.stream
+  var n = 0
+  while !rest.isEmpty {
+    let piece = rest.prefix(setup.chunks[n % setup.chunks.count])
+    rest = rest.dropFirst(piece.count)
+    n += 1
+    var batch = FramedBatch()
+    Array(piece).withUnsafeBufferPointer { chunk in framer.feed(chunk) { batch.append($0) } }
+    server.handle(batch)
+    server.render()
+    output += frame(server.output)
+    server.output.removeAll()
+  }
+  var batch = FramedBatch()
+  framer.finish { batch.append($0) }
+  server.handle(batch)
+  server.finishPreparedTail()
   server.render()
   return output + frame(server.output)
 }

@@ -1,0 +1,219 @@
+import Dispatch
+import OutboxJSON
+import OutboxSupport
+import OutboxTransport
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The second thread of `--threads 2`: prepares the fast saves of each batch's last messages
+/// (`Server+Batch.swift` says how the two threads share a batch).
+///
+/// Batches are posted in turn into two slots, so the thread can prepare one batch while the loop
+/// stores the end of the one before. Between `post` and `waitUntilFinished` the thread reads the
+/// slot's batch and writes only the slot's `saves`, `ranges` and `bodies`; the loop reads them only
+/// after. The words they share are atomics. The thread waits for the next batch by spinning for a
+/// short while (batches follow each other within a fraction of a millisecond under load), yielding
+/// the core, then sleeps; it ends with its `LinePreparer`.
+final class LinePreparer {
+  /// Fewer messages than this are answered on the loop's thread alone: waking the preparer would
+  /// cost more than it saves.
+  static let minimumLines = 16
+
+  private let worker: Worker
+
+  /// Nil when the system would not make the thread.
+  init?(config: Configuration) {
+    worker = Worker(limits: FastSave.Limits(config))
+    let worker = self.worker
+    guard DetachedThread.detach({ worker.run() }) else { return nil }
+  }
+
+  deinit { worker.stop() }
+
+  /// Hands `batch` to the thread, which starts from its end; returns the batch's number.
+  func post(_ batch: FramedBatch) -> UInt64 { worker.post(batch) }
+
+  /// Takes message `index` (the next from the start) of batch `number` for the loop; false when
+  /// the thread has it.
+  func claimForLoop(_ number: UInt64, _ index: Int) -> Bool { worker.slot(number).claimForLoop(index) }
+
+  /// Waits until the thread has prepared every message it took of batch `number`.
+  func waitUntilFinished(_ number: UInt64) { worker.waitUntilFinished(number) }
+
+  /// Waits until the thread has taken a message of batch `number` (`Configuration.preparerHeadStart`).
+  func waitForFirstClaim(_ number: UInt64, count: Int) { worker.slot(number).waitForFirstClaim(count: count) }
+
+  /// The fast save prepared from message `index` of batch `number`, and its body (its members,
+  /// without `time`); after `waitUntilFinished(number)`.
+  func prepared(_ number: UInt64, _ index: Int) -> (FastSave, ArraySlice<UInt8>)? {
+    let slot = worker.slot(number)
+    return slot.saves[index].map { ($0, slot.bodies[slot.ranges[index]]) }
+  }
+}
+
+/// One batch's work: what the loop and the thread claimed, and what the thread prepared.
+private final class Slot: @unchecked Sendable {
+  /// Low 32 bits: how many messages the loop took from the start; high 32 bits: the first message
+  /// the thread took from the end. A message belongs to whichever side moved its bound past it.
+  let claims = Atomic<UInt64>(0)
+  var batch = FramedBatch()
+  var saves: [FastSave?] = []
+  var ranges: [Range<Int>] = []
+  var bodies: [UInt8] = []
+
+  func reset(_ batch: FramedBatch) {
+    let count = batch.entries.count
+    self.batch = batch
+    saves.removeAll(keepingCapacity: true)
+    saves.append(contentsOf: repeatElement(nil, count: count))
+    ranges.removeAll(keepingCapacity: true)
+    ranges.append(contentsOf: repeatElement(0..<0, count: count))
+    bodies.removeAll(keepingCapacity: bodies.capacity <= 1 << 24)
+    claims.store(UInt64(count) << 32, ordering: .relaxed)
+  }
+
+  func claimForLoop(_ index: Int) -> Bool {
+    var current = claims.load(ordering: .relaxed)
+    while true {
+      let high = current >> 32
+      guard UInt64(index) < high else { return false }
+      let (done, found) = claims.compareExchange(
+        expected: current, desired: high << 32 | UInt64(index + 1), ordering: .relaxed)
+      if done { return true }
+      current = found
+    }
+  }
+
+  /// The next message from the end for the thread, or nil where the loop's part begins.
+  func claimForThread() -> Int? {
+    var current = claims.load(ordering: .relaxed)
+    while true {
+      let high = current >> 32
+      let low = current & 0xFFFF_FFFF
+      guard high > low else { return nil }
+      let (done, found) = claims.compareExchange(
+        expected: current, desired: (high - 1) << 32 | low, ordering: .relaxed)
+      if done { return Int(high - 1) }
+      current = found
+    }
+  }
+
+  func waitForFirstClaim(count: Int) {
+    while claims.load(ordering: .relaxed) >> 32 == UInt64(count) { sched_yield() }
+  }
+
+  /// The thread's part: prepares every message it can take.
+  func work(limits: FastSave.Limits, scratch: TapeScratch) {
+    while let index = claimForThread() {
+      guard case .line(let range) = batch.entries[index] else { continue }
+      let start = bodies.count
+      let save = batch.bytes.withUnsafeBufferPointer {
+        FastSave.prepare(UnsafeBufferPointer(rebasing: $0[range]), limits: limits, scratch: scratch, into: &bodies)
+      }
+      guard let save else {
+        bodies.removeSubrange(start...)
+        continue
+      }
+      saves[index] = save
+      ranges[index] = start..<bodies.count
+    }
+    batch = FramedBatch()  // the loop's batch is uniquely referenced again once it is done with it
+  }
+}
+
+/// The thread and the two slots.
+private final class Worker: @unchecked Sendable {
+  let limits: FastSave.Limits
+  private let slots = [Slot(), Slot()]
+  /// The last batch the loop posted, and the last the thread finished.
+  private let posted = Atomic<UInt64>(0)
+  private let finished = Atomic<UInt64>(0)
+  private let sleeping = Atomic<Bool>(false)
+  private let stopping = Atomic<Bool>(false)
+  private let wake = DispatchSemaphore(value: 0)
+  /// The loop sleeps on `done` while it waits for the thread.
+  private let loopWaiting = Atomic<Bool>(false)
+  private let done = DispatchSemaphore(value: 0)
+  private let scratch = TapeScratch()
+
+  init(limits: FastSave.Limits) { self.limits = limits }
+
+  /// How long the thread spins for the next batch before it sleeps.
+  private static let spinSeconds = 0.0005
+  /// How many times the loop looks before it sleeps.
+  private static let waitSpins = 2000
+
+  func slot(_ number: UInt64) -> Slot { slots[Int(number & 1)] }
+
+  /// The slot of the batch before must be done with (the loop committed it): each slot serves every
+  /// other batch.
+  func post(_ batch: FramedBatch) -> UInt64 {
+    let number = posted.load(ordering: .relaxed) + 1
+    slot(number).reset(batch)
+    posted.store(number, ordering: .sequentiallyConsistent)
+    if sleeping.load(ordering: .sequentiallyConsistent) { wake.signal() }
+    return number
+  }
+
+  /// Spins a little (the thread is usually within one message of done), yielding the core, then
+  /// sleeps: on a busy machine a spinning loop would take the core the thread needs.
+  func waitUntilFinished(_ number: UInt64) {
+    var spins = 0
+    while finished.load(ordering: .acquiring) < number {
+      spins += 1
+      guard spins > Self.waitSpins else {
+        if spins > 64 { sched_yield() }
+        continue
+      }
+      loopWaiting.store(true, ordering: .sequentiallyConsistent)
+      if finished.load(ordering: .sequentiallyConsistent) < number { done.wait() }
+      loopWaiting.store(false, ordering: .sequentiallyConsistent)
+    }
+  }
+
+  func stop() {
+    stopping.store(true, ordering: .sequentiallyConsistent)
+    wake.signal()
+  }
+
+  /// The thread's body: each posted batch in turn, until `stop`.
+  func run() {
+    var seen: UInt64 = 0
+    while nextBatch(after: seen) {
+      seen += 1
+      slot(seen).work(limits: limits, scratch: scratch)
+      finished.store(seen, ordering: .sequentiallyConsistent)
+      if loopWaiting.load(ordering: .sequentiallyConsistent) { done.signal() }
+    }
+  }
+
+  /// Waits until a batch after `seen` is posted: spins, yielding the core, then sleeps. False once
+  /// stopped.
+  private func nextBatch(after seen: UInt64) -> Bool {
+    var sleepAt = 0.0
+    var spins = 0
+    while true {
+      if stopping.load(ordering: .relaxed) { return false }
+      if posted.load(ordering: .acquiring) > seen { return true }
+      sched_yield()  // the loop may need this core to make the next batch
+      spins += 1
+      guard spins & 15 == 0 else { continue }
+      let time = Clock.monotonicSeconds()
+      if sleepAt == 0 { sleepAt = time + Self.spinSeconds }
+      guard time >= sleepAt else { continue }
+      sleeping.store(true, ordering: .sequentiallyConsistent)
+      if posted.load(ordering: .sequentiallyConsistent) == seen && !stopping.load(ordering: .sequentiallyConsistent) {
+        wake.wait()
+      }
+      sleeping.store(false, ordering: .sequentiallyConsistent)
+      sleepAt = 0
+    }
+  }
+}
