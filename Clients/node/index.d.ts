@@ -142,9 +142,9 @@ export declare class Outbox {
   status(params?: Record<string, never>, options?: CallOptions): Promise<StatusResult>;
   /** A long call: answered when its pass ends, while other calls go on (replies are matched by id). */
   deliverPending(params?: DeliverPendingParams, options?: CallOptions): Promise<DeliverPendingResult>;
-  listDeadLetters(params?: { max?: number }, options?: CallOptions): Promise<ListDeadLettersResult>;
-  requeueDeadLetters(params?: { ids?: string[] }, options?: CallOptions): Promise<{ requeued: number }>;
-  dropDeadLetters(params: { ids: string[] }, options?: CallOptions): Promise<{ dropped: number }>;
+  listDeadLetters(params?: { max?: number; fleet?: boolean }, options?: CallOptions): Promise<ListDeadLettersResult>;
+  requeueDeadLetters(params?: { ids?: string[]; fleet?: boolean }, options?: CallOptions): Promise<{ requeued: number }>;
+  dropDeadLetters(params: { ids: string[]; fleet?: boolean }, options?: CallOptions): Promise<{ dropped: number }>;
   importLegacy(params?: ImportLegacyParams, options?: CallOptions): Promise<ImportLegacyResult>;
   /** rpc.discover */
   discover(params?: Record<string, never>, options?: CallOptions): Promise<OpenRpcDocument>;

@@ -211,7 +211,7 @@ extension Configuration {
         guard !v.isEmpty else { throw UsageError("needs a path, not an empty string") }
         c.metricsFile = v
       },
-    ] + commandOptions
+    ] + natsOptions + commandOptions
 
   /// The subcommands' own flags (`push-outbox flush --format …`, `push-outbox import --user …`).
   private static let commandOptions: [CommandLineOption] =

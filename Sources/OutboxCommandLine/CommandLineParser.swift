@@ -22,17 +22,19 @@ extension Invocation {
     case .values(let read): values = read
     }
     switch command {
-    case nil: return .serve(values.config)
+    case nil:
+      var config = values.config
+      let fleet = try backgroundFleet(values)
+      if fleet != nil { config.delivery.background = false }  // the fleet's leader delivers, not this store
+      return .serve(config, relay: try backgroundRelay(values), fleet: fleet)
     case .deliver:
-      if values.fleet.givenWithoutFrom { throw UsageError("--follow, --nats-* and --leader-lease need --from") }
+      if values.fleet.givenWithoutFrom { throw UsageError("--follow and --leader-lease need --from") }
       if let missing = values.config.missingDelivery { throw UsageError("needs " + missing) }
       guard let from = values.fleet.from else { return .deliver(values.config) }
-      guard from.isLoopback || values.fleet.allowPlaintext else {
-        throw UsageError(
-          "--from \(from) is not loopback and TLS is not supported yet: reach NATS through a leaf node on 127.0.0.1,"
-            + " or give --nats-allow-plaintext")
-      }
-      return .deliverFrom(values.config, values.fleet)
+      try NATSFlags.checkPlaintext(from, flag: "--from", allowed: values.nats.allowPlaintext)
+      var fleet = values.fleet
+      fleet.take(values.nats)
+      return .deliverFrom(values.config, fleet)
     case .flush: return .flush(values.config, values.flush)
     case .import:
       guard let file else { throw UsageError("needs FILE (a path, or - for stdin)") }
@@ -41,16 +43,42 @@ extension Invocation {
     case .dump: return .dump(values.config, values.dump)
     case .relay:
       guard let to = values.relay.to else { throw UsageError("needs --to nats://HOST:PORT") }
-      guard to.isLoopback || values.relay.allowPlaintext else {
-        throw UsageError(
-          "--to \(to) is not loopback and TLS is not supported yet: relay through a NATS leaf node on 127.0.0.1,"
-            + " or give --nats-allow-plaintext")
-      }
-      return .relay(values.config, values.relay)
+      try NATSFlags.checkPlaintext(to, flag: "--to", allowed: values.nats.allowPlaintext)
+      var relay = values.relay
+      relay.take(values.nats)
+      return .relay(values.config, relay)
     case .ack, .release:
       guard let file else { throw UsageError("needs FLUSHID (the flushId flush --lease printed)") }
       return .endLease(values.config, command == .ack ? .ack : .release, flushId: file)
     }
+  }
+
+  /// `--relay nats://…` while serving: the relay's settings, nil without it.
+  private static func backgroundRelay(_ values: OptionValues) throws(UsageError) -> RelayCommand.Options? {
+    guard let to = values.nats.relay else { return nil }
+    try NATSFlags.checkPlaintext(to, flag: "--relay", allowed: values.nats.allowPlaintext)
+    if values.config.delivery.background && values.fleet.from == nil {
+      throw UsageError("--relay and --deliver cannot be used together: items go to NATS, or to Braze from here")
+    }
+    var relay = RelayCommand.Options()
+    relay.to = to
+    relay.take(values.nats)
+    return relay
+  }
+
+  /// `--deliver --from nats://…` while serving: the fleet deliverer's settings, nil without `--from`.
+  private static func backgroundFleet(_ values: OptionValues) throws(UsageError) -> FleetDeliverCommand.Options? {
+    guard let from = values.fleet.from else {
+      if values.fleet.givenWithoutFrom { throw UsageError("--leader-lease needs --from") }
+      return nil
+    }
+    guard values.config.delivery.background else {
+      throw UsageError("--from needs --deliver while serving (or use push-outbox deliver --from)")
+    }
+    try NATSFlags.checkPlaintext(from, flag: "--from", allowed: values.nats.allowPlaintext)
+    var fleet = values.fleet
+    fleet.take(values.nats)
+    return fleet
   }
 
   private static func unknownCommand(_ word: String) -> UsageError {

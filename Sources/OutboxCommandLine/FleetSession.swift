@@ -35,6 +35,11 @@ final class FleetSession {
   var deadLettered = 0
   var givenBack = 0
   private(set) var problem: String?
+  /// Whether to stop: a signal for `deliver --from`; the serving process's exit for `--deliver --from`.
+  var stopRequested: @Sendable () -> Bool = { StopRequest.isRequested }
+  /// Where a serving process reads this session's state (`status.delivery.fleet`).
+  var report: FleetReport?
+  private var nextStreamInfo = 0.0
 
   static let consumerName = "push-outbox-deliver"
   /// Deliveries of one message before it becomes a dead letter (the consumer's `max_deliver`).
@@ -65,7 +70,7 @@ final class FleetSession {
   /// Runs until the stream is empty (one-shot) or a signal (`--follow`).
   func run() -> ExitCode {
     var backoff = NATSBackoff()
-    while !StopRequest.isRequested {
+    while !stopRequested() {
       do throws(NATSError) {
         try connect()
         if let code = try step() { return code }
@@ -80,7 +85,7 @@ final class FleetSession {
         Log.stderr("push-outbox deliver: NATS: \(error.description); reconnecting")
       }
       let until = Clock.monotonicSeconds() + backoff.next()
-      while Clock.monotonicSeconds() < until && !StopRequest.isRequested { usleep(20_000) }
+      while Clock.monotonicSeconds() < until && !stopRequested() { usleep(20_000) }
     }
     return shutdown()
   }
@@ -115,6 +120,9 @@ final class FleetSession {
 
   /// The connection is gone: leadership with it; held items not in flight come back after AckWait.
   private func disconnect(_ why: String) {
+    report?.update { snapshot in
+      (snapshot.connected, snapshot.role, snapshot.leaderSince, snapshot.lastError) = (false, .standby, nil, why)
+    }
     if var election = leader, let change = election.lose("NATS: " + why) { logRole(change) }
     js?.connection.close()
     (js, consumer, leader) = (nil, nil, nil)
@@ -131,6 +139,7 @@ final class FleetSession {
       if change.0 == .leader { try startLeading(js) }
     }
     leader = election
+    if let report { publish(report, js, election) }
     for outcome in engine.collect() { try settle(outcome) }
     if let reason = engine.stopReason {
       problem =
@@ -240,8 +249,24 @@ final class FleetSession {
     try? js?.connection.flush(deadline: Clock.monotonicSeconds() + 2)
     js?.connection.close()
     js = nil
-    if StopRequest.isRequested && problem == nil && !options.follow { problem = "stopped by a signal" }
+    if stopRequested() && problem == nil && !options.follow { problem = "stopped by a signal" }
     return problem == nil ? .success : .failure
+  }
+
+  /// The state `status.delivery.fleet` shows; the stream's size read every 2 s.
+  private func publish(_ report: FleetReport, _ js: JetStream, _ election: FleetLeader) {
+    var state: (messages: Int64, bytes: Int64)?
+    if Clock.monotonicSeconds() >= nextStreamInfo {
+      nextStreamInfo = Clock.monotonicSeconds() + 2
+      state = try? js.streamState(options.stream, deadline: Clock.monotonicSeconds() + 1)
+    }
+    report.update { snapshot in
+      snapshot.connected = true
+      snapshot.role = election.isLeader ? .leader : .standby
+      snapshot.leaderSince = election.isLeader ? election.leaderSince : nil
+      if let state { (snapshot.messages, snapshot.bytes) = (state.messages, state.bytes) }
+      (snapshot.delivered, snapshot.deadLettered, snapshot.givenBack) = (delivered, deadLettered, givenBack)
+    }
   }
 
   private func logRole(_ change: (FleetLeader.Role, String)) {

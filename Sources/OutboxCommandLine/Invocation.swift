@@ -37,8 +37,8 @@ package enum Subcommand: String, CaseIterable, Sendable {
 /// What one command line asks for: the one parse (`Invocation.parse`) makes this value, and the
 /// executable runs it.
 package enum Invocation: Sendable {
-  /// No subcommand: serve JSON-RPC on stdin/stdout.
-  case serve(Configuration)
+  /// No subcommand: serve JSON-RPC on stdin/stdout (and relay to NATS with `--relay`).
+  case serve(Configuration, relay: RelayCommand.Options?, fleet: FleetDeliverCommand.Options?)
   case deliver(Configuration)
   /// `deliver --from nats://…`: a fleet's deliverer.
   case deliverFrom(Configuration, FleetDeliverCommand.Options)
@@ -60,7 +60,7 @@ package enum Invocation: Sendable {
   /// The settings a run uses; nil for the commands that print something.
   var configuration: Configuration? {
     switch self {
-    case .serve(let config), .deliver(let config), .deliverFrom(let config, _), .flush(let config, _),
+    case .serve(let config, _, _), .deliver(let config), .deliverFrom(let config, _), .flush(let config, _),
       .import(let config, _, _),
       .verify(let config), .dump(let config, _), .endLease(let config, _, _), .relay(let config, _):
       config
@@ -78,6 +78,8 @@ package struct OptionValues: Sendable {
   package var dump = DumpCommand.Options()
   package var relay = RelayCommand.Options()
   package var fleet = FleetDeliverCommand.Options()
+  /// The NATS settings the service flags set, shared by `--relay`, `relay` and `deliver --from`.
+  package var nats = NATSFlags()
   /// `import --user`, checked and written back as JSON.
   package var user: [UInt8]?
 

@@ -1,4 +1,5 @@
 package import OutboxJSONRPC
+import OutboxNATS
 package import OutboxServer
 package import OutboxSupport
 package import OutboxTransport
@@ -46,7 +47,7 @@ package enum PushOutbox {
     case .manPage: printInfo("man page", standard, CommandLineDocs.manPage(), terminator: "")
     case .completion(let shell):
       printInfo("completion script", standard, CommandLineDocs.completion(shell), terminator: "")
-    case .serve(let config): serve(config, standard)
+    case .serve(let config, let relay, let fleet): serve(config, relay: relay, fleet: fleet, standard, environment)
     case .deliver(let config): return DeliverCommand.run(config)
     case .deliverFrom(let config, let options): return FleetDeliverCommand.run(options, config, env: environment)
     case .flush(let config, let options):
@@ -64,7 +65,11 @@ package enum PushOutbox {
   }
 
   /// No subcommand: open the store and serve stdin until it ends.
-  private static func serve(_ config: Configuration, _ standard: StandardDescriptors) -> Never {
+  private static func serve(
+    _ config: Configuration, relay: RelayCommand.Options?, fleet: FleetDeliverCommand.Options?,
+    _ standard: StandardDescriptors,
+    _ environment: (String) -> String?
+  ) -> Never {
     // The replies are the server's data: a closed stdout at start would ack saves nobody sees.
     if let refusal = standard.closedStdoutRefusal("the replies") {
       fail(refusal, .startupFailed("usage", refusal), .usage)
@@ -75,7 +80,22 @@ package enum PushOutbox {
     }
     let service = Service(config: config)
     let wakeup = Signals.install()
+    var auth: NATSAuth?
+    if relay != nil || fleet != nil {
+      switch RelayCommand.credentials(relay?.credsFile ?? fleet?.credsFile, env: environment) {
+      case .success(let found): auth = found
+      case .failure(let error): fail(error.description, .startupFailed("usage", error.description), .usage)
+      }
+    }
     do { try service.openDisk() } catch { fail(error.message, error.rpcError, error.exit) }
+    if let relay { service.relay = BackgroundRelay.start(relay, auth: auth) }
+    if let fleet { service.fleet = BackgroundFleet.start(fleet, auth: auth, config) }
+    if let address = relay?.to ?? fleet?.from {
+      var settings = NATSOptions(address: address, auth: auth)
+      settings.allowPlaintext = relay?.allowPlaintext ?? fleet?.allowPlaintext ?? false
+      settings.name = "push-outbox dead letters"
+      service.fleetDeadLetters = FleetDeadLetterStream(settings: settings, stream: relay?.stream ?? fleet!.stream)
+    }
     if isatty(0) == 1 { Log.stderr(HelpText.terminalHint(store: config.effectiveStorePath)) }
     var loop = RequestLoop(server: Server(service: service), transport: StdioTransport(wakeup: wakeup))
     let reason = loop.run()

@@ -73,6 +73,20 @@ package enum RelayCommand {
     return .usage
   }
 
+  /// A connection to the stream's server, and the stream made (or checked) on it.
+  static func connect(_ settings: NATSOptions, _ options: Options) throws(NATSError) -> JetStream {
+    let connection = try NATSConnection(settings)
+    let js = JetStream(connection)
+    let shape = StreamSettings(name: options.stream, subjects: [options.stream + ".*"], maxBytes: options.maxBytes)
+    do throws(NATSError) {
+      try js.ensureStream(shape, deadline: Clock.monotonicSeconds() + 5)
+    } catch {
+      connection.close()
+      throw error
+    }
+    return js
+  }
+
   /// `PUSH_OUTBOX_NATS_TOKEN`, or `--nats-creds FILE`: a file holding a token, or a JSON object
   /// `{"token":"…"}` or `{"user":"…","password":"…"}`. The secret is never printed.
   static func credentials(_ file: String?, env: (String) -> String?) -> Result<NATSAuth?, NATSError> {

@@ -36,6 +36,14 @@ package final class Service {
   var healthMemory = HealthMemory()
   /// `shutdown` and `exit` (`Lifecycle`).
   package var lifecycle = Lifecycle()
+  /// `--relay nats://…`: pending items published to a NATS stream in the background (`status.relay`).
+  package var relay: (any BackgroundWork)?
+  /// `--deliver --from nats://…`: this process is one of a fleet's deliverers (`status.delivery.fleet`).
+  package var fleet: (any BackgroundWork)?
+  /// The fleet's dead letters (`<stream>_DEAD`), in a server started with a NATS address.
+  package var fleetDeadLetters: (any FleetDeadLetters)?
+  /// The background work running, for `tick`, `pollTimeoutMs` and `finish`.
+  private var background: [any BackgroundWork] { [relay, fleet].compactMap { $0 } }
 
   package init(config: Configuration, log: Log? = nil) {
     self.config = config
@@ -70,6 +78,7 @@ package final class Service {
     expireLeases(now: now)
     delivery?.tick(busy: busy)
     if !longCalls.isEmpty { longCalls.step(self) }
+    for work in background { work.tick(service: self, busy: busy) }
     disk?.tick(store, now: now)
     observeHealth(now: now)
     if metrics != nil { publishMetrics() }
@@ -80,6 +89,7 @@ package final class Service {
     var timeout = Self.sooner(disk?.pollTimeoutMs(store) ?? -1, delivery?.pollTimeoutMs() ?? -1)
     if metrics != nil { timeout = Self.sooner(timeout, metricsPollTimeoutMs()) }
     if !longCalls.isEmpty { timeout = Self.sooner(timeout, longCalls.pollTimeoutMs(self)) }
+    for work in background { timeout = Self.sooner(timeout, work.pollTimeoutMs()) }
     if let expiry = store.nextLeaseExpiry {
       timeout = Self.sooner(timeout, Int32(clamping: max(0, expiry - clock.now()) + 1))
     }
@@ -90,6 +100,7 @@ package final class Service {
   /// journal (a one-shot has no reply to commit it before), then the final snapshot.
   package func finish() {
     delivery?.finish()
+    for work in background { work.finish(service: self) }
     if let failure = store.commit() {
       log.error("journal write failed at exit (\(failure)); the last changes are not kept")
     }

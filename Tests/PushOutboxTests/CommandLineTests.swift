@@ -19,7 +19,7 @@ import Testing
   }
 
   private func config(_ args: [String], _ env: [String: String] = home) throws -> Configuration {
-    guard case .serve(let config) = try parse(args, env) else { throw UsageError("not a run") }
+    guard case .serve(let config, _, _) = try parse(args, env) else { throw UsageError("not a run") }
     return config
   }
 

@@ -172,3 +172,12 @@ def test_each_users_events_arrive_in_save_order_through_retries(
             order.setdefault(obj["external_id"], []).append(obj["properties"]["n"])
     assert all(ns == sorted(ns) for ns in order.values()), order
     assert sum(1 for r in stub.requests if r.status == 503) >= 3
+
+
+def test_nats_max_bytes_limits_the_streams_deliver_from_creates(
+    tmp_path: Path, nats_server: NatsServer, stub: BrazeStub
+) -> None:
+    run = deliver_once(nats_server, stub, "--nats-max-bytes", "65536")
+    assert run.returncode == 0, run.stderr
+    assert nats_server.stream_config("PUSH_OUTBOX")["max_bytes"] == 65536
+    assert nats_server.stream_config("PUSH_OUTBOX_DEAD")["max_bytes"] == 65536

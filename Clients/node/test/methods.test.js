@@ -42,6 +42,7 @@ describe('status', () => {
           recovery: [],
           deadLetters: 0,
           delivery: null,
+          relay: null,
         },
       );
     }));

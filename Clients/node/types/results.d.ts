@@ -26,6 +26,33 @@ export interface StatusResult {
   deadLetters: number;
   /** Null when delivery to Braze is not configured. */
   delivery: DeliveryStatus | null;
+  /** `--relay nats://…`: pending items published to a NATS stream in the background; null without it. */
+  relay: RelayStatus | null;
+}
+
+export interface RelayStatus {
+  /** `nats://HOST:PORT`, never a token. */
+  to: string;
+  stream: string;
+  state: 'connecting' | 'connected' | 'backoff';
+  published: number;
+  duplicates: number;
+  deadLettered: number;
+  inFlight: number;
+  lastError: string | null;
+  lastPublishAt: string | null;
+}
+
+/** `status.delivery.fleet`, with `--deliver --from nats://…`. */
+export interface FleetStatus {
+  state: 'connecting' | 'connected' | 'stopped';
+  role: 'leader' | 'standby';
+  leaderSince: string | null;
+  stream: { name: string; messages: number; bytes: number };
+  delivered: number;
+  deadLettered: number;
+  givenBack: number;
+  lastError: string | null;
 }
 
 export interface HealthProblem {
@@ -52,6 +79,8 @@ export interface DeliveryStatus {
   configError: string | null;
   rate: string;
   recentRequests: number;
+  /** Only with `--deliver --from nats://…`: this process is one of a fleet's deliverers. */
+  fleet?: FleetStatus;
 }
 
 // MARK: - delivery and dead letters
@@ -86,6 +115,8 @@ export interface DeliverPendingResult {
 export interface DeadLetter {
   reason: string;
   item: Item;
+  /** With `fleet: true`: the message's sequence in `<stream>_DEAD`. */
+  seq?: number;
 }
 
 export interface ListDeadLettersResult {

@@ -77,6 +77,7 @@ def check_status(s: Dict[str, Any]) -> None:
         "recovery",
         "deadLetters",
         "delivery",
+        "relay",
     }
     assert isinstance(s["version"], str)
     assert isinstance(s["deadLetters"], int)

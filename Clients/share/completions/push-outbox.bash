@@ -34,6 +34,12 @@ _push_outbox() {
     --braze-backoff-ms) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --metrics-listen) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --metrics-file) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --relay) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --from) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --leader-lease) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --nats-stream) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --nats-creds) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --nats-max-bytes) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --format) COMPREPLY=($(compgen -W "items usersTrack" -- "$cur")); return ;;
     --lease) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --default-user) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
@@ -41,15 +47,8 @@ _push_outbox() {
     --user) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --format) COMPREPLY=($(compgen -W "items usersTrack" -- "$cur")); return ;;
     --to) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
-    --nats-stream) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
-    --nats-creds) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
-    --nats-max-bytes) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --max-seconds) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --default-user) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
-    --from) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
-    --nats-stream) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
-    --nats-creds) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
-    --leader-lease) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
   esac
   if [ "$COMP_CWORD" -eq 1 ] && [[ $cur != -* ]]; then
     COMPREPLY=($(compgen -W "deliver flush import verify dump ack release relay" -- "$cur")); return
@@ -57,13 +56,13 @@ _push_outbox() {
   if [ "${COMP_WORDS[1]}" = import ] && [[ $cur != -* ]]; then
     COMPREPLY=($(compgen -f -- "$cur")); return
   fi
-  local flags="--store --memory --accept-loss --snapshot-interval --max-line-bytes --framing --max-depth --max-batch --threads --log-level --log-format --strings --array-limit --max-properties-bytes --max-nested-attribute-bytes --track-batch-limit --fsync --max-pending --max-pending-bytes --max-store-bytes --max-pending-age --max-retry-age --max-item-bytes --fixed-clock --id-seed --track-batch-mode --braze-endpoint --braze-api-key-file --deliver --braze-rate --braze-max-in-flight --braze-timeout-ms --braze-backoff-ms --metrics-listen --metrics-file -h --help -V --version"
+  local flags="--store --memory --accept-loss --snapshot-interval --max-line-bytes --framing --max-depth --max-batch --threads --log-level --log-format --strings --array-limit --max-properties-bytes --max-nested-attribute-bytes --track-batch-limit --fsync --max-pending --max-pending-bytes --max-store-bytes --max-pending-age --max-retry-age --max-item-bytes --fixed-clock --id-seed --track-batch-mode --braze-endpoint --braze-api-key-file --deliver --braze-rate --braze-max-in-flight --braze-timeout-ms --braze-backoff-ms --metrics-listen --metrics-file --relay --from --leader-lease --nats-stream --nats-creds --nats-allow-plaintext --nats-max-bytes -h --help -V --version"
   case ${COMP_WORDS[1]} in
-    deliver) flags+=" --from --follow --nats-stream --nats-creds --nats-allow-plaintext --leader-lease" ;;
+    deliver) flags+=" --follow" ;;
     flush) flags+=" --format --lease --default-user --max" ;;
     import) flags+=" --user" ;;
     dump) flags+=" --format --dead-letters" ;;
-    relay) flags+=" --to --nats-stream --nats-creds --nats-allow-plaintext --nats-max-bytes --max-seconds --default-user" ;;
+    relay) flags+=" --to --max-seconds --default-user" ;;
   esac
   COMPREPLY=($(compgen -W "$flags" -- "$cur"))
 }

@@ -34,6 +34,13 @@ complete -c push-outbox -l braze-timeout-ms -d 'whole-request timeout (default 3
 complete -c push-outbox -l braze-backoff-ms -d 'first retry delay, doubled per failure (default 1000)' -r -f
 complete -c push-outbox -l metrics-listen -d 'serve GET /metrics (Prometheus) there; PORT alone is 127.0.0.1' -r -f
 complete -c push-outbox -l metrics-file -d 'write the metrics there each snapshot interval and at exit' -r -f
+complete -c push-outbox -l relay -d 'relay pending items to this NATS servers stream in the background, nats://HOST:PORT' -r -f
+complete -c push-outbox -l from -d 'deliver (deliver, or --deliver while serving) from this NATS servers stream as one of a fleet' -r -f
+complete -c push-outbox -l leader-lease -d 'with --from: the leaders lease; a standby takes over within two (default 5)' -r -f
+complete -c push-outbox -l nats-stream -d 'the JetStream stream (default PUSH_OUTBOX)' -r -f
+complete -c push-outbox -l nats-creds -d 'file with a token, or {"user":…,"password":…} (else $PUSH_OUTBOX_NATS_TOKEN)' -r -f
+complete -c push-outbox -l nats-allow-plaintext -d 'allow a plain-text NATS connection to a host that is not loopback'
+complete -c push-outbox -l nats-max-bytes -d 'size limit of a stream it creates (default 1073741824)' -r -f
 complete -c push-outbox -l format -d 'items or usersTrack (/users/track bodies) (default items)' -n '__fish_seen_subcommand_from flush' -r -f -a 'items usersTrack'
 complete -c push-outbox -l lease -d 'lease the items for MS ms instead; ack the printed flushId later' -n '__fish_seen_subcommand_from flush' -r -f
 complete -c push-outbox -l default-user -d 'the user for items saved without one (usersTrack)' -n '__fish_seen_subcommand_from flush' -r -f
@@ -42,18 +49,9 @@ complete -c push-outbox -l user -d 'the user every imported item is saved for, e
 complete -c push-outbox -l format -d 'items or usersTrack (/users/track bodies) (default items)' -n '__fish_seen_subcommand_from dump' -r -f -a 'items usersTrack'
 complete -c push-outbox -l dead-letters -d 'the dead letters instead of the pending items' -n '__fish_seen_subcommand_from dump'
 complete -c push-outbox -l to -d 'the NATS server, nats://HOST:PORT (loopback unless plaintext is allowed)' -n '__fish_seen_subcommand_from relay' -r -f
-complete -c push-outbox -l nats-stream -d 'the JetStream stream (default PUSH_OUTBOX)' -n '__fish_seen_subcommand_from relay' -r -f
-complete -c push-outbox -l nats-creds -d 'file with a token, or {"user":…,"password":…} (else $PUSH_OUTBOX_NATS_TOKEN)' -n '__fish_seen_subcommand_from relay' -r -f
-complete -c push-outbox -l nats-allow-plaintext -d 'allow a plain-text connection to a host that is not loopback' -n '__fish_seen_subcommand_from relay'
-complete -c push-outbox -l nats-max-bytes -d 'size limit of a stream it creates (default 1073741824)' -n '__fish_seen_subcommand_from relay' -r -f
 complete -c push-outbox -l max-seconds -d 'give up retrying after this long (default 30)' -n '__fish_seen_subcommand_from relay' -r -f
 complete -c push-outbox -l default-user -d 'the user for items saved without one' -n '__fish_seen_subcommand_from relay' -r -f
-complete -c push-outbox -l from -d 'deliver from this NATS servers stream instead of the store, nats://HOST:PORT' -n '__fish_seen_subcommand_from deliver' -r -f
 complete -c push-outbox -l follow -d 'with --from: keep delivering until SIGTERM or SIGINT' -n '__fish_seen_subcommand_from deliver'
-complete -c push-outbox -l nats-stream -d 'with --from: the JetStream stream (default PUSH_OUTBOX)' -n '__fish_seen_subcommand_from deliver' -r -f
-complete -c push-outbox -l nats-creds -d 'file with a token, or {"user":…,"password":…} (else $PUSH_OUTBOX_NATS_TOKEN)' -n '__fish_seen_subcommand_from deliver' -r -f
-complete -c push-outbox -l nats-allow-plaintext -d 'allow a plain-text connection to a host that is not loopback' -n '__fish_seen_subcommand_from deliver'
-complete -c push-outbox -l leader-lease -d 'with --from: the leaders lease; a standby takes over within two (default 5)' -n '__fish_seen_subcommand_from deliver' -r -f
 complete -c push-outbox -n __fish_use_subcommand -f -a 'deliver flush import verify dump ack release relay'
 complete -c push-outbox -n '__fish_seen_subcommand_from import' -F
 complete -c push-outbox -s h -l help -d 'show this help and exit'

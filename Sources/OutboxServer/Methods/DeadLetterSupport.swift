@@ -13,6 +13,16 @@ enum DeadLetters {
     return store.deadRows(max: Int.max).filter { wanted.contains(store.id(row: $0).text) }.map { store.table.seqs[$0] }
   }
 
+  /// Reads the `fleet` param: true asks for the dead letters of the fleet's stream (`<stream>_DEAD`).
+  static func fleet(_ params: inout Params) -> Bool {
+    guard let value = params.value("fleet") else { return false }
+    guard let flag = value.boolValue else {
+      params.issues.error("fleet", "wrong_type", "fleet must be true or false")
+      return false
+    }
+    return flag
+  }
+
   /// Reads the `ids` param: an array of item id strings.
   static func ids(_ params: inout Params, required: Bool) -> [String]? {
     guard let values = params.array("ids", required: required) else { return nil }

@@ -43,8 +43,16 @@ package enum Status: RPCMethod {
       JSONMember("lease", service.store.leases.first { $0.origin == .flush }.map { leaseJSON($0) } ?? .null),
       JSONMember("recovery", .array(facts.recovery + service.store.notices)),
       JSONMember("deadLetters", .int(Int64(store.deadCount))),
-      JSONMember("delivery", service.delivery?.summary.json(nowMs: service.clock.now()) ?? .null),
+      JSONMember("delivery", deliveryJSON(service, now: now)),
+      JSONMember("relay", service.relay?.statusJSON(nowMs: now) ?? .null),
     ])
+  }
+
+  /// `status.delivery`, with `fleet` when this process is a fleet deliverer (`--deliver --from`).
+  private static func deliveryJSON(_ service: Service, now: Int64) -> JSONValue {
+    guard let summary = service.delivery?.summary.json(nowMs: now) else { return .null }
+    guard let fleet = service.fleet, case .object(let members) = summary else { return summary }
+    return .object(members + [JSONMember("fleet", fleet.statusJSON(nowMs: now))])
   }
 
   private static func leaseJSON(_ lease: Lease) -> JSONValue {

@@ -189,27 +189,42 @@ class AsyncMethods:
         await self.notify("notifications/cancelled", params)
 
     async def list_dead_letters(
-        self, *, max: Optional[int] = None, timeout: Optional[float] = P.MISSING
+        self,
+        *,
+        max: Optional[int] = None,
+        fleet: bool = False,
+        timeout: Optional[float] = P.MISSING,
     ) -> DeadLetterList:
-        """``listDeadLetters``: items Braze refused (or with no identifier), with the reason."""
+        """``listDeadLetters``: items Braze refused (or with no identifier), with the reason.
+        ``fleet=True``: those of the fleet's stream ``<stream>_DEAD`` instead of the store's."""
         params: Dict[str, Any] = {} if max is None else {"max": max}
+        if fleet:
+            params["fleet"] = True
         return cast(DeadLetterList, await self.call("listDeadLetters", params, timeout=timeout))
 
     async def requeue_dead_letters(
-        self, ids: Optional[Sequence[str]] = None, *, timeout: Optional[float] = P.MISSING
+        self,
+        ids: Optional[Sequence[str]] = None,
+        *,
+        fleet: bool = False,
+        timeout: Optional[float] = P.MISSING,
     ) -> RequeueResult:
-        """``requeueDeadLetters``: make these dead letters (all when ``ids`` is None) pending again."""
+        """``requeueDeadLetters``: make these dead letters (all when ``ids`` is None) pending again.
+        ``fleet=True``: republish them from the fleet's ``<stream>_DEAD`` to its stream."""
         params: Dict[str, Any] = {} if ids is None else {"ids": list(ids)}
+        if fleet:
+            params["fleet"] = True
         return cast(RequeueResult, await self.call("requeueDeadLetters", params, timeout=timeout))
 
     async def drop_dead_letters(
-        self, ids: Sequence[str], *, timeout: Optional[float] = P.MISSING
+        self, ids: Sequence[str], *, fleet: bool = False, timeout: Optional[float] = P.MISSING
     ) -> DropResult:
-        """``dropDeadLetters``: delete these dead letters for good."""
-        return cast(
-            DropResult,
-            await self.call("dropDeadLetters", {"ids": list(ids)}, timeout=timeout),
-        )
+        """``dropDeadLetters``: delete these dead letters for good (``fleet=True``: from the
+        fleet's ``<stream>_DEAD``)."""
+        params: Dict[str, Any] = {"ids": list(ids)}
+        if fleet:
+            params["fleet"] = True
+        return cast(DropResult, await self.call("dropDeadLetters", params, timeout=timeout))
 
     async def import_legacy(
         self,

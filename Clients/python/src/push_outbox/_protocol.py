@@ -52,9 +52,9 @@ WIRE_PARAMS: Dict[str, Tuple[str, ...]] = {
     "releaseFlush": ("flushId",),
     "status": (),
     "deliverPending": ("max", "workDoneToken", "_meta"),
-    "listDeadLetters": ("max",),
-    "requeueDeadLetters": ("ids",),
-    "dropDeadLetters": ("ids",),
+    "listDeadLetters": ("max", "fleet"),
+    "requeueDeadLetters": ("ids", "fleet"),
+    "dropDeadLetters": ("ids", "fleet"),
     "importLegacy": (
         "pending_custom_events",
         "pending_custom_attributes",

@@ -28,9 +28,7 @@ class RecoveryEntry(TypedDict, total=False):
     message: str
 
 
-class DeliveryStatus(TypedDict):
-    """``status.delivery`` when delivery to Braze is configured."""
-
+class _DeliveryStatusRequired(TypedDict):
     background: bool
     delivered: int
     inFlight: int
@@ -41,6 +39,46 @@ class DeliveryStatus(TypedDict):
     configError: Optional[str]
     rate: str
     recentRequests: int
+
+
+class FleetStream(TypedDict):
+    name: str
+    messages: int
+    bytes: int
+
+
+class FleetStatus(TypedDict):
+    """``status.delivery.fleet`` with ``--deliver --from nats://…``."""
+
+    state: Literal["connecting", "connected", "stopped"]
+    role: Literal["leader", "standby"]
+    leaderSince: Optional[str]
+    stream: FleetStream
+    delivered: int
+    deadLettered: int
+    givenBack: int
+    lastError: Optional[str]
+
+
+class DeliveryStatus(_DeliveryStatusRequired, total=False):
+    """``status.delivery`` when delivery to Braze is configured; ``fleet`` only with
+    ``--deliver --from nats://…``."""
+
+    fleet: FleetStatus
+
+
+class RelayStatus(TypedDict):
+    """``status.relay`` with ``--relay nats://…``."""
+
+    to: str
+    stream: str
+    state: Literal["connecting", "connected", "backoff"]
+    published: int
+    duplicates: int
+    deadLettered: int
+    inFlight: int
+    lastError: Optional[str]
+    lastPublishAt: Optional[str]
 
 
 class HealthProblem(TypedDict):
@@ -75,6 +113,7 @@ class StatusResult(TypedDict):
     recovery: List[RecoveryEntry]
     deadLetters: int
     delivery: Optional[DeliveryStatus]
+    relay: Optional[RelayStatus]
 
 
 class DeliverResult(TypedDict):
@@ -86,9 +125,15 @@ class DeliverResult(TypedDict):
     remaining: int
 
 
-class DeadLetter(TypedDict):
+class _DeadLetterRequired(TypedDict):
     reason: str
     item: Dict[str, Any]
+
+
+class DeadLetter(_DeadLetterRequired, total=False):
+    """``seq``: with ``fleet=True``, the message's sequence in ``<stream>_DEAD``."""
+
+    seq: int
 
 
 class DeadLetterList(TypedDict):

@@ -25,6 +25,9 @@ from ._status_types import (
     DropResult as DropResult,
 )
 from ._status_types import (
+    FleetStatus as FleetStatus,
+)
+from ._status_types import (
     HealthProblem as HealthProblem,
 )
 from ._status_types import (
@@ -47,6 +50,9 @@ from ._status_types import (
 )
 from ._status_types import (
     RecoveryEntry as RecoveryEntry,
+)
+from ._status_types import (
+    RelayStatus as RelayStatus,
 )
 from ._status_types import (
     RequeueResult as RequeueResult,
@@ -89,6 +95,8 @@ __all__ = [
     "StatusResult",
     "HealthProblem",
     "DeliveryStatus",
+    "FleetStatus",
+    "RelayStatus",
     "DeliverResult",
     "DeadLetter",
     "DeadLetterList",
