@@ -13,6 +13,8 @@ final class BackgroundRelay: BackgroundWork {
   private let worker: RelayWorker
   private let to: String
   private let stream: String
+  /// `--relay-default-user`: the user for items saved without one.
+  private let defaultUser: UserIdentifier?
   private var rounds: RelayRounds?
   /// Rounds handed to the worker, oldest first: at most `window`.
   private var outstanding: [(id: UInt64, round: RelayRound)] = []
@@ -33,10 +35,11 @@ final class BackgroundRelay: BackgroundWork {
   private let leaseMs: Int64
 
   init(
-    worker: RelayWorker, to: String, stream: String, exitWaitSeconds: Double = 1, backoffFirst: Double = 0.1,
-    window: Int = 2
+    worker: RelayWorker, to: String, stream: String, defaultUser: UserIdentifier? = nil, exitWaitSeconds: Double = 1,
+    backoffFirst: Double = 0.1, window: Int = 2
   ) {
     self.worker = worker
+    self.defaultUser = defaultUser
     self.window = window
     self.to = to
     self.stream = stream
@@ -53,12 +56,13 @@ final class BackgroundRelay: BackgroundWork {
     settings.name = "push-outbox --relay"
     let worker = RelayWorker(publisher: NATSRelayPublisher(settings: settings, options: options))
     worker.start()
-    return BackgroundRelay(worker: worker, to: address.description, stream: options.stream)
+    let defaultUser = options.defaultUser.flatMap { try? RelayCommand.parseUser($0, flag: "--relay-default-user") }
+    return BackgroundRelay(worker: worker, to: address.description, stream: options.stream, defaultUser: defaultUser)
   }
 
   func tick(service: Service, busy: Bool) {
     if rounds == nil {
-      rounds = RelayRounds(service: service, stream: stream, defaultUser: nil)
+      rounds = RelayRounds(service: service, stream: stream, defaultUser: defaultUser)
       rounds?.releaseLeftovers()
     }
     if let error = worker.takeError() { lastError = error }

@@ -10,6 +10,8 @@ package struct NATSFlags: Sendable, Equatable {
   var credsFile: String?
   var allowPlaintext = false
   var maxBytes: Int64 = 1 << 30
+  /// `--relay-default-user JSON`: the user the background relay gives items saved without one.
+  var defaultUser: String?
 }
 
 /// The NATS rows of the option table (README "Fleet").
@@ -20,6 +22,10 @@ extension Configuration {
       name: "--relay", valueName: "URL",
       help: "relay pending items to this NATS server's stream in the background, nats://HOST:PORT"
     ) { c, v throws(UsageError) in c.nats.relay = try natsAddress(v) },
+    .init(
+      name: "--relay-default-user", valueName: "JSON",
+      help: "with --relay: the user for items saved without one (else no_identifier dead letters)"
+    ) { c, v throws(UsageError) in c.nats.defaultUser = v },
     .init(
       name: "--from", valueName: "URL",
       help: "deliver (deliver, or --deliver while serving) from this NATS server's stream as one of a fleet"

@@ -55,7 +55,10 @@ extension Invocation {
 
   /// `--relay nats://…` while serving: the relay's settings, nil without it.
   private static func backgroundRelay(_ values: OptionValues) throws(UsageError) -> RelayCommand.Options? {
-    guard let to = values.nats.relay else { return nil }
+    guard let to = values.nats.relay else {
+      if values.nats.defaultUser != nil { throw UsageError("--relay-default-user needs --relay") }
+      return nil
+    }
     try NATSFlags.checkPlaintext(to, flag: "--relay", allowed: values.nats.allowPlaintext)
     if values.config.delivery.background && values.fleet.from == nil {
       throw UsageError("--relay and --deliver cannot be used together: items go to NATS, or to Braze from here")
@@ -63,6 +66,8 @@ extension Invocation {
     var relay = RelayCommand.Options()
     relay.to = to
     relay.take(values.nats)
+    relay.defaultUser = values.nats.defaultUser
+    if let text = relay.defaultUser { _ = try RelayCommand.parseUser(text, flag: "--relay-default-user") }
     return relay
   }
 

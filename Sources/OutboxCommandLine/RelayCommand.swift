@@ -46,12 +46,12 @@ package enum RelayCommand {
     case .success(let found): auth = found
     case .failure(let error): return usage(error.description)
     }
-    var defaultUser: UserIdentifier?
-    if let text = options.defaultUser {
-      var issues = Issues()
-      let value = try? JSONReader.parse(text, maxDepth: 16)
-      defaultUser = value.flatMap { UserIdentifier.parse($0, path: "--default-user", issues: &issues) }
-      guard defaultUser != nil, issues.isEmpty else { return usage("--default-user needs a user identifier object") }
+    let defaultUser: UserIdentifier?
+    do throws(UsageError) {
+      defaultUser = try options.defaultUser.map { text throws(UsageError) in try parseUser(text, flag: "--default-user")
+      }
+    } catch {
+      return usage(error.message)
     }
     let service = Service(config: config)
     do { try service.openDisk() } catch {
@@ -66,6 +66,16 @@ package enum RelayCommand {
     let code = session.run()
     Log.stderr("push-outbox relay: " + session.summary)
     return code
+  }
+
+  /// A `--default-user` (or `--relay-default-user`) value: a user identifier object.
+  static func parseUser(_ text: String, flag: String) throws(UsageError) -> UserIdentifier {
+    var issues = Issues()
+    let value = try? JSONReader.parse(text, maxDepth: 16)
+    guard let user = value.flatMap({ UserIdentifier.parse($0, path: flag, issues: &issues) }), issues.isEmpty else {
+      throw UsageError("\(flag) needs a user identifier object")
+    }
+    return user
   }
 
   private static func usage(_ text: String) -> ExitCode {

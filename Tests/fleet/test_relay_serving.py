@@ -4,14 +4,16 @@ or hanging never holds the saves, loses nothing, and never holds the exit."""
 
 from __future__ import annotations
 
+import json
 import random
 import socket
+import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any, Dict
 
 import pytest
-from conftest import NatsServer, Saved, stream_key, wait_for
+from conftest import NatsServer, Saved, binary, stream_key, wait_for
 from serving import FreezableProxy, Serving
 
 
@@ -163,3 +165,62 @@ def test_relay_flag_needs_loopback_and_excludes_deliver(tmp_path: Path) -> None:
         env={"BRAZE_API_KEY": "k", "PUSH_OUTBOX_BRAZE_ENDPOINT": "https://rest.iad-01.braze.com"},
     )
     assert run.returncode == 2 and "--relay and --deliver cannot be used together" in run.stderr
+
+
+def test_items_without_a_user_go_with_relay_default_user_or_become_dead_letters(
+    tmp_path: Path, nats_server: NatsServer
+) -> None:
+    """Like the one-shot's --default-user: with --relay-default-user the serving relay sends items saved
+    without a user under it; without it they stay as no_identifier dead letters."""
+    fallback = {"externalId": "fallback"}
+    for store, extra in (("with", ["--relay-default-user", json.dumps(fallback)]), ("without", [])):
+        serving = Serving(
+            tmp_path,
+            tmp_path / store,
+            "--relay",
+            nats_server.url,
+            "--nats-stream",
+            f"S_{store}",
+            *extra,
+        )
+        try:
+            ids = [
+                serving.call("saveCustomEvent", {"name": f"anon{n}"})["result"]["id"]
+                for n in range(20)
+            ]
+            ids.append(
+                serving.call("saveCustomEvent", {"name": "named", "user": {"externalId": "u1"}})[
+                    "result"
+                ]["id"]
+            )
+            if extra:
+                wait_relayed(serving, len(ids))
+                sent = {p["id"]: p for _, _, _, p in nats_server.messages(f"S_{store}")}
+                assert set(sent) == set(ids)
+                assert all(sent[i]["user"] == fallback for i in ids[:-1])
+                assert sent[ids[-1]]["user"] == {"externalId": "u1"}
+            else:
+                wait_for(
+                    lambda: serving.status()["deadLetters"] == 20,
+                    30,
+                    "20 no_identifier dead letters",
+                )
+                wait_relayed(serving, 1)
+                assert [p["id"] for _, _, _, p in nats_server.messages(f"S_{store}")] == [ids[-1]]
+        finally:
+            assert serving.close() == 0, serving.stderr()
+
+
+def test_relay_default_user_needs_relay_and_a_user_object(tmp_path: Path) -> None:
+    for args, text in (
+        (["--relay-default-user", '{"externalId":"u"}'], "--relay-default-user needs --relay"),
+        (
+            ["--relay", "nats://127.0.0.1:4222", "--relay-default-user", '{"name":"u"}'],
+            "needs a user identifier",
+        ),
+    ):
+        proc = subprocess.run(
+            [binary(), "--memory", *args], input=b"", capture_output=True, timeout=10
+        )
+        assert proc.returncode == 2, proc.stderr
+        assert text in proc.stderr.decode()

@@ -35,6 +35,7 @@ _push_outbox() {
     --metrics-listen) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --metrics-file) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --relay) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --relay-default-user) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --from) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --leader-lease) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --nats-stream) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
@@ -56,7 +57,7 @@ _push_outbox() {
   if [ "${COMP_WORDS[1]}" = import ] && [[ $cur != -* ]]; then
     COMPREPLY=($(compgen -f -- "$cur")); return
   fi
-  local flags="--store --memory --accept-loss --snapshot-interval --max-line-bytes --framing --max-depth --max-batch --threads --log-level --log-format --strings --array-limit --max-properties-bytes --max-nested-attribute-bytes --track-batch-limit --fsync --max-pending --max-pending-bytes --max-store-bytes --max-pending-age --max-retry-age --max-item-bytes --fixed-clock --id-seed --track-batch-mode --braze-endpoint --braze-api-key-file --deliver --braze-rate --braze-max-in-flight --braze-timeout-ms --braze-backoff-ms --metrics-listen --metrics-file --relay --from --leader-lease --nats-stream --nats-creds --nats-allow-plaintext --nats-max-bytes -h --help -V --version"
+  local flags="--store --memory --accept-loss --snapshot-interval --max-line-bytes --framing --max-depth --max-batch --threads --log-level --log-format --strings --array-limit --max-properties-bytes --max-nested-attribute-bytes --track-batch-limit --fsync --max-pending --max-pending-bytes --max-store-bytes --max-pending-age --max-retry-age --max-item-bytes --fixed-clock --id-seed --track-batch-mode --braze-endpoint --braze-api-key-file --deliver --braze-rate --braze-max-in-flight --braze-timeout-ms --braze-backoff-ms --metrics-listen --metrics-file --relay --relay-default-user --from --leader-lease --nats-stream --nats-creds --nats-allow-plaintext --nats-max-bytes -h --help -V --version"
   case ${COMP_WORDS[1]} in
     deliver) flags+=" --follow" ;;
     flush) flags+=" --format --lease --default-user --max" ;;

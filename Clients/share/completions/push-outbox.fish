@@ -35,6 +35,7 @@ complete -c push-outbox -l braze-backoff-ms -d 'first retry delay, doubled per f
 complete -c push-outbox -l metrics-listen -d 'serve GET /metrics (Prometheus) there; PORT alone is 127.0.0.1' -r -f
 complete -c push-outbox -l metrics-file -d 'write the metrics there each snapshot interval and at exit' -r -f
 complete -c push-outbox -l relay -d 'relay pending items to this NATS servers stream in the background, nats://HOST:PORT' -r -f
+complete -c push-outbox -l relay-default-user -d 'with --relay: the user for items saved without one (else no_identifier dead letters)' -r -f
 complete -c push-outbox -l from -d 'deliver (deliver, or --deliver while serving) from this NATS servers stream as one of a fleet' -r -f
 complete -c push-outbox -l leader-lease -d 'with --from: the leaders lease; a standby takes over within two (default 5)' -r -f
 complete -c push-outbox -l nats-stream -d 'the JetStream stream (default PUSH_OUTBOX)' -r -f
