@@ -22,7 +22,7 @@ extension Server {
     let minimum = service.config.preparerHeadStart ? 2 : LinePreparer.minimumLines
     guard fastSaves, count >= minimum, let preparer = linePreparer else {
       finishPreparedTail()
-      for index in 0..<count { batch.withEntry(index) { handle(framed: $0) } }
+      batch.forEach { handle(framed: $0) }
       return
     }
     let number = preparer.post(batch)

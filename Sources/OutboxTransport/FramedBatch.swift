@@ -35,6 +35,11 @@ package struct FramedBatch {
     entries.removeAll(keepingCapacity: entries.capacity <= 1 << 16)
   }
 
+  /// Every message in order, as the framer gave it.
+  package func forEach(_ body: (FramedLine) -> Void) {
+    for index in entries.indices { withEntry(index, body) }
+  }
+
   /// The message at `index` as the framer gave it.
   package func withEntry<R>(_ index: Int, _ body: (FramedLine) -> R) -> R {
     switch entries[index] {

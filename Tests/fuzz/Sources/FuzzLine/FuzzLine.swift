@@ -87,29 +87,21 @@ func makeService(_ setup: Setup, store: String?, threads: Int = 1) -> Service {
 func run(_ setup: Setup, service: Service, fastSaves: Bool) -> [UInt8] {
   let server = Server(service: service)
   server.fastSaves = fastSaves && server.fastSaves
-  var framer = MessageFramer(setup.headers ? .contentLength : .newline, maxLineBytes: setup.maxLineBytes)
-  let frame = { (lines: [UInt8]) in setup.headers ? MemoryTransport.headerFramed(lines) : lines }
-  var output: [UInt8] = []
-  var rest = setup.stream
-  var n = 0
-  while !rest.isEmpty {
-    let piece = rest.prefix(setup.chunks[n % setup.chunks.count])
-    rest = rest.dropFirst(piece.count)
-    n += 1
-    Array(piece).withUnsafeBufferPointer { chunk in framer.feed(chunk) { dispatch($0, server) } }
-    server.render()
-    output += frame(server.output)
-    server.output.removeAll()
-  }
-  framer.finish { dispatch($0, server) }
-  server.render()
-  return output + frame(server.output)
+  return feed(setup, server) { framed in framed.forEach { dispatch($0, server) } }
 }
 
 /// `run` as the loop does it with `--threads 2`: each chunk's messages as one batch, the end of
 /// each batch left to the next (`Server.preparedTail`), answered only before the last render.
 func runInBatches(_ setup: Setup, service: Service) -> [UInt8] {
   let server = Server(service: service)
+  return feed(setup, server, last: server.finishPreparedTail) { server.handle($0) }
+}
+
+/// The stream framed chunk by chunk, each chunk's messages handed to `handle` together, a render
+/// after each chunk and after the end of input (`last` runs before that render); every output byte.
+private func feed(
+  _ setup: Setup, _ server: Server, last: () -> Void = {}, _ handle: (FramedBatch) -> Void
+) -> [UInt8] {
   var framer = MessageFramer(setup.headers ? .contentLength : .newline, maxLineBytes: setup.maxLineBytes)
   let frame = { (lines: [UInt8]) in setup.headers ? MemoryTransport.headerFramed(lines) : lines }
   var output: [UInt8] = []
@@ -121,15 +113,15 @@ func runInBatches(_ setup: Setup, service: Service) -> [UInt8] {
     n += 1
     var batch = FramedBatch()
     Array(piece).withUnsafeBufferPointer { chunk in framer.feed(chunk) { batch.append($0) } }
-    server.handle(batch)
+    handle(batch)
     server.render()
     output += frame(server.output)
     server.output.removeAll()
   }
   var batch = FramedBatch()
   framer.finish { batch.append($0) }
-  server.handle(batch)
-  server.finishPreparedTail()
+  handle(batch)
+  last()
   server.render()
   return output + frame(server.output)
 }
