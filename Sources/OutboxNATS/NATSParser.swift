@@ -276,14 +276,25 @@ package struct NATSParser: Sendable {
     return n
   }
 
+  /// The text after `-ERR`, blanks around it and one pair of quotes removed.
   private static func errorText(_ line: ArraySlice<UInt8>, after op: ArraySlice<UInt8>) -> String {
-    var text = trimmed(String(decoding: line[op.endIndex...], as: UTF8.self))
-    if text.count >= 2, text.hasPrefix("'"), text.hasSuffix("'") { text = String(text.dropFirst().dropLast()) }
-    return text
+    var text = trimmed(line[op.endIndex...])
+    let quote = UInt8(ascii: "'")
+    if text.count >= 2, text.first == quote, text.last == quote { text = text.dropFirst().dropLast() }
+    return String(decoding: text, as: UTF8.self)
   }
 
   private static func trimmed(_ text: String) -> String {
-    String(text.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+    String(decoding: trimmed(Array(text.utf8)[...]), as: UTF8.self)
+  }
+
+  /// `bytes` without the spaces and tabs around them: byte by byte, not by `Character`, for a
+  /// blank or a quote followed by a combining mark is one `Character` that is neither.
+  private static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+    let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+    var text = bytes.drop(while: isBlank)
+    while let last = text.last, isBlank(last) { text = text.dropLast() }
+    return text
   }
 
   /// At most 40 bytes of a word, quoted, for an error text.
