@@ -235,8 +235,8 @@ package struct NATSParser: Sendable {
         throw NATSProtocolError("HMSG header line \(quoted(line)) has no name and colon")
       }
       let name = String(decoding: line[..<colon], as: UTF8.self)
-      let value = String(decoding: line[(colon + 1)...], as: UTF8.self)
-      message.headers.append(NATSHeader(name, trimmed(value)))
+      let value = String(decoding: trimmed(line[(colon + 1)...]), as: UTF8.self)
+      message.headers.append(NATSHeader(name, value))
     }
   }
 
@@ -282,10 +282,6 @@ package struct NATSParser: Sendable {
     let quote = UInt8(ascii: "'")
     if text.count >= 2, text.first == quote, text.last == quote { text = text.dropFirst().dropLast() }
     return String(decoding: text, as: UTF8.self)
-  }
-
-  private static func trimmed(_ text: String) -> String {
-    String(decoding: trimmed(Array(text.utf8)[...]), as: UTF8.self)
   }
 
   /// `bytes` without the spaces and tabs around them: byte by byte, not by `Character`, for a
