@@ -24,7 +24,7 @@ package struct Configuration: Sendable {
   /// (`Server+Batch.swift`); the default where the machine has a second core.
   package var threads = Processors.online > 1 ? 2 : 1
   /// Testing: every batch of two messages or more goes to the second thread, and the loop lets it
-  /// take a message before it takes its own, so both threads surely take part.
+  /// take the last quarter of the batch before it takes its own, so both threads surely take part.
   package var preparerHeadStart = false
   package var logLevel = LogLevel.warn
   package var logFormat = LogFormat.text

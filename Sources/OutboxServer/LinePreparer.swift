@@ -47,8 +47,11 @@ final class LinePreparer {
   /// Waits until the thread has prepared every message it took of batch `number`.
   func waitUntilFinished(_ number: UInt64) { worker.waitUntilFinished(number) }
 
-  /// Waits until the thread has taken a message of batch `number` (`Configuration.preparerHeadStart`).
-  func waitForFirstClaim(_ number: UInt64, count: Int) { worker.slot(number).waitForFirstClaim(count: count) }
+  /// Waits until the thread has taken the last quarter of batch `number` (at least one message), so
+  /// it takes part however late it is scheduled (`Configuration.preparerHeadStart`).
+  func waitForHeadStart(_ number: UInt64, count: Int) {
+    worker.slot(number).waitForClaims(count: count, taken: max(1, count / 4))
+  }
 
   /// The fast save prepared from message `index` of batch `number`, and its body (its members,
   /// without `time`); after `waitUntilFinished(number)`.
@@ -105,8 +108,9 @@ private final class Slot: @unchecked Sendable {
     }
   }
 
-  func waitForFirstClaim(count: Int) {
-    while claims.load(ordering: .relaxed) >> 32 == UInt64(count) { sched_yield() }
+  /// Waits until the thread has taken `taken` messages from the end of a batch of `count`.
+  func waitForClaims(count: Int, taken: Int) {
+    while claims.load(ordering: .relaxed) >> 32 > UInt64(count - taken) { sched_yield() }
   }
 
   /// The thread's part: prepares every message it can take.

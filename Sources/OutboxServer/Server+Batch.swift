@@ -27,7 +27,7 @@ extension Server {
     }
     let number = preparer.post(batch)
     finishPreparedTail()  // the batch before, while the thread starts on this one
-    if service.config.preparerHeadStart { preparer.waitForFirstClaim(number, count: count) }
+    if service.config.preparerHeadStart { preparer.waitForHeadStart(number, count: count) }
     var index = 0
     while preparer.claimForLoop(number, index) {
       batch.withEntry(index) { handle(framed: $0) }
@@ -45,9 +45,6 @@ extension Server {
       answerPrepared(tail.batch, index, tail.number, preparer)
     }
   }
-
-  /// True while the end of the last batch waits (`finishPreparedTail`).
-  package var hasPreparedTail: Bool { preparedTail != nil }
 
   /// One framed message, unless `exit` came before it: nothing is read after `exit`.
   package func handle(framed: FramedLine) {

@@ -93,7 +93,9 @@ import Testing
       let one = try Self.run(lines, threads: 1, journal: journal, store: store)
       let two = try Self.run(lines, threads: 2, journal: journal, store: store)
       #expect(one.prepared == 0)
-      if seed % 4 != 1 {  // after an early `shutdown` nothing is stored from a prepared save
+      // After an early `shutdown` nothing is stored from a prepared save; after `exit` nothing is,
+      // and the thread may have taken only messages after it (it starts from the end).
+      if seed % 4 == 0 || seed % 4 == 3 {
         #expect(two.prepared > 0, "seed \(seed): the second thread prepared nothing, so this tests nothing")
       }
       let differ = one.output.indices.first { $0 >= two.output.count || one.output[$0] != two.output[$0] }
@@ -118,7 +120,7 @@ import Testing
     let store = parent.appendingPathComponent("store")
     let one = try Self.run(lines, threads: 1, journal: true, store: store)
     let two = try Self.run(lines, threads: 2, journal: true, store: store)
-    #expect(two.prepared > 5_000)
+    #expect(two.prepared > 4_000)  // the head start alone gives it a quarter of each batch
     #expect(two.output == one.output)
     #expect(two.items == one.items)
     #expect(two.journal == one.journal)
