@@ -16,6 +16,9 @@ package final class Service {
   /// The store's files, when it has any (nil with `--memory`).
   package private(set) var disk: Disk?
   package var ids: IDGenerator
+  /// The last `time` text a save wrote, reused while the millisecond stays the same (a busy loop
+  /// stamps many saves within one). The loop's own, as the clock is.
+  var timeText = UTCTimeText()
   /// Delivery to Braze, when an endpoint and an API key are configured. Made on first use (after the
   /// store is open); libcurl is loaded only when the first request is sent.
   package lazy var delivery: Deliverer? = {

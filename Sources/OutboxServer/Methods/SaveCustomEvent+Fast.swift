@@ -34,7 +34,7 @@ extension Server {
   func commitFastSave(_ save: FastSave, body: inout [UInt8]) -> Bool {
     body.appendRaw(",\"time\":")
     let now = service.clock.now()
-    body.appendTime(ms: now)
+    body.appendTime(ms: now, &service.timeText)
     // A refused save also takes an id first; leave it all to the general path.
     guard (try? service.store.admit(bodyBytes: body.count, clientIDBytes: 0)) != nil else { return false }
     let result: SaveResult
@@ -104,8 +104,6 @@ struct FastSave: Sendable {
 }
 
 extension SaveCustomEvent {
-  private static let nameBytes: [UInt8] = Array(name.utf8)
-
   /// The nodes of a request the fast path takes: one object with exactly `jsonrpc: "2.0"`, an `id`
   /// written as the reply writes it, `method` equal to `name`, and params with `name` and optional
   /// `properties` (an object) and `user`.
@@ -118,7 +116,8 @@ extension SaveCustomEvent {
       } else if tape.stringEquals(k, "id") {
         id = v
       } else if tape.stringEquals(k, "method") {
-        method = tape.isString(v) && nameBytes.withUnsafeBufferPointer { tape.stringEquals(v, bytes: $0) }
+        var wire = name  // a literal: its UTF-8 is at hand, with no lazy global behind it
+        method = tape.isString(v) && wire.withUTF8 { tape.stringEquals(v, bytes: $0) }
       } else if tape.stringEquals(k, "params") {
         params = v
       } else {

@@ -4,7 +4,6 @@ package import OutboxJSON
 package import OutboxJSONRPC
 package import OutboxStore
 package import OutboxSupport
-import Synchronization
 
 /// Shared pieces of the three save methods.
 extension Params {
@@ -21,15 +20,12 @@ extension Params {
   }
 }
 
-/// The last time text a save wrote, reused while the millisecond stays the same: formatting costs
-/// far more than the lock, and a busy loop stamps many saves within one millisecond.
-private let timeText = Mutex(UTCTimeText())
-
 extension Array where Element == UInt8 {
-  /// Appends `"2026-01-02T03:04:05.678Z"` (quoted) for `ms` since the epoch (years 0000–9999).
-  mutating func appendTime(ms: Int64) {
+  /// Appends `"2026-01-02T03:04:05.678Z"` (quoted) for `ms` since the epoch (years 0000–9999),
+  /// reusing `text` (`Service.timeText`) while the millisecond stays the same.
+  mutating func appendTime(ms: Int64, _ text: inout UTCTimeText) {
     append(UInt8(ascii: "\""))
-    timeText.withLock { $0.append(ms: ms, to: &self) }
+    text.append(ms: ms, to: &self)
     append(UInt8(ascii: "\""))
   }
 
