@@ -33,7 +33,7 @@ package enum DumpCommand {
     } else {
       let leased = inspection.leasedSeqs(now: (config.fixedClock.map(Clock.fixed) ?? .system).now())
       rows = store.table.rows.filter {
-        !store.table.has(.removed, $0) && !store.table.has(.dead, $0) && !leased.contains(store.table.seqs[$0])
+        !store.has(.removed, row: $0) && !store.has(.dead, row: $0) && !leased.contains(store.seq(row: $0))
       }
     }
     var out: [UInt8] = []
@@ -49,7 +49,7 @@ package enum DumpCommand {
           try flushIfFull(&out)
         }
       } else if options.format == FlushCommand.Options.formats[1] {
-        let items = rows.filter { store.table.has(.hasUser, $0) }.map(store.item(row:))
+        let items = rows.filter { store.has(.hasUser, row: $0) }.map(store.item(row:))
         let requests = UsersTrack.requests(
           items, superseded: items.supersededSeqs, defaultUser: nil, limit: config.trackBatchLimit,
           mode: config.trackBatchMode)
@@ -78,7 +78,7 @@ package enum DumpCommand {
     var savedAtText = UTCTimeText()
     for row in rows {
       store.item(row: row).encodeJSON(
-        into: &out, superseded: superseded.contains(store.table.seqs[row]), savedAtText: &savedAtText)
+        into: &out, superseded: superseded.contains(store.seq(row: row)), savedAtText: &savedAtText)
       out.append(UInt8(ascii: "\n"))
       try flushIfFull(&out)
     }

@@ -64,7 +64,7 @@ struct RelayRounds {
     let store = service.store
     let table = store.items
     let hasDefault = defaultUser != nil
-    let pick = store.pickAvailable(max: max, identified: { hasDefault || table.table.has(.hasUser, $0) })
+    let pick = store.pickAvailable(max: max, identified: { hasDefault || table.has(.hasUser, row: $0) })
     counts.deadLettered += pick.noIdentifier.count
     if let error = store.commit() { throw NATSError(.refused, "cannot record the store: \(error)") }
     guard !pick.rows.isEmpty else { return nil }

@@ -98,8 +98,8 @@ final class PickingQueue {
     let items = store.items
     let pick = store.pickAvailable(
       max: mode == .combined ? limit : 2 * limit, visitLimit: Self.scanRows,
-      identified: { items.table.has(.hasUser, $0) && user(seq: items.table.seqs[$0]) != nil },
-      wanted: { user(seq: items.table.seqs[$0]).map { !blocked.contains($0) } ?? false })
+      identified: { items.has(.hasUser, row: $0) && user(seq: items.seq(row: $0)) != nil },
+      wanted: { user(seq: items.seq(row: $0)).map { !blocked.contains($0) } ?? false })
     noIdentifierCount += pick.noIdentifier.count
     return pick.rows.isEmpty ? nil : cut(pick.rows.map(items.item(row:)), limit: limit, mode: mode)
   }
@@ -131,7 +131,7 @@ final class PickingQueue {
   func user(seq: UInt64) -> UserNumber? {
     if let number = userOfSeq[seq] { return number == UserNumbers.none ? nil : number }
     let items = store.items
-    guard let row = items.table.row(of: seq) else { return nil }
+    guard let row = items.row(of: seq) else { return nil }
     let key = UserKey.of(body: items.body(row: row)) { items.item(row: row) }
     if max(userOfSeq.count, users.count) > 1 << 20 && held == 0 && splits.isEmpty {  // nothing holds a number
       userOfSeq.removeAll()

@@ -34,6 +34,18 @@ extension Store {
 }
 
 extension PendingStore {
+  /// True when `row` has `flag`. Other modules read rows through these, not `table`: there, reading
+  /// `table` returns a copy of the whole struct (every column retained, then released) for each call.
+  @inline(__always)
+  package func has(_ flag: ItemTable.Flags, row: Int) -> Bool { table.has(flag, row) }
+
+  /// The seq of the item in `row`.
+  @inline(__always)
+  package func seq(row: Int) -> UInt64 { table.seqs[row] }
+
+  /// The row of held item `seq`, if any.
+  package func row(of seq: UInt64) -> Int? { table.row(of: seq) }
+
   /// True when the row holds an item that is not removed, leased or a dead letter.
   fileprivate func isAvailable(row: Int) -> Bool {
     !table.has(.removed, row) && !table.has(.leased, row) && !table.has(.dead, row)

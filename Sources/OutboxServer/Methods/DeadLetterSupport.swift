@@ -10,7 +10,7 @@ enum DeadLetters {
   /// The seqs of the dead letters with these ids (compared by their text); unknown ids are skipped.
   static func seqs(ids: [String], in store: PendingStore) -> [UInt64] {
     let wanted = Set(ids)
-    return store.deadRows(max: Int.max).filter { wanted.contains(store.id(row: $0).text) }.map { store.table.seqs[$0] }
+    return store.deadRows(max: Int.max).filter { wanted.contains(store.id(row: $0).text) }.map(store.seq(row:))
   }
 
   /// Reads the `fleet` param: true asks for the dead letters of the fleet's stream (`<stream>_DEAD`).

@@ -70,7 +70,7 @@ package enum FlushPending: RPCMethod {
   private static func pick(max: Int, _ shape: Shape, _ service: Service) -> ([PendingItem], [String]) {
     let needsUser = shape.usersTrack && shape.defaultUser == nil
     let store = service.store.items
-    let pick = service.store.pickAvailable(max: max) { !needsUser || store.table.has(.hasUser, $0) }
+    let pick = service.store.pickAvailable(max: max) { !needsUser || store.has(.hasUser, row: $0) }
     return (pick.rows.map(store.item(row:)), pick.noIdentifier.map { store.id(row: $0).text })
   }
 

@@ -25,7 +25,7 @@ enum RequeueDeadLetters: RPCMethod {
     }
     let store = service.store.items
     let seqs =
-      ids.map { DeadLetters.seqs(ids: $0, in: store) } ?? store.deadRows(max: Int.max).map { store.table.seqs[$0] }
+      ids.map { DeadLetters.seqs(ids: $0, in: store) } ?? store.deadRows(max: Int.max).map(store.seq(row:))
     let requeued = try service.store.requeue(seqs)
     return .now(ObjectResult([JSONMember("requeued", .int(Int64(requeued.count)))]))
   }
