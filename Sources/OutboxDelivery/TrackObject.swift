@@ -38,13 +38,16 @@ enum TrackObject {
   }
 
   /// Reads `,"name":value,…` into spans: nil for an unknown or repeated member or bytes that are not canonical.
-  static func members(_ b: UnsafeRawBufferPointer) -> Members? {
+  /// `known`: the store already knows these bytes canonical (`PendingItem.canonical`), so only their
+  /// structure is followed (`CanonicalJSON.knownValueEnd`), not checked a second time.
+  static func members(_ b: UnsafeRawBufferPointer, known: Bool = false) -> Members? {
     var m = Members()
     var i = 0
     while i < b.count {
       guard b[i] == UInt8(ascii: ","), i + 1 < b.count, b[i + 1] == UInt8(ascii: "\""),
-        let keyEnd = CanonicalJSON.stringEnd(b, i + 1), keyEnd < b.count, b[keyEnd] == UInt8(ascii: ":"),
-        let end = CanonicalJSON.valueEnd(b, keyEnd + 1)
+        let keyEnd = known ? CanonicalJSON.knownStringEnd(b, i + 1) : CanonicalJSON.stringEnd(b, i + 1),
+        keyEnd < b.count, b[keyEnd] == UInt8(ascii: ":"),
+        let end = known ? CanonicalJSON.knownValueEnd(b, keyEnd + 1) : CanonicalJSON.valueEnd(b, keyEnd + 1)
       else { return nil }
       let key = UnsafeRawBufferPointer(rebasing: b[(i + 2)..<(keyEnd - 1)])
       let span = (keyEnd + 1)..<end
@@ -82,9 +85,10 @@ enum TrackObject {
   /// Appends the object for an item of `kind` with this body. `defaultUser` is the identifier
   /// members (`"external_id":"u"`) for items that name no user.
   static func append(
-    kind: ItemKind, hasUser: Bool, body: UnsafeRawBufferPointer, defaultUser: [UInt8]?, into out: inout [UInt8]
+    kind: ItemKind, hasUser: Bool, body: UnsafeRawBufferPointer, known: Bool = false, defaultUser: [UInt8]?,
+    into out: inout [UInt8]
   ) -> Outcome {
-    guard let m = members(body) else { return .unknown }
+    guard let m = members(body, known: known) else { return .unknown }
     let start = out.count
     out.append(UInt8(ascii: "{"))
     if hasUser, let user = m.user {

@@ -152,7 +152,8 @@ package enum UsersTrack {
       object.removeAll(keepingCapacity: true)
       let outcome = item.body.withUnsafeBytes {
         TrackObject.append(
-          kind: item.kind, hasUser: item.hasUser, body: $0, defaultUser: defaultMembers, into: &object)
+          kind: item.kind, hasUser: item.hasUser, body: $0, known: item.canonical, defaultUser: defaultMembers,
+          into: &object)
       }
       switch outcome {
       case .rendered: break

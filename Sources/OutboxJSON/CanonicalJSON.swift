@@ -21,6 +21,66 @@ package enum CanonicalJSON {
     return true
   }
 
+  /// The index just past the value starting at `i`, in bytes already known canonical (the store
+  /// marks a row so once `isMembers` accepted it, or a save wrote it): the structure is followed,
+  /// nothing is checked again. Bounds are kept: bytes that are not what it expects give nil or a
+  /// wrong end, never a read outside `b`.
+  package static func knownValueEnd(_ b: UnsafeRawBufferPointer, _ i: Int) -> Int? {
+    guard i < b.count else { return nil }
+    let lead = b[i]
+    if lead == 0x22 { return knownStringEnd(b, i) }
+    guard lead == UInt8(ascii: "{") || lead == UInt8(ascii: "[") else {  // a number or a literal
+      var j = i + 1
+      while j < b.count, b[j] != UInt8(ascii: ","), b[j] != UInt8(ascii: "}"), b[j] != UInt8(ascii: "]") { j += 1 }
+      return j
+    }
+    var depth = 0
+    var j = i
+    while j < b.count {
+      let c = b[j]
+      if c == 0x22 {
+        guard let end = knownStringEnd(b, j) else { return nil }
+        j = end
+        continue
+      }
+      if c == UInt8(ascii: "{") || c == UInt8(ascii: "[") {
+        depth += 1
+      } else if c == UInt8(ascii: "}") || c == UInt8(ascii: "]") {
+        depth -= 1
+        if depth == 0 { return j + 1 }
+      }
+      j += 1
+    }
+    return nil
+  }
+
+  /// The index past the closing quote of the string at `start`, in known-canonical bytes: 8 bytes
+  /// at a time to the next quote or backslash (the lowest set bit of the mask is the first one).
+  package static func knownStringEnd(_ b: UnsafeRawBufferPointer, _ start: Int) -> Int? {
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    let high: UInt64 = 0x8080_8080_8080_8080
+    var i = start + 1
+    while i < b.count {
+      if i + 8 <= b.count {
+        let w = b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+        let quote = w ^ (ones &* 0x22)
+        let backslash = w ^ (ones &* 0x5C)
+        let found = ((quote &- ones) & ~quote | (backslash &- ones) & ~backslash) & high
+        if found == 0 {
+          i += 8
+          continue
+        }
+        i += found.trailingZeroBitCount >> 3
+      }
+      switch b[i] {
+      case 0x22: return i + 1
+      case 0x5C: i += 2
+      default: i += 1
+      }
+    }
+    return nil
+  }
+
   /// The index just past the canonical value starting at `i`, or nil.
   package static func valueEnd(_ b: UnsafeRawBufferPointer, _ i: Int) -> Int? {
     valueEnd(b, i, depth: 0)
@@ -104,8 +164,8 @@ package enum CanonicalJSON {
     var i = start + 1
     let n = b.count
     while i < n {
-      i = plainRunEnd(b, i)
-      while i < n, b[i] >= 0x20, b[i] < 0x80, b[i] != 0x22, b[i] != 0x5C { i += 1 }  // up to the special byte
+      i = plainRunEnd(b, i)  // at the special byte, or within the last 7 bytes
+      while i < n, b[i] >= 0x20, b[i] < 0x80, b[i] != 0x22, b[i] != 0x5C { i += 1 }
       guard i < n else { return nil }
       switch b[i] {
       case 0x22: return i + 1
@@ -122,7 +182,8 @@ package enum CanonicalJSON {
   }
 
   /// Skips 8 bytes at a time while none of them is a quote, a backslash, a control byte or
-  /// non-ASCII; returns where the bytes that need a look start (or the last 7 bytes).
+  /// non-ASCII; returns the first such byte (the lowest set bit of the word's mask: borrows only
+  /// run upward), or where the last 7 bytes start.
   @inline(__always)
   private static func plainRunEnd(_ b: UnsafeRawBufferPointer, _ start: Int) -> Int {
     let ones: UInt64 = 0x0101_0101_0101_0101
@@ -136,7 +197,7 @@ package enum CanonicalJSON {
       let hasQuote = (quote &- ones) & ~quote & high  // some byte equal to "
       let hasBackslash = (backslash &- ones) & ~backslash & high
       let special = control | hasQuote | hasBackslash | (w & high)
-      if special != 0 { return i }
+      if special != 0 { return i + special.trailingZeroBitCount >> 3 }
       i += 8
     }
     return i

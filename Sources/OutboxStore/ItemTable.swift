@@ -20,7 +20,8 @@ package struct ItemTable {
     package static let clientID = Flags(rawValue: 1 << 5)
     /// Braze refused the item (or it has no identifier): a dead letter, out of the pending set.
     package static let dead = Flags(rawValue: 1 << 6)
-    /// The body is known to be well-formed JSON members (saved here, or checked since loading).
+    /// The body is known to be canonical JSON members (`CanonicalJSON.isMembers`): saved here, by the
+    /// writer, or checked since loading. A well-formed body that is not canonical is never marked.
     static let verified = Flags(rawValue: 1 << 7)
     static let kindMask: UInt8 = 0b11
   }

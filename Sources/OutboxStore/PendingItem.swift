@@ -35,6 +35,9 @@ package struct PendingItem: Sendable {
   package var hasUser: Bool
   /// `,"user":{…},"name":"…",…`: the item's own members after the common header.
   package var body: [UInt8]
+  /// The store knows `body` canonical (`CanonicalJSON`, as a save writes it), so a renderer may
+  /// follow its structure without checking it again. False when not known (a body made elsewhere).
+  package var canonical = false
 
   package init(
     seq: UInt64, id: ItemID, kind: ItemKind, savedAt: Int64, deliveryCount: UInt32 = 0, hasUser: Bool, body: [UInt8]

@@ -133,9 +133,11 @@ package final class PendingStore {
 
   /// The item in `row`, copied out.
   package func item(row: Int) -> PendingItem {
-    PendingItem(
+    var item = PendingItem(
       seq: table.seqs[row], id: id(row: row), kind: table.kind(row), savedAt: table.savedAt[row],
       deliveryCount: table.deliveries[row], hasUser: table.has(.hasUser, row), body: Array(body(row: row)))
+    item.canonical = table.has(.verified, row)
+    return item
   }
 
   package func item(seq: UInt64) -> PendingItem? { table.row(of: seq).map { item(row: $0) } }
@@ -175,8 +177,8 @@ package final class PendingStore {
       text.append(contentsOf: body.dropFirst())
     }
     text.append(UInt8(ascii: "}"))
+    // Well formed, not canonical: left unmarked, as `.verified` promises canonical bytes (read again next time).
     guard case .object? = try? JSONReader.parse(text, maxDepth: 1000) else { return reject(row) }
-    table.set(.verified, true, row)
     return true
   }
 

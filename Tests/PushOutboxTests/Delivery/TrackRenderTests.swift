@@ -195,6 +195,10 @@ import Testing
     let store = server.service.store
     let items = store.items.table.rows.map(store.items.item(row:))
     #expect(items.count > 100, "seed \(seed): only \(items.count) saves were accepted")
+    // What lets the renderer follow the bytes unchecked: every save writes canonical bytes, marked so.
+    for item in items where !item.canonical || !item.body.withUnsafeBytes({ CanonicalJSON.isMembers($0) }) {
+      Issue.record("seed \(seed): marked \(item.canonical), a save that is not canonical: \(item.body)")
+    }
     compare(items, &r, seed: seed)
   }
 
@@ -204,11 +208,45 @@ import Testing
     let items = (0..<200).map { n -> PendingItem in
       let kind = r.pick(ItemKind.allCases)
       let body = Self.craftedBody(&r, kind: kind)
-      return PendingItem(
+      var item = PendingItem(
         seq: UInt64(n + 1), id: ItemID(high: 1, low: UInt64(n)), kind: kind, savedAt: 0, hasUser: r.int(4) != 0,
         body: Array(body.utf8))
+      // As the store marks a loaded row once `isMembers` accepts it: the renderer then only follows the bytes.
+      item.canonical = r.int(2) == 0 && item.body.withUnsafeBytes { CanonicalJSON.isMembers($0) }
+      return item
     }
     compare(items, &r, seed: seed)
+  }
+
+  /// A loaded row is marked canonical only when its bytes are; a well-formed body written another way stays unmarked.
+  @Test func onlyCanonicalRowsAreMarked() {
+    let store = PendingStore()
+    let bodies = [#","name":"e","properties":{"a":1}"#, #","name":"e","properties":{"a": 1}"#, #","name":"\u0065""#]
+    for (n, body) in bodies.enumerated() {
+      Array(body.utf8).withUnsafeBytes {
+        store.append(
+          seq: UInt64(n + 1), id: ItemID(high: 1, low: UInt64(n)), kind: .customEvent, savedAt: 0, hasUser: false,
+          body: $0, verified: false)
+      }
+    }
+    let rows = Array(store.table.rows)
+    #expect(rows.map { store.wellFormed($0) } == [true, true, true])
+    #expect(rows.map { store.item(row: $0).canonical } == [true, false, false])
+  }
+
+  /// Over what the writer writes, the structure-only scan ends every value where the checking scan does.
+  @Test(arguments: 1...4 as ClosedRange<UInt64>)
+  func knownScanEndsWhereTheCheckingScanEnds(seed: UInt64) throws {
+    var r = Rng(seed: seed &* 131)
+    for _ in 0..<500 {
+      let parsed = try JSONReader.parse(Array(Self.value(&r).utf8), maxDepth: 64)
+      let written = parsed.jsonBytes + Array(",".utf8)
+      written.withUnsafeBytes {
+        let checked = CanonicalJSON.valueEnd($0, 0)
+        #expect(checked == written.count - 1, "\(String(decoding: written, as: UTF8.self))")
+        #expect(CanonicalJSON.knownValueEnd($0, 0) == checked, "\(String(decoding: written, as: UTF8.self))")
+      }
+    }
   }
 
   @Test func canonicalScanAcceptsWhatTheWriterWritesAndNothingElse() {
