@@ -145,7 +145,7 @@ package enum UsersTrack {
     package private(set) var objects = 0
 
     package mutating func add(_ item: PendingItem) {
-      if superseded.contains(item.seq) {
+      if !superseded.isEmpty, superseded.contains(item.seq) {  // most flushes supersede nothing: no hashing
         carried.append(item.seq)
         return
       }
@@ -169,8 +169,10 @@ package enum UsersTrack {
       }
       fill.add(isEvent: isEvent)
       objects += 1
-      current.seqs += carried
-      carried.removeAll()
+      if !carried.isEmpty {
+        current.seqs += carried
+        carried.removeAll()
+      }
       current.seqs.append(item.seq)
       object.withUnsafeBytes { current.add($0, isEvent: isEvent, seq: item.seq) }
     }

@@ -56,6 +56,7 @@ package enum CanonicalJSON {
 
   /// The index past the closing quote of the string at `start`, in known-canonical bytes: 8 bytes
   /// at a time to the next quote or backslash (the lowest set bit of the mask is the first one).
+  @inline(__always)
   package static func knownStringEnd(_ b: UnsafeRawBufferPointer, _ start: Int) -> Int? {
     let ones: UInt64 = 0x0101_0101_0101_0101
     let high: UInt64 = 0x8080_8080_8080_8080
