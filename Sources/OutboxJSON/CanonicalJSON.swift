@@ -161,6 +161,7 @@ package enum CanonicalJSON {
   }
 
   /// The index past the closing quote of the canonical string starting at `start` (a quote), or nil.
+  @inline(__always)
   package static func stringEnd(_ b: UnsafeRawBufferPointer, _ start: Int) -> Int? {
     var i = start + 1
     let n = b.count
