@@ -58,15 +58,11 @@ package enum CanonicalJSON {
   /// at a time to the next quote or backslash (the lowest set bit of the mask is the first one).
   @inline(__always)
   package static func knownStringEnd(_ b: UnsafeRawBufferPointer, _ start: Int) -> Int? {
-    let ones: UInt64 = 0x0101_0101_0101_0101
-    let high: UInt64 = 0x8080_8080_8080_8080
     var i = start + 1
     while i < b.count {
       if i + 8 <= b.count {
         let w = b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-        let quote = w ^ (ones &* 0x22)
-        let backslash = w ^ (ones &* 0x5C)
-        let found = ((quote &- ones) & ~quote | (backslash &- ones) & ~backslash) & high
+        let found = bytes(w, equalTo: 0x22) | bytes(w, equalTo: 0x5C)
         if found == 0 {
           i += 8
           continue
@@ -188,21 +184,26 @@ package enum CanonicalJSON {
   /// run upward), or where the last 7 bytes start.
   @inline(__always)
   private static func plainRunEnd(_ b: UnsafeRawBufferPointer, _ start: Int) -> Int {
-    let ones: UInt64 = 0x0101_0101_0101_0101
-    let high: UInt64 = 0x8080_8080_8080_8080
     var i = start
     while i + 8 <= b.count {
       let w = b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-      let quote = w ^ (ones &* 0x22)
-      let backslash = w ^ (ones &* 0x5C)
       let control = (w &- ones &* 0x20) & ~w & high  // some byte below 0x20
-      let hasQuote = (quote &- ones) & ~quote & high  // some byte equal to "
-      let hasBackslash = (backslash &- ones) & ~backslash & high
-      let special = control | hasQuote | hasBackslash | (w & high)
+      let special = control | bytes(w, equalTo: 0x22) | bytes(w, equalTo: 0x5C) | (w & high)
       if special != 0 { return i + special.trailingZeroBitCount >> 3 }
       i += 8
     }
     return i
+  }
+
+  private static let ones: UInt64 = 0x0101_0101_0101_0101
+  private static let high: UInt64 = 0x8080_8080_8080_8080
+
+  /// The high bit of each byte of `w` equal to `byte` (SWAR; a false bit can only follow a true one,
+  /// as borrows run upward, so the lowest set bit is exact).
+  @inline(__always)
+  private static func bytes(_ w: UInt64, equalTo byte: UInt8) -> UInt64 {
+    let x = w ^ (ones &* UInt64(byte))
+    return (x &- ones) & ~x & high
   }
 
   /// An escape as `appendJSONString` writes it: `\"` `\\` `\n` `\r` `\t` `\b` `\f`, `\u00xx` for the
