@@ -183,7 +183,7 @@ extension Service {
     if let clientID {
       id = ItemID(client: Array(clientID.utf8))
     } else {
-      let words = ids.makeWords(ms: now)
+      let words = ids.makeWords(ms: now, counter: store.items.nextSeq)
       id = ItemID(high: words.high, low: words.low)
     }
     let outcome: Result<SaveReceipt, StoreError> = body.withUnsafeBytes { body in

@@ -9,8 +9,12 @@ import Darwin
 /// Makes item and flush ids: UUID version 7 (48-bit millisecond time, 74 random bits), as text.
 ///
 /// Random bits come from a wyrand generator seeded by the OS, or by `--id-seed` for reproducible tests.
+/// An item's id mixes the seed with the item's seq instead (`words(key:ms:counter:)`), so the store
+/// can tell a generated id from its seq and time and hold none of its 16 bytes.
 package struct IDGenerator: Sendable {
   private var state: UInt64
+  /// The seed: the key of `words(key:ms:counter:)`.
+  package let key: UInt64
 
   /// The length of every id `make` returns.
   package static let length = 36
@@ -27,24 +31,42 @@ package struct IDGenerator: Sendable {
       }
       state = s ^ UInt64(truncatingIfNeeded: Clock.system.now()) ^ UInt64(getpid()) << 48
     }
+    key = state
   }
 
   private mutating func next() -> UInt64 {
     state &+= 0xA076_1D64_78BD_642F
-    let product = state.multipliedFullWidth(by: state ^ 0xE703_7ED1_A0B4_28DB)
+    return Self.mix(state)
+  }
+
+  private static func mix(_ x: UInt64) -> UInt64 {
+    let product = x.multipliedFullWidth(by: x ^ 0xE703_7ED1_A0B4_28DB)
     return product.high ^ product.low
   }
 
-  /// A new UUIDv7 for the instant `ms`, as its two 64-bit halves.
-  package mutating func makeWords(ms: Int64) -> (high: UInt64, low: UInt64) {
-    let high = UInt64(UInt64(bitPattern: ms) << 16) | 0x7000 | (next() & 0x0FFF)
-    let low = (next() & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
+  /// The UUIDv7 halves for the instant `ms` with the 74 random bits taken from `random` and `more`.
+  private static func uuid(ms: Int64, _ random: UInt64, _ more: UInt64) -> (high: UInt64, low: UInt64) {
+    let high = UInt64(UInt64(bitPattern: ms) << 16) | 0x7000 | (random & 0x0FFF)
+    let low = (more & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
     return (high, low)
   }
 
-  /// A new UUIDv7 string for the instant `ms`.
+  /// The UUIDv7 of the item numbered `counter` (its seq) at `ms`: a pure function of `key`, so a
+  /// store that knows the key recomputes the id instead of holding it.
+  @inline(__always)
+  package static func words(key: UInt64, ms: Int64, counter: UInt64) -> (high: UInt64, low: UInt64) {
+    let first = mix(key &+ counter &* 0xA076_1D64_78BD_642F)
+    return uuid(ms: ms, first, mix(first ^ key ^ 0x8EBC_6AF0_9C88_C6E3))
+  }
+
+  /// The item id for seq `counter` at `ms` (`words(key:ms:counter:)` with this generator's key).
+  package func makeWords(ms: Int64, counter: UInt64) -> (high: UInt64, low: UInt64) {
+    Self.words(key: key, ms: ms, counter: counter)
+  }
+
+  /// A new UUIDv7 string for the instant `ms` (a flush id), from the generator's stream.
   package mutating func make(ms: Int64) -> String {
-    let (high, low) = makeWords(ms: ms)
+    let (high, low) = Self.uuid(ms: ms, next(), next())
     var out: [UInt8] = []
     Self.appendText(high: high, low: low, to: &out)
     return String(decoding: out, as: UTF8.self)
