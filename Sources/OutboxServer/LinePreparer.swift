@@ -59,6 +59,14 @@ final class LinePreparer {
     let slot = worker.slot(number)
     return slot.saves[index].map { ($0, slot.bodies[slot.ranges[index]]) }
   }
+
+  /// The user hashes (`BodyParts.userHash`) of the saves prepared from messages `range` of batch
+  /// `number`, into `hashes`; after `waitUntilFinished(number)`.
+  func userHashes(_ number: UInt64, _ range: Range<Int>, into hashes: inout [UInt32]) {
+    hashes.removeAll(keepingCapacity: true)
+    let slot = worker.slot(number)
+    for case let save? in slot.saves[range] where save.parts.userEnd > 0 { hashes.append(save.parts.userHash) }
+  }
 }
 
 /// One batch's work: what the loop and the thread claimed, and what the thread prepared.

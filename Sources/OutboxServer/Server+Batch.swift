@@ -36,12 +36,21 @@ extension Server {
     preparedTail = PreparedTail(batch: batch, number: number, start: index)
   }
 
+  /// How many prepared saves have their users read ahead at once: enough for the reads to overlap,
+  /// few enough that what they read is still in the cache when the saves come.
+  static let warmAhead = 32
+
   /// Stores and answers the end of the last batch, which the second thread prepared.
   package func finishPreparedTail() {
     guard let tail = preparedTail, let preparer = linePreparer else { return }
     preparedTail = nil
     preparer.waitUntilFinished(tail.number)
-    for index in tail.start..<tail.batch.entries.count {
+    let end = tail.batch.entries.count
+    for index in tail.start..<end {
+      if (index - tail.start) % Self.warmAhead == 0 {  // the next group's users, read ahead together
+        preparer.userHashes(tail.number, index..<min(end, index + Self.warmAhead), into: &warmHashes)
+        service.store.items.warm(userHashes: warmHashes)
+      }
       answerPrepared(tail.batch, index, tail.number, preparer)
     }
   }

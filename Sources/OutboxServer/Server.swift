@@ -37,6 +37,8 @@ package final class Server {
   let fastTape = TapeScratch()
   let fastLimits: FastSave.Limits
   var fastBody: [UInt8] = []
+  /// The user hashes of a prepared batch's saves, read ahead before they are stored (`finishPreparedTail`).
+  var warmHashes: [UInt32] = []
   /// The second thread that prepares fast saves (`Server+Batch.swift`), with `--threads 2`.
   /// Saves the second thread prepared and this one stored (for tests).
   var preparedSaves = 0

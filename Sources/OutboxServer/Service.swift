@@ -54,6 +54,7 @@ package final class Service {
     self.log = log ?? Log(level: config.logLevel)
     self.ids = IDGenerator(seed: config.idSeed)
     self.store = Store(limits: config.store)
+    store.items.idKey = ids.key
   }
 
   /// Opens the store directory the configuration names (if any): lock, recovery, journal.
@@ -175,8 +176,10 @@ extension Service {
   ///   - clientID: the optional client-supplied `id`; a repeat returns the first item and stores nothing.
   ///   - body: the item's members after the header, each preceded by a comma.
   ///   - now: the time already read for this save (its body's `time`), else the clock is read here.
+  ///   - parts: where the body's user and label end, as its writer knows them (`BodyParts`).
   package func save(
-    kind: ItemKind, clientID: String?, hasUser: Bool, body: [UInt8], warnings: [Issue], now: Int64? = nil
+    kind: ItemKind, clientID: String?, hasUser: Bool, body: [UInt8], warnings: [Issue], now: Int64? = nil,
+    parts: BodyParts? = nil
   ) throws(StoreError) -> SaveResult {
     let now = now ?? clock.now()
     let id: ItemID
@@ -188,7 +191,7 @@ extension Service {
     }
     let outcome: Result<SaveReceipt, StoreError> = body.withUnsafeBytes { body in
       do throws(StoreError) {
-        return .success(try store.save(kind: kind, id: id, savedAt: now, hasUser: hasUser, body: body))
+        return .success(try store.save(kind: kind, id: id, savedAt: now, hasUser: hasUser, body: body, parts: parts))
       } catch {
         return .failure(error)
       }

@@ -24,17 +24,26 @@ package final class Arena {
   /// Bytes held in chunks (for `status` and the memory benchmark).
   var liveBytes: Int { live.reduce(0, +) }
 
-  /// Copies `first` then `second` into the arena, contiguously, and returns where they start.
-  package func append(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) -> ArenaLocation {
-    let length = first.count + second.count
+  /// Copies `first`, `second` then `third` into the arena, contiguously, and returns where they start.
+  package func append(
+    _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer,
+    _ third: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)
+  ) -> ArenaLocation {
+    let length = first.count + second.count + third.count
     let slot = reserve(length)
     let base = chunks[slot]! + used[slot]
-    if first.count > 0 { base.copyMemory(from: first.baseAddress!, byteCount: first.count) }
-    if second.count > 0 { (base + first.count).copyMemory(from: second.baseAddress!, byteCount: second.count) }
+    Self.copy(first, to: base)
+    Self.copy(second, to: base + first.count)
+    Self.copy(third, to: base + first.count + second.count)
     let location = ArenaLocation(slot) << 32 | ArenaLocation(used[slot])
     used[slot] += length
     live[slot] += length
     return location
+  }
+
+  @inline(__always)
+  private static func copy(_ part: UnsafeRawBufferPointer, to base: UnsafeMutableRawPointer) {
+    if part.count > 0 { base.copyMemory(from: part.baseAddress!, byteCount: part.count) }
   }
 
   /// The `length` bytes stored at `location`.

@@ -3,7 +3,7 @@ package import OutboxSupport
 
 /// The held items as a struct of arrays: one row per item, no heap object per item or per field.
 ///
-/// The bytes of a row (client id, then the JSON body) live in the `Arena`. Rows stay in seq order;
+/// The bytes of a row (client id, then the body's record, `StoredBody`) live in the `Arena`. Rows stay in seq order;
 /// removing rows at the head moves `head`, removing rows elsewhere leaves a tombstone that a later
 /// compaction of the arrays drops, so every removal costs O(removed) amortized.
 package struct ItemTable {
@@ -29,11 +29,9 @@ package struct ItemTable {
   package private(set) var seqs: [UInt64] = []
   package private(set) var savedAt: [Int64] = []
   private(set) var locations: [ArenaLocation] = []
-  /// Body length in bytes; the client id, when there is one, is `idLengths` bytes before it.
+  /// Record length in bytes; the client id, when there is one, is `idLengths` bytes before it.
   private(set) var lengths: [UInt32] = []
   private(set) var idLengths: [UInt8] = []
-  /// Two words per row: the generated UUID (zero for client ids).
-  private(set) var idWords: [UInt64] = []
   package private(set) var flags: [UInt8] = []
   package var deliveries: [UInt32] = []
   /// Rows before `head` are gone.
@@ -52,24 +50,21 @@ package struct ItemTable {
     locations.reserveCapacity(n)
     lengths.reserveCapacity(n)
     idLengths.reserveCapacity(n)
-    idWords.reserveCapacity(2 * n)
     flags.reserveCapacity(n)
     deliveries.reserveCapacity(n)
   }
 
   package mutating func append(
-    seq: UInt64, savedAt time: Int64, location: ArenaLocation, length: Int, id: ItemID, kind: ItemKind,
+    seq: UInt64, savedAt time: Int64, location: ArenaLocation, length: Int, clientIDLength: Int, kind: ItemKind,
     flags extra: Flags, deliveries count: UInt32
   ) {
     seqs.append(seq)
     savedAt.append(time)
     locations.append(location)
     lengths.append(UInt32(length))
-    idLengths.append(UInt8(id.clientLength))
-    idWords.append(id.high)
-    idWords.append(id.low)
+    idLengths.append(UInt8(clientIDLength))
     var all = extra.rawValue | kind.rawValue
-    if id.clientLength > 0 { all |= Flags.clientID.rawValue }
+    if clientIDLength > 0 { all |= Flags.clientID.rawValue }
     flags.append(all)
     deliveries.append(count)
   }
@@ -127,7 +122,7 @@ package struct ItemTable {
   /// Drops the last row (rolling back a save whose journal write failed).
   package mutating func removeLast() {
     seqs.removeLast(); savedAt.removeLast(); locations.removeLast(); lengths.removeLast()
-    idLengths.removeLast(); idWords.removeLast(2); flags.removeLast(); deliveries.removeLast()
+    idLengths.removeLast(); flags.removeLast(); deliveries.removeLast()
     if head > seqs.count { head = seqs.count }
   }
 
@@ -145,10 +140,6 @@ package struct ItemTable {
     locations = keep.map { locations[$0] }
     lengths = keep.map { lengths[$0] }
     idLengths = keep.map { idLengths[$0] }
-    var words: [UInt64] = []
-    words.reserveCapacity(2 * keep.count)
-    for row in keep { words.append(idWords[2 * row]); words.append(idWords[2 * row + 1]) }
-    idWords = words
     flags = keep.map { flags[$0] }
     deliveries = keep.map { deliveries[$0] }
     head = 0

@@ -37,6 +37,13 @@ package final class PendingStore {
   package private(set) var deadReasons: [UInt64: String] = [:]
   private var clientIDs: [ByteKey: UInt64] = [:]
   package var limits = StoreLimits()
+  /// The key of generated item ids (`IDGenerator.words(key:ms:counter:)`): an id it gives for a row's
+  /// seq and time is recomputed, not held. The server sets it to its generator's.
+  package var idKey: UInt64 = 0
+  var bodies = StoredBody()
+  /// Where `withBody` puts a body back together.
+  var scratch: [UInt8] = []
+  var scratchInUse = false
 
   package init() {}
 
@@ -88,17 +95,30 @@ package final class PendingStore {
     return nil
   }
 
-  /// Appends an item with a seq above every held one.
+  /// Appends an item with a seq above every held one. `verified`: the body is known canonical (a
+  /// save wrote it); a loaded body is checked here, so only canonical bodies are split (`StoredBody`).
+  /// `parts`: where the writer put the body's user and label (`BodyParts`), else they are looked for.
   package func append(
     seq: UInt64, id: ItemID, kind: ItemKind, savedAt: Int64, deliveryCount: UInt32 = 0, hasUser: Bool,
-    body: UnsafeRawBufferPointer, verified: Bool = true
+    body: UnsafeRawBufferPointer, verified: Bool = true, parts: BodyParts? = nil
   ) {
-    let location = id.client.withUnsafeBytes { arena.append($0, body) }
+    let canonical = verified || CanonicalJSON.isMembers(body)
+    let recomputed =
+      id.clientLength > 0 || IDGenerator.words(key: idKey, ms: savedAt, counter: seq) == (id.high, id.low)
+    let (prefix, kept) = bodies.encode(
+      body, canonical: canonical, savedAt: savedAt, explicitID: recomputed ? nil : (id.high, id.low), parts: parts)
+    let location = withUnsafeBytes(of: prefix.bytes) { prefixBytes in
+      id.client.withUnsafeBytes {
+        arena.append(
+          $0, UnsafeRawBufferPointer(rebasing: prefixBytes[0..<prefix.count]),
+          UnsafeRawBufferPointer(rebasing: body[kept]))
+      }
+    }
     var flags: ItemTable.Flags = hasUser ? .hasUser : []
-    if verified { flags.insert(.verified) }
+    if canonical { flags.insert(.verified) }
     table.append(
-      seq: seq, savedAt: savedAt, location: location, length: body.count, id: id, kind: kind,
-      flags: flags, deliveries: deliveryCount)
+      seq: seq, savedAt: savedAt, location: location, length: prefix.count + kept.count,
+      clientIDLength: id.clientLength, kind: kind, flags: flags, deliveries: deliveryCount)
     if seq >= nextSeq { nextSeq = seq + 1 }
     bytes += PendingItem.byteCount(body: body.count, clientID: id.clientLength)
     counts[Int(kind.rawValue)] += 1
@@ -131,34 +151,6 @@ package final class PendingStore {
   /// The oldest held item's seq.
   package var firstSeq: UInt64? { table.rows.first { !table.has(.removed, $0) }.map { table.seqs[$0] } }
 
-  /// The item in `row`, copied out.
-  package func item(row: Int) -> PendingItem {
-    var item = PendingItem(
-      seq: table.seqs[row], id: id(row: row), kind: table.kind(row), savedAt: table.savedAt[row],
-      deliveryCount: table.deliveries[row], hasUser: table.has(.hasUser, row), body: Array(body(row: row)))
-    item.canonical = table.has(.verified, row)
-    return item
-  }
-
-  package func item(seq: UInt64) -> PendingItem? { table.row(of: seq).map { item(row: $0) } }
-
-  /// The held items with these seqs, in the given order (missing ones are skipped).
-  package func items(seqs: [UInt64]) -> [PendingItem] { seqs.compactMap { item(seq: $0) } }
-
-  package func id(row: Int) -> ItemID {
-    let length = Int(table.idLengths[row])
-    if length == 0 { return ItemID(high: table.idWords[2 * row], low: table.idWords[2 * row + 1]) }
-    let start = arena.bytes(at: table.locations[row], length: length)
-    return ItemID(client: Array(start))
-  }
-
-  /// The row's JSON body bytes, valid until the store next changes.
-  package func body(row: Int) -> UnsafeRawBufferPointer {
-    let idLength = Int(table.idLengths[row])
-    let all = arena.bytes(at: table.locations[row], length: idLength + Int(table.lengths[row]))
-    return UnsafeRawBufferPointer(rebasing: all[idLength...])
-  }
-
   /// Seqs of loaded items whose bodies turned out not to be JSON members (a crafted record with a
   /// valid checksum); the store removes them at its next commit. They are never written out.
   package private(set) var malformed: [UInt64] = []
@@ -166,7 +158,10 @@ package final class PendingStore {
   /// True when the row's body may be written out as it is: saved here, or loaded and checked now.
   func wellFormed(_ row: Int) -> Bool {
     if table.has(.verified, row) { return true }
-    let body = self.body(row: row)
+    return withBody(row: row) { wellFormed(row, body: $0) }
+  }
+
+  private func wellFormed(_ row: Int, body: UnsafeRawBufferPointer) -> Bool {
     if CanonicalJSON.isMembers(body) {  // what saves write: no parse needed
       table.set(.verified, true, row)
       return true
@@ -282,8 +277,9 @@ package final class PendingStore {
 
   private func forget(_ row: Int) {
     let idLength = Int(table.idLengths[row])
-    let length = idLength + Int(table.lengths[row])
-    bytes -= PendingItem.byteCount(body: Int(table.lengths[row]), clientID: idLength)
+    let record = record(row)
+    bytes -= PendingItem.byteCount(body: bodies.bodyLength(record), clientID: idLength)
+    bodies.release(record)
     if table.has(.leased, row) { leasedCount -= 1 }
     if table.has(.dead, row) {
       deadCount -= 1
@@ -295,6 +291,6 @@ package final class PendingStore {
       let key = ByteKey(Array(arena.bytes(at: table.locations[row], length: idLength)))
       if clientIDs[key] == table.seqs[row] { clientIDs[key] = nil }
     }
-    arena.release(table.locations[row], length: length)
+    arena.release(table.locations[row], length: idLength + Int(table.lengths[row]))
   }
 }

@@ -13,13 +13,15 @@ enum SegmentWriter {
     var count = 0
     var size = 0
     for row in start..<end where !table.has(.removed, row) {
-      size += Int(table.lengths[row]) + Int(table.idLengths[row]) + 64
+      size += store.bodies.bodyLength(store.record(row)) + Int(table.idLengths[row]) + 64
     }
     out.reserveCapacity(out.count + size)
     for row in start..<end where !table.has(.removed, row) {
-      SegmentFormat.appendItem(
-        seq: table.seqs[row], savedAt: table.savedAt[row], deliveries: table.deliveries[row], kind: table.kind(row),
-        hasUser: table.has(.hasUser, row), id: store.id(row: row), body: store.body(row: row), to: &out)
+      store.withBody(row: row) { body in
+        SegmentFormat.appendItem(
+          seq: table.seqs[row], savedAt: table.savedAt[row], deliveries: table.deliveries[row], kind: table.kind(row),
+          hasUser: table.has(.hasUser, row), id: store.id(row: row), body: body, to: &out)
+      }
       count += 1
       if table.has(.dead, row) {  // the dead-letter state survives the rewrite, reason included
         let seq = table.seqs[row]

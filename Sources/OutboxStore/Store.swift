@@ -46,7 +46,7 @@ package final class Store {
 
   /// Stores one item, or answers a repeated client id with the original item.
   package func save(
-    kind: ItemKind, id: ItemID, savedAt: Int64, hasUser: Bool, body: UnsafeRawBufferPointer
+    kind: ItemKind, id: ItemID, savedAt: Int64, hasUser: Bool, body: UnsafeRawBufferPointer, parts: BodyParts? = nil
   ) throws(StoreError) -> SaveReceipt {
     if !id.client.isEmpty, let seq = items.seq(clientID: id.client) {
       var receipt = SaveReceipt(id: id, seq: seq, pending: count, duplicate: true)
@@ -55,7 +55,7 @@ package final class Store {
     }
     try admit(bodyBytes: body.count, clientIDBytes: id.clientLength)
     let seq = items.takeSeq()
-    items.append(seq: seq, id: id, kind: kind, savedAt: savedAt, hasUser: hasUser, body: body)
+    items.append(seq: seq, id: id, kind: kind, savedAt: savedAt, hasUser: hasUser, body: body, parts: parts)
     version &+= 1
     guard let journal else { return SaveReceipt(id: id, seq: seq, pending: count) }
     journal.appendItem(seq: seq, savedAt: savedAt, kind: kind, hasUser: hasUser, id: id, body: body)

@@ -40,7 +40,7 @@ extension Server {
     let result: SaveResult
     do {
       result = try service.save(
-        kind: .customEvent, clientID: nil, hasUser: save.hasUser, body: body, warnings: [], now: now)
+        kind: .customEvent, clientID: nil, hasUser: save.hasUser, body: body, warnings: [], now: now, parts: save.parts)
     } catch {
       preconditionFailure("the store admitted this item a moment ago: \(error)")
     }
@@ -64,6 +64,8 @@ extension Server {
 struct FastSave: Sendable {
   var id: RequestID
   var hasUser: Bool
+  /// Where the body's user and label end (found as it is written, on the thread that writes it).
+  var parts: BodyParts
 
   /// What preparing reads of the configuration: plain values, so passing them copies no references.
   struct Limits: Sendable {
@@ -89,17 +91,23 @@ struct FastSave: Sendable {
       !tape.sawDuplicateKey, let parts = SaveCustomEvent.fastParts(tape), let id = RequestID(tape, parts.id)
     else { return nil }
     var issues = Issues()
+    let start = body.count
     if let user = parts.user {
       guard UserIdentifier.locate(tape, user, path: "user", issues: &issues) != nil,
         UserIdentifier.isWireForm(tape, user)
       else { return nil }
       body.appendWireUser(user, from: tape)
     }
-    SaveCustomEvent.appendBody(
+    let userEnd = body.count
+    let labelEnd = SaveCustomEvent.appendBody(
       tape, name: parts.name, properties: parts.properties, user: nil, limits: limits.domain, issues: &issues,
       to: &body)
     guard issues.errors.isEmpty, issues.warnings.isEmpty else { return nil }
-    return FastSave(id: id, hasUser: parts.user != nil)
+    let bodyParts = body.withUnsafeBytes {
+      BodyParts(
+        body: UnsafeRawBufferPointer(rebasing: $0[start...]), userEnd: userEnd - start, labelEnd: labelEnd - start)
+    }
+    return FastSave(id: id, hasUser: parts.user != nil, parts: bodyParts)
   }
 }
 

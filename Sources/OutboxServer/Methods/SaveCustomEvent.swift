@@ -47,11 +47,13 @@ enum SaveCustomEvent: RPCMethod {
     return body
   }
 
-  /// `body(…)` appended to `body`, for a caller that reuses its buffer.
+  /// `body(…)` appended to `body`, for a caller that reuses its buffer. Returns where the label
+  /// (`,"name":…,"properties":`, `BodyParts`) ends in `body`.
+  @discardableResult
   static func appendBody(
     _ tape: JSONTape, name: Int?, properties: Int?, user: (user: UserIdentifier, node: Int)?, limits: DomainLimits,
     issues: inout Issues, to body: inout [UInt8]
-  ) {
+  ) -> Int {
     body.reserveCapacity(
       body.count + 96 + (properties.map { tape.text($0).count } ?? 0) + (name.map { tape.text($0).count } ?? 0))
     body.appendUser(user, from: tape)
@@ -61,10 +63,12 @@ enum SaveCustomEvent: RPCMethod {
       tape.encode(name, into: &body)
     }
     body.appendRaw(",\"properties\":")
+    let labelEnd = body.count
     if let properties {
       CustomEventRules.checkProperties(tape, properties, limits: limits, issues: &issues, into: &body)
     } else {
       body.appendASCII("{}")
     }
+    return labelEnd
   }
 }

@@ -1,0 +1,59 @@
+package import OutboxSupport
+
+/// Reading a held row: its item, its id, its body (put back together from its `StoredBody` record).
+extension PendingStore {
+  /// The item in `row`, copied out.
+  package func item(row: Int) -> PendingItem {
+    var item = PendingItem(
+      seq: table.seqs[row], id: id(row: row), kind: table.kind(row), savedAt: table.savedAt[row],
+      deliveryCount: table.deliveries[row], hasUser: table.has(.hasUser, row), body: body(row: row))
+    item.canonical = table.has(.verified, row)
+    return item
+  }
+
+  package func item(seq: UInt64) -> PendingItem? { table.row(of: seq).map { item(row: $0) } }
+
+  /// The held items with these seqs, in the given order (missing ones are skipped).
+  package func items(seqs: [UInt64]) -> [PendingItem] { seqs.compactMap { item(seq: $0) } }
+
+  package func id(row: Int) -> ItemID {
+    let length = Int(table.idLengths[row])
+    if length > 0 { return ItemID(client: Array(arena.bytes(at: table.locations[row], length: length))) }
+    if let (high, low) = bodies.explicitID(record(row)) { return ItemID(high: high, low: low) }
+    let (high, low) = IDGenerator.words(key: idKey, ms: table.savedAt[row], counter: table.seqs[row])
+    return ItemID(high: high, low: low)
+  }
+
+  /// The row's record in the arena (after the client id), valid until the store next changes.
+  func record(_ row: Int) -> UnsafeRawBufferPointer {
+    let idLength = Int(table.idLengths[row])
+    let all = arena.bytes(at: table.locations[row], length: idLength + Int(table.lengths[row]))
+    return UnsafeRawBufferPointer(rebasing: all[idLength...])
+  }
+
+  /// The row's JSON body bytes, copied out.
+  package func body(row: Int) -> [UInt8] {
+    var out: [UInt8] = []
+    bodies.decode(record(row), savedAt: table.savedAt[row], to: &out)
+    return out
+  }
+
+  /// Calls `use` with the row's JSON body bytes, valid during the call (put back together in a
+  /// buffer of the store's when the record holds interned parts).
+  package func withBody<T>(row: Int, _ use: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+    let record = record(row)
+    if StoredBody.isWhole(record) {
+      return try use(UnsafeRawBufferPointer(rebasing: record[StoredBody.Reader(record).offset...]))
+    }
+    guard !scratchInUse else { return try body(row: row).withUnsafeBytes(use) }
+    scratchInUse = true
+    defer { scratchInUse = false }
+    scratch.removeAll(keepingCapacity: true)
+    bodies.decode(record, savedAt: table.savedAt[row], to: &scratch)
+    return try scratch.withUnsafeBytes(use)
+  }
+
+  /// Reads ahead what saving bodies of these user hashes will read (`StoredBody.warm`): call before
+  /// saving a batch.
+  package func warm(userHashes: [UInt32]) { bodies.warm(userHashes: userHashes) }
+}
