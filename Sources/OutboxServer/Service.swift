@@ -186,7 +186,7 @@ extension Service {
     if let clientID {
       id = ItemID(client: Array(clientID.utf8))
     } else {
-      let words = ids.makeWords(ms: now, counter: store.items.nextSeq)
+      let words = IDGenerator.words(key: store.items.idKey, ms: now, counter: store.items.nextSeq)
       id = ItemID(high: words.high, low: words.low)
     }
     let outcome: Result<SaveReceipt, StoreError> = body.withUnsafeBytes { body in

@@ -29,6 +29,9 @@ package struct Checkpoint: Sendable, Equatable {
   package var leases: [Lease]
   /// Flush ids acked recently, so a repeated ack in a later process is still answered `acked: 0`.
   package var finished: [String] = []
+  /// The key of the store's generated item ids (`PendingStore.idKey`), kept so the next process
+  /// recomputes them too; nil in checkpoints of earlier builds.
+  package var idKey: UInt64?
 
   package init(
     createdAt: Int64, coversSeq: UInt64, nextSeq: UInt64, firstSeq: UInt64, items: Int, segments: [UInt64],
@@ -68,6 +71,11 @@ package struct Checkpoint: Sendable, Equatable {
     if let held {
       out.appendASCII(",\"held\":")
       JSONValue.array(held.map { .int(Int64($0)) }).encodeJSON(into: &out)
+    }
+    if let idKey {
+      out.appendASCII(",\"idKey\":\"")
+      IDGenerator.appendHex(idKey, to: &out)
+      out.appendASCII("\"")
     }
     out.appendASCII(",\"leases\":")
     JSONValue.array(leases.map(Self.json)).encodeJSON(into: &out)
@@ -132,9 +140,18 @@ package struct Checkpoint: Sendable, Equatable {
       held = values.compactMap { if case .int(let n) = $0, n >= 0 { Int(n) } else { nil } }
       guard held?.count == segments.count else { throw .corrupt("a held count is malformed") }
     }
-    return Checkpoint(
+    var checkpoint = Checkpoint(
       createdAt: createdAt, coversSeq: covers, nextSeq: next, firstSeq: firstSeq, items: Int(items),
       segments: segments, leases: leases, finished: finished, held: held)
+    if let value = members["idKey"] {
+      guard case .string(let text) = value, text.utf8.count == 16,
+        text.utf8.allSatisfy({ $0 &- 48 < 10 || $0 &- 97 < 6 }), let key = UInt64(text, radix: 16)
+      else {
+        throw .corrupt("idKey is not 16 hex digits")
+      }
+      checkpoint.idKey = key
+    }
+    return checkpoint
   }
 
   private static func seq(_ value: JSONValue?) -> UInt64? {

@@ -84,10 +84,12 @@ struct Compaction: Sendable {
   }
 
   private static func checkpoint(store: Store, now: Int64) -> Checkpoint {
-    Checkpoint(
+    var checkpoint = Checkpoint(
       createdAt: now, coversSeq: store.items.nextSeq - 1, nextSeq: store.items.nextSeq,
       firstSeq: store.items.firstSeq ?? store.items.nextSeq, items: store.count, segments: [], leases: store.leases,
       finished: store.finished)
+    checkpoint.idKey = store.items.idKey
+    return checkpoint
   }
 
   private static func rewrite(_ info: SegmentInfo, held: Int, next: UInt64?, store: Store) throws(Refusal) -> Rewrite {

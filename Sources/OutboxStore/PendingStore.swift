@@ -38,7 +38,8 @@ package final class PendingStore {
   private var clientIDs: [ByteKey: UInt64] = [:]
   package var limits = StoreLimits()
   /// The key of generated item ids (`IDGenerator.words(key:ms:counter:)`): an id it gives for a row's
-  /// seq and time is recomputed, not held. The server sets it to its generator's.
+  /// seq and time is recomputed, not held. The server sets it to its generator's; a store on disk
+  /// keeps its own in the checkpoint, and recovery sets it before the rows load.
   package var idKey: UInt64 = 0
   var bodies = StoredBody()
   /// Where `withBody` puts a body back together.

@@ -62,6 +62,8 @@ struct Recovery {
     try StoreFiles.checkVersions(directory: directory, names: names)
     StoreFiles.removeTemporaries(directory: directory, names: names)
     outcome.checkpoint = loadCheckpoint(names)
+    // The store's id key, before any row loads: the rows' generated ids are then recomputed, not held.
+    if let key = outcome.checkpoint?.idKey { store.items.idKey = key }
     if UpgradeV1.hasFormatV1Files(names) {
       // Only a store that never had a checkpoint is upgraded (again): beside an unreadable one, the
       // segments are the upgraded data and the format-1 files are leftovers.

@@ -59,9 +59,13 @@ package struct IDGenerator: Sendable {
     return uuid(ms: ms, first, mix(first ^ key ^ 0x8EBC_6AF0_9C88_C6E3))
   }
 
-  /// The item id for seq `counter` at `ms` (`words(key:ms:counter:)` with this generator's key).
-  package func makeWords(ms: Int64, counter: UInt64) -> (high: UInt64, low: UInt64) {
-    Self.words(key: key, ms: ms, counter: counter)
+  /// Appends the 16 lowercase hex digits of `v`.
+  package static func appendHex(_ v: UInt64, to out: inout [UInt8]) {
+    ByteCursor.append(to: &out, capacity: 16) { cursor in
+      hex8(UInt32(truncatingIfNeeded: v >> 32), to: cursor.p)
+      hex8(UInt32(truncatingIfNeeded: v), to: cursor.p + 8)
+      cursor.advance(by: 16)
+    }
   }
 
   /// A new UUIDv7 string for the instant `ms` (a flush id), from the generator's stream.

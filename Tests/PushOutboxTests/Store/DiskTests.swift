@@ -65,6 +65,26 @@ import Testing
     }
   }
 
+  /// The store's id key is kept in its checkpoint: the next process, with a key of its own, still
+  /// recomputes the loaded rows' ids (none is held in a record) and gives new items ids from it.
+  @Test func theIdKeyOutlivesItsProcess() throws {
+    let dir = Paths.temporaryDirectory()
+    let key = try session(dir, { $0.idSeed = 41 }) { server in
+      for n in 1...20 { try save(server, n) }
+      return server.service.store.items.idKey
+    }
+    try session(dir, { $0.idSeed = 42 }) { server in
+      let items = server.service.store.items
+      #expect(items.idKey == key)
+      #expect(items.count == 20)
+      #expect(items.table.rows.allSatisfy { items.bodies.explicitID(items.record($0)) == nil })
+      try save(server, 21)
+      let row = try #require(items.table.row(of: 21))
+      let words = IDGenerator.words(key: key, ms: items.table.savedAt[row], counter: 21)
+      #expect(items.id(row: row) == ItemID(high: words.high, low: words.low))
+    }
+  }
+
   /// `Store.withdraw` (a group saved whole or not at all that cannot be finished): the withdrawn
   /// saves are gone from memory and do not come back from the journal at the next start.
   @Test func withdrawnSavesDoNotComeBackAfterARestart() throws {

@@ -94,6 +94,11 @@ import Testing
     let checkpoint = Checkpoint(
       createdAt: 1_700_000_000_000, coversSeq: 9, nextSeq: 10, firstSeq: 3, items: 2, segments: [1, 7], leases: [lease])
     #expect(try Checkpoint.decode(checkpoint.encode()) == checkpoint)
+    for key: UInt64 in [0, 0xFEDC_BA98_7654_3210, .max] {  // the id key, as 16 hex digits
+      var keyed = checkpoint
+      keyed.idKey = key
+      #expect(try Checkpoint.decode(keyed.encode()) == keyed)
+    }
     let text = String(decoding: checkpoint.encode(), as: UTF8.self)
     for version in ["2.0", "1e30", "18446744073709551616", "3", "\"2\"", "-2"] {
       let crafted = Array(text.replacingOccurrences(of: "\"version\":2,", with: "\"version\":\(version),").utf8)
@@ -120,6 +125,14 @@ import Testing
     var flipped = checkpoint.encode()
     flipped[30] ^= 1
     #expect(throws: Checkpoint.DecodeError.self) { try Checkpoint.decode(flipped) }
+    for key in ["\"12\"", "\"fedcba987654321g\"", "12", "\"0x00000000000000\"", "\"+fedcba987654321\""] {
+      var keyed = Array((lines[0].replacingOccurrences(of: "-5", with: "1").dropLast() + ",\"idKey\":\(key)}\n").utf8)
+      let crc = CRC32C.checksum(keyed)
+      keyed.append(contentsOf: Array("{\"end\":true,\"crc32c\":\(crc)}\n".utf8))
+      #expect(throws: Checkpoint.DecodeError.corrupt("idKey is not 16 hex digits"), "\(key)") {
+        try Checkpoint.decode(keyed)
+      }
+    }
   }
 }
 
