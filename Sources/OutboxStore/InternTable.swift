@@ -3,34 +3,45 @@
 ///
 /// Entries live one after another in `storage`; an entry's number is stable while any row uses it.
 /// When the last row lets go, its number is reused and its bytes become garbage that a later
-/// compaction of `storage` drops. The index is open addressing with linear probing; each slot keeps
-/// the entry's hash beside its number, so a probe reads the entry only when the hashes agree. Hashes
-/// are seeded per process, so no input can choose its collisions in advance.
+/// compaction of `storage` drops. The index is open addressing with linear probing. A slot holds all
+/// that interning reads (the hash, the number, where the bytes are, the count of uses), so a save
+/// touches one slot and the entry's bytes: with many users those are cache misses, and fewer misses
+/// is the point. Hashes are seeded per process, so no input can choose its collisions in advance.
 struct InternTable {
   /// The longest entry held; longer strings stay in the row's own bytes.
   static let maxLength = 255
   /// Entries at most; past it new strings stay in the rows (this bounds the table's memory whatever
-  /// the count of distinct users in the input).
+  /// the count of distinct users in the input). Numbers fit in a slot's 24 bits.
   static let maxEntries = 1 << 22
 
-  /// Where an entry's bytes are, and how many rows use it (0: the number is free).
+  /// One index slot: `entry` is the number + 1 in the low 24 bits (0: empty) and the length above.
+  private struct Slot {
+    var hash: UInt32 = 0
+    var entry: UInt32 = 0
+    var start: UInt32 = 0
+    var uses: UInt32 = 0
+
+    var number: Int { Int(entry & 0xFF_FFFF) - 1 }
+    var length: Int { Int(entry >> 24) }
+  }
+
+  /// Where an entry's bytes are (for reading a row back), and its hash (to find its slot).
   private struct Entry {
     var start: UInt32
-    var uses: UInt32
     var hash: UInt32
     var length: UInt8
   }
 
   private var storage: [UInt8] = []
   private var entries: [Entry] = []
-  /// Per slot: the entry's hash in the high 32 bits, its number + 1 in the low 32; 0 is empty. The
-  /// count is a power of two at least twice the entries.
-  private var slots: [UInt64] = Array(repeating: 0, count: 64)
+  /// The count is a power of two at least twice the entries.
+  private var slots = [Slot](repeating: Slot(), count: 64)
   private var free: [UInt32] = []
   private var garbage = 0
+  /// How many times `storage` was compacted (for tests).
+  private(set) var compactions = 0
   /// Where `warm` leaves what it read, so its loads are kept.
   private var warmSink: UInt64 = 0
-  private var warmFound: [Int32] = []
   /// The hashes' seed: one per process, so a writer on another thread hashes as the table does
   /// (`BodyParts`).
   static let seed = UInt64.random(in: .min ... .max)
@@ -43,45 +54,35 @@ struct InternTable {
     guard bytes.count <= Self.maxLength else { return nil }
     let hash = hash ?? Self.hash(bytes)
     let mask = slots.count - 1
-    var slot = Int(hash) & mask
-    while slots[slot] != 0 {
-      let value = slots[slot]
-      if UInt32(truncatingIfNeeded: value >> 32) == hash {
-        let entry = Int(UInt32(truncatingIfNeeded: value) - 1)
-        if equals(entries[entry], bytes) {
-          entries[entry].uses += 1
-          return UInt32(entry)
-        }
+    var index = Int(hash) & mask
+    while slots[index].entry != 0 {
+      let slot = slots[index]
+      if slot.hash == hash && slot.length == bytes.count && equals(Int(slot.start), bytes) {
+        slots[index].uses += 1
+        return UInt32(slot.number)
       }
-      slot = (slot + 1) & mask
+      index = (index + 1) & mask
     }
     guard count < Self.maxEntries, storage.count + bytes.count <= Int(UInt32.max) else { return nil }
     let entry = add(bytes, hash: hash)
-    slots[slot] = UInt64(hash) << 32 | UInt64(entry + 1)
+    slots[index] = Slot(
+      hash: hash, entry: UInt32(entry + 1) | UInt32(bytes.count) << 24, start: entries[entry].start, uses: 1)
     if count * 2 > slots.count { grow() }
     return UInt32(entry)
   }
 
-  /// Reads the slots, entries and bytes that interning strings of these hashes will read, in three
-  /// passes whose loads do not wait on each other (the first slot of each only: a hint, never a change).
+  /// Reads the slots and bytes that interning strings of these hashes will read, in two passes whose
+  /// loads do not wait on each other (the first slot of each only: a hint, never a change).
   mutating func warm(_ hashes: [UInt32]) {
     let mask = slots.count - 1
     var sink: UInt64 = 0
-    for hash in hashes { sink &+= slots[Int(hash) & mask] }
-    var found = warmFound
-    found.removeAll(keepingCapacity: true)
-    defer { warmFound = found }
-    for hash in hashes {
-      let value = slots[Int(hash) & mask]
-      let entry = UInt32(truncatingIfNeeded: value) &- 1
-      guard value != 0, UInt32(truncatingIfNeeded: value >> 32) == hash else { continue }
-      sink &+= UInt64(entries[Int(entry)].start)
-      found.append(Int32(entry))
-    }
+    for hash in hashes { sink &+= UInt64(slots[Int(hash) & mask].start) }
     storage.withUnsafeBytes { all in
-      for entry in found {  // both ends: most entries cross a cache line
-        let entry = entries[Int(entry)]
-        sink &+= UInt64(all[Int(entry.start)]) &+ UInt64(all[Int(entry.start) + Int(entry.length) - 1])
+      for hash in hashes {
+        let slot = slots[Int(hash) & mask]
+        guard slot.entry != 0, slot.hash == hash else { continue }
+        // both ends: most entries cross a cache line
+        sink &+= UInt64(all[Int(slot.start)]) &+ UInt64(all[Int(slot.start) + slot.length - 1])
       }
     }
     warmSink = sink
@@ -90,9 +91,10 @@ struct InternTable {
   /// One use fewer; the entry goes when none is left.
   mutating func release(_ entry: UInt32) {
     let entry = Int(entry)
-    entries[entry].uses -= 1
-    guard entries[entry].uses == 0 else { return }
-    unlink(entry)
+    let index = slotIndex(entry)
+    slots[index].uses -= 1
+    guard slots[index].uses == 0 else { return }
+    unlink(index)
     garbage += Int(entries[entry].length)
     free.append(UInt32(entry))
     if garbage > 1 << 16 && garbage * 2 > storage.count { compact() }
@@ -110,10 +112,9 @@ struct InternTable {
 
   /// Compares eight bytes at a time (entries are short: no call out).
   @inline(__always)
-  private func equals(_ entry: Entry, _ bytes: UnsafeRawBufferPointer) -> Bool {
-    guard Int(entry.length) == bytes.count else { return false }
-    return storage.withUnsafeBytes { all in
-      let held = all.baseAddress! + Int(entry.start)
+  private func equals(_ start: Int, _ bytes: UnsafeRawBufferPointer) -> Bool {
+    storage.withUnsafeBytes { all in
+      let held = all.baseAddress! + start
       var i = 0
       while i + 8 <= bytes.count {
         let word = bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self)
@@ -129,7 +130,7 @@ struct InternTable {
   }
 
   private mutating func add(_ bytes: UnsafeRawBufferPointer, hash: UInt32) -> Int {
-    let new = Entry(start: UInt32(storage.count), uses: 1, hash: hash, length: UInt8(bytes.count))
+    let new = Entry(start: UInt32(storage.count), hash: hash, length: UInt8(bytes.count))
     storage.append(contentsOf: bytes)
     if let reused = free.popLast() {
       entries[Int(reused)] = new
@@ -139,32 +140,39 @@ struct InternTable {
     return entries.count - 1
   }
 
-  /// Takes the entry out of the index, moving later entries of its run back (no tombstones).
-  private mutating func unlink(_ entry: Int) {
+  /// The slot of a held entry.
+  private func slotIndex(_ entry: Int) -> Int {
     let mask = slots.count - 1
-    var hole = Int(entries[entry].hash) & mask
-    while UInt32(truncatingIfNeeded: slots[hole]) != UInt32(entry + 1) { hole = (hole + 1) & mask }
+    var index = Int(entries[entry].hash) & mask
+    while slots[index].number != entry { index = (index + 1) & mask }
+    return index
+  }
+
+  /// Empties a slot, moving later slots of its run back (no tombstones).
+  private mutating func unlink(_ index: Int) {
+    let mask = slots.count - 1
+    var hole = index
     var next = hole
     while true {
       next = (next + 1) & mask
-      guard slots[next] != 0 else { break }
-      let home = Int(UInt32(truncatingIfNeeded: slots[next] >> 32)) & mask
-      // The entry at `next` stays when its home lies cyclically in (hole, next]; else it fills the hole.
+      guard slots[next].entry != 0 else { break }
+      let home = Int(slots[next].hash) & mask
+      // The slot at `next` stays when its home lies cyclically in (hole, next]; else it fills the hole.
       let stays = hole <= next ? (hole < home && home <= next) : (hole < home || home <= next)
       if stays { continue }
       slots[hole] = slots[next]
       hole = next
     }
-    slots[hole] = 0
+    slots[hole] = Slot()
   }
 
   private mutating func grow() {
-    var bigger = [UInt64](repeating: 0, count: slots.count * 2)
+    var bigger = [Slot](repeating: Slot(), count: slots.count * 2)
     let mask = bigger.count - 1
-    for value in slots where value != 0 {
-      var slot = Int(UInt32(truncatingIfNeeded: value >> 32)) & mask
-      while bigger[slot] != 0 { slot = (slot + 1) & mask }
-      bigger[slot] = value
+    for slot in slots where slot.entry != 0 {
+      var index = Int(slot.hash) & mask
+      while bigger[index].entry != 0 { index = (index + 1) & mask }
+      bigger[index] = slot
     }
     slots = bigger
   }
@@ -173,13 +181,16 @@ struct InternTable {
   private mutating func compact() {
     var packed: [UInt8] = []
     packed.reserveCapacity(storage.count - garbage)
-    for index in entries.indices where entries[index].uses > 0 {
-      let start = Int(entries[index].start)
-      entries[index].start = UInt32(packed.count)
-      packed.append(contentsOf: storage[start..<start + Int(entries[index].length)])
+    for index in slots.indices where slots[index].entry != 0 {
+      let entry = slots[index].number
+      let start = Int(entries[entry].start)
+      entries[entry].start = UInt32(packed.count)
+      slots[index].start = entries[entry].start
+      packed.append(contentsOf: storage[start..<start + Int(entries[entry].length)])
     }
     storage = packed
     garbage = 0
+    compactions += 1
   }
 
   /// A seeded multiply-mix hash, eight bytes at a time: the one `intern` uses.

@@ -129,8 +129,9 @@ import Testing
     var table = InternTable()
     var numbers: [String: UInt32] = [:]
     var uses: [String: Int] = [:]
-    for _ in 0..<20_000 {
-      let key = "k\(random.next() % 3000)" + String(repeating: "z", count: Int(random.next() % 40))
+    let pool = (0..<3000).map { "k\($0)" + String(repeating: "z", count: $0 % 120) }
+    for _ in 0..<60_000 {
+      let key = pool[Int(random.next() % 3000)]
       if random.next() % 2 == 0 || uses[key, default: 0] == 0 {
         let number = Array(key.utf8).withUnsafeBytes { table.intern($0) }!
         if let known = numbers[key], uses[key, default: 0] > 0 { #expect(number == known) }
@@ -142,6 +143,7 @@ import Testing
       }
     }
     #expect(table.count == uses.values.filter { $0 > 0 }.count)
+    #expect(table.compactions > 0)  // the bytes of released entries were dropped, numbers kept
     for (key, count) in uses where count > 0 {  // every live entry is still found, with its bytes
       var out: [UInt8] = []
       table.append(numbers[key]!, to: &out)
