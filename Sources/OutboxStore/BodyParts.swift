@@ -24,7 +24,8 @@ package struct BodyParts: Sendable {
     labelHash = InternTable.hash(UnsafeRawBufferPointer(rebasing: body[userEnd..<labelEnd]))
   }
 
-  /// The parts of `body[range]` (canonical bytes), looked for.
+  /// The parts of `body[range]`, looked for (scans that assume canonical bytes and stay in bounds
+  /// whatever the bytes are: in others they may find less, or other parts).
   init(finding body: UnsafeRawBufferPointer, _ range: Range<Int>) {
     let kept = UnsafeRawBufferPointer(rebasing: body[0..<range.upperBound])
     let userEnd = Self.userEnd(kept) ?? 0

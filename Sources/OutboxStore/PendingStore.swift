@@ -97,17 +97,16 @@ package final class PendingStore {
   }
 
   /// Appends an item with a seq above every held one. `verified`: the body is known canonical (a
-  /// save wrote it); a loaded body is checked here, so only canonical bodies are split (`StoredBody`).
+  /// save wrote it); a loaded body is checked when it is first written out (`wellFormed`).
   /// `parts`: where the writer put the body's user and label (`BodyParts`), else they are looked for.
   package func append(
     seq: UInt64, id: ItemID, kind: ItemKind, savedAt: Int64, deliveryCount: UInt32 = 0, hasUser: Bool,
     body: UnsafeRawBufferPointer, verified: Bool = true, parts: BodyParts? = nil
   ) {
-    let canonical = verified || CanonicalJSON.isMembers(body)
     let recomputed =
       id.clientLength > 0 || IDGenerator.words(key: idKey, ms: savedAt, counter: seq) == (id.high, id.low)
     let (prefix, kept) = bodies.encode(
-      body, canonical: canonical, savedAt: savedAt, explicitID: recomputed ? nil : (id.high, id.low), parts: parts)
+      body, savedAt: savedAt, explicitID: recomputed ? nil : (id.high, id.low), parts: parts)
     let location = withUnsafeBytes(of: prefix.bytes) { prefixBytes in
       id.client.withUnsafeBytes {
         arena.append(
@@ -116,7 +115,7 @@ package final class PendingStore {
       }
     }
     var flags: ItemTable.Flags = hasUser ? .hasUser : []
-    if canonical { flags.insert(.verified) }
+    if verified { flags.insert(.verified) }
     table.append(
       seq: seq, savedAt: savedAt, location: location, length: prefix.count + kept.count,
       clientIDLength: id.clientLength, kind: kind, flags: flags, deliveries: deliveryCount)

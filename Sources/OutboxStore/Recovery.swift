@@ -62,8 +62,7 @@ struct Recovery {
     try StoreFiles.checkVersions(directory: directory, names: names)
     StoreFiles.removeTemporaries(directory: directory, names: names)
     outcome.checkpoint = loadCheckpoint(names)
-    // The store's id key, before any row loads: the rows' generated ids are then recomputed, not held.
-    if let key = outcome.checkpoint?.idKey { store.items.idKey = key }
+    if let key = outcome.checkpoint?.idKey { store.items.idKey = key }  // before any row: ids recomputed, not held
     if UpgradeV1.hasFormatV1Files(names) {
       // Only a store that never had a checkpoint is upgraded (again): beside an unreadable one, the
       // segments are the upgraded data and the format-1 files are leftovers.
@@ -165,45 +164,9 @@ struct Recovery {
     outcome.segments.append(info)
   }
 
-  /// A record whose seq lies outside `seqs` (the range the file names give this segment) is damage: the
-  /// snapshot counts and rewrites items by that range, so one kept from elsewhere would be lost.
-  private mutating func replay(
-    _ reader: SegmentReader, name: String, seqs: Range<UInt64>, info: inout SegmentInfo
-  ) {
-    let isLast = seqs.upperBound == SegmentFormat.seqLimit
-    var offset = SegmentFormat.headerSize
-    var lastGood: UInt64? = nil
-    if reader.headerVersion != SegmentFormat.version {  // a newer version was refused before; this is damage
-      if isLast && reader.bytes.count <= SegmentFormat.headerSize {
-        cutTail(name: name, at: 0, reason: "incomplete segment header", info: &info)
-        info.bytes = 0
-        return
-      }
-      guard let next = damage(name: name, at: 0, after: nil, reader: reader, info: &info) else { return }
-      offset = next
-    }
-    while true {
-      switch reader.read(at: offset) {
-      case .end:
-        return
-      case .record(let record):
-        if !seqs.contains(record.seq) || !apply(record, info: &info) {
-          damage(name: name, at: offset, after: lastGood, reader: reader, info: &info)
-        }
-        lastGood = record.seq
-        offset = record.end
-      case .torn where isLast && !reader.validRecordFollows(after: offset):
-        cutTail(name: name, at: offset, reason: "torn write at the end of the log", info: &info)
-        return
-      case .torn, .damaged:
-        guard let next = damage(name: name, at: offset, after: lastGood, reader: reader, info: &info) else { return }
-        offset = next
-      }
-    }
-  }
-
   /// Applies one record; false if its payload does not decode.
-  private mutating func apply(_ record: SegmentReader.Record, info: inout SegmentInfo) -> Bool {
+  /// `parts`: where an item body's user and label end, found as it was read ahead.
+  mutating func apply(_ record: SegmentReader.Record, parts: BodyParts?, info: inout SegmentInfo) -> Bool {
     switch record.type {
     case .item:
       guard let item = ItemRecord(record.payload) else { return false }
@@ -211,7 +174,7 @@ struct Recovery {
       guard record.seq >= store.items.nextSeq else { return true }  // a repeat of a seq already held
       store.items.append(
         seq: record.seq, id: item.id, kind: item.kind, savedAt: item.savedAt, deliveryCount: item.deliveries,
-        hasUser: item.hasUser, body: item.body, verified: false)
+        hasUser: item.hasUser, body: item.body, verified: false, parts: parts)
     case .remove:
       var cursor = PayloadCursor(record.payload)
       guard let seqs = cursor.seqs() else { return false }
@@ -244,7 +207,7 @@ struct Recovery {
 
   /// Quarantines a damaged segment, reports the loss, and returns the offset of the next intact record.
   @discardableResult
-  private mutating func damage(
+  mutating func damage(
     name: String, at offset: Int, after lastGood: UInt64?, reader: SegmentReader, info: inout SegmentInfo
   ) -> Int? {
     if !info.damaged { StoreFiles.quarantine(directory: directory, name: name) }
@@ -268,7 +231,7 @@ struct Recovery {
     return next
   }
 
-  private mutating func cutTail(name: String, at offset: Int, reason: String, info: inout SegmentInfo) {
+  mutating func cutTail(name: String, at offset: Int, reason: String, info: inout SegmentInfo) {
     StoreFiles.quarantine(directory: directory, name: name)
     _ = truncate(directory + "/" + name, off_t(offset))
     info.bytes = offset

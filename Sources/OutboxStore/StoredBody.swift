@@ -8,8 +8,8 @@ import OutboxSupport
 /// follows: the event `name`, the attribute `key` or `field`, with the next member's key), each as
 /// a LEB128 varint, then the rest of the body as it was.
 /// A `time` member that ends the body with the item's own `savedAt` is dropped and rendered again.
-/// Only canonical bodies are split; any other body is held whole behind a zero header. Decoding
-/// gives back the body's bytes exactly (`StoredBodyTests`).
+/// Decoding puts the parts back in order, so it gives back the body's bytes exactly however the
+/// parts were found, in any bytes (`StoredBodyTests`): a body need not be checked to be split.
 struct StoredBody {
   struct Header: OptionSet {
     let rawValue: UInt8
@@ -61,10 +61,9 @@ struct StoredBody {
   static let timeMemberLength = 9 + UTCTimeText.length + 1
 
   /// The record's prefix for `body`, and the range of `body` kept after it. `parts`: where the
-  /// writer knows the user member and the label end; else they are looked for (canonical bodies only).
+  /// writer knows the user member and the label end; else they are looked for.
   mutating func encode(
-    _ body: UnsafeRawBufferPointer, canonical: Bool, savedAt: Int64, explicitID: (UInt64, UInt64)?,
-    parts: BodyParts? = nil
+    _ body: UnsafeRawBufferPointer, savedAt: Int64, explicitID: (UInt64, UInt64)?, parts: BodyParts? = nil
   ) -> (Prefix, Range<Int>) {
     var prefix = Prefix()
     var header: Header = []
@@ -74,7 +73,6 @@ struct StoredBody {
       prefix.append(low)
     }
     var rest = 0..<body.count
-    guard canonical || parts != nil else { return (prefix.with(header), rest) }
     if endsWithTime(body, savedAt) {
       header.insert(.time)
       rest = 0..<body.count - Self.timeMemberLength

@@ -110,7 +110,7 @@ import Testing
       for labelEnd in stride(from: userEnd, through: text.count, by: 3) {
         text.withUnsafeBytes { body in
           let parts = BodyParts(body: body, userEnd: userEnd, labelEnd: labelEnd)
-          let (prefix, kept) = stored.encode(body, canonical: true, savedAt: 0, explicitID: nil, parts: parts)
+          let (prefix, kept) = stored.encode(body, savedAt: 0, explicitID: nil, parts: parts)
           var record = withUnsafeBytes(of: prefix.bytes) { Array($0.prefix(prefix.count)) }
           record += body[kept]
           var out: [UInt8] = []
