@@ -68,7 +68,7 @@ struct RelayRounds {
     counts.deadLettered += pick.noIdentifier.count
     if let error = store.commit() { throw NATSError(.refused, "cannot record the store: \(error)") }
     guard !pick.rows.isEmpty else { return nil }
-    let items = pick.rows.map(table.item(row:))
+    let items = pick.items
     let flushId = Self.leasePrefix + String(UInt64.random(in: 0...UInt64.max), radix: 36)
     let expires = service.clock.now() + leaseMs
     store.lease(Lease(flushId: flushId, seqs: items.map(\.seq), expiresAt: expires, note: [], origin: .delivery))

@@ -101,7 +101,7 @@ final class PickingQueue {
       identified: { items.has(.hasUser, row: $0) && user(seq: items.seq(row: $0)) != nil },
       wanted: { user(seq: items.seq(row: $0)).map { !blocked.contains($0) } ?? false })
     noIdentifierCount += pick.noIdentifier.count
-    return pick.rows.isEmpty ? nil : cut(pick.rows.map(items.item(row:)), limit: limit, mode: mode)
+    return pick.items.isEmpty ? nil : cut(pick.items, limit: limit, mode: mode)
   }
 
   /// The first body's worth of `items` (in seq order), cut by the rule `UsersTrack.batches` uses.

@@ -2,6 +2,8 @@
 package struct AvailablePick {
   /// The rows taken, in seq order.
   package var rows: [Int] = []
+  /// Their items, copied out (each body read once: checked as it is copied).
+  package var items: [PendingItem] = []
   /// Rows with no identifier the caller could use: they are dead letters (`no_identifier`) now.
   package var noIdentifier: [Int] = []
 }
@@ -21,11 +23,12 @@ extension Store {
     for row in items.table.rows where items.isAvailable(row: row) {
       visited += 1
       if visited > visitLimit || pick.rows.count >= max { break }
-      guard items.wellFormed(row) else { continue }
+      guard let item = items.wellFormedItem(row: row) else { continue }
       if !identified(row) {
         pick.noIdentifier.append(row)
       } else if wanted(row) {
         pick.rows.append(row)
+        pick.items.append(item)
       }
     }
     if !pick.noIdentifier.isEmpty { deadLetter(pick.noIdentifier.map { (items.table.seqs[$0], "no_identifier") }) }

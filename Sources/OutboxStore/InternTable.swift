@@ -88,16 +88,19 @@ struct InternTable {
     warmSink = sink
   }
 
-  /// One use fewer; the entry goes when none is left.
-  mutating func release(_ entry: UInt32) {
+  /// One use fewer; the entry goes when none is left. Returns the entry's byte count.
+  @discardableResult
+  mutating func release(_ entry: UInt32) -> Int {
     let entry = Int(entry)
     let index = slotIndex(entry)
+    let length = slots[index].length
     slots[index].uses -= 1
-    guard slots[index].uses == 0 else { return }
+    guard slots[index].uses == 0 else { return length }
     unlink(index)
-    garbage += Int(entries[entry].length)
+    garbage += length
     free.append(UInt32(entry))
     if garbage > 1 << 16 && garbage * 2 > storage.count { compact() }
+    return length
   }
 
   /// The entry's byte count.

@@ -11,6 +11,16 @@ extension PendingStore {
     return item
   }
 
+  /// The item in `row`, copied out, when it may be written out (`wellFormed`): its body is read
+  /// once, and checked in the copy when the row is not yet known canonical.
+  func wellFormedItem(row: Int) -> PendingItem? {
+    var item = item(row: row)
+    guard !item.canonical else { return item }
+    guard item.body.withUnsafeBytes({ wellFormed(row, body: $0) }) else { return nil }
+    item.canonical = table.has(.verified, row)
+    return item
+  }
+
   package func item(seq: UInt64) -> PendingItem? { table.row(of: seq).map { item(row: $0) } }
 
   /// The held items with these seqs, in the given order (missing ones are skipped).

@@ -161,7 +161,7 @@ package final class PendingStore {
     return withBody(row: row) { wellFormed(row, body: $0) }
   }
 
-  private func wellFormed(_ row: Int, body: UnsafeRawBufferPointer) -> Bool {
+  func wellFormed(_ row: Int, body: UnsafeRawBufferPointer) -> Bool {
     if CanonicalJSON.isMembers(body) {  // what saves write: no parse needed
       table.set(.verified, true, row)
       return true
@@ -278,8 +278,7 @@ package final class PendingStore {
   private func forget(_ row: Int) {
     let idLength = Int(table.idLengths[row])
     let record = record(row)
-    bytes -= PendingItem.byteCount(body: bodies.bodyLength(record), clientID: idLength)
-    bodies.release(record)
+    bytes -= PendingItem.byteCount(body: bodies.release(record), clientID: idLength)
     if table.has(.leased, row) { leasedCount -= 1 }
     if table.has(.dead, row) {
       deadCount -= 1

@@ -98,6 +98,10 @@ struct StoredBody {
   /// Appends the body of `record` (saved at `savedAt`) to `out`.
   mutating func decode(_ record: UnsafeRawBufferPointer, savedAt: Int64, to out: inout [UInt8]) {
     let reader = Reader(record)
+    var length = record.count - reader.offset + (reader.header.contains(.time) ? Self.timeMemberLength : 0)
+    if let entry = reader.user { length += users.length(entry) }
+    if let entry = reader.label { length += labels.length(entry) }
+    out.reserveCapacity(out.count + length)  // one allocation for a new array
     if let entry = reader.user { users.append(entry, to: &out) }
     if let entry = reader.label { labels.append(entry, to: &out) }
     out.append(contentsOf: UnsafeRawBufferPointer(rebasing: record[reader.offset...]))
@@ -131,11 +135,16 @@ struct StoredBody {
   /// True when the body is held whole (nothing to put back): `record` minus its header is the body.
   static func isWhole(_ record: UnsafeRawBufferPointer) -> Bool { record[0] & ~Header.explicitID.rawValue == 0 }
 
-  /// The row lets go of the entries its record uses.
-  mutating func release(_ record: UnsafeRawBufferPointer) {
+  /// The row lets go of the entries its record uses. Returns the byte count of the body it held
+  /// (`bodyLength`, read in the same pass).
+  @discardableResult
+  mutating func release(_ record: UnsafeRawBufferPointer) -> Int {
     let reader = Reader(record)
-    if let entry = reader.user { users.release(entry) }
-    if let entry = reader.label { labels.release(entry) }
+    var length = record.count - reader.offset
+    if let entry = reader.user { length += users.release(entry) }
+    if let entry = reader.label { length += labels.release(entry) }
+    if reader.header.contains(.time) { length += Self.timeMemberLength }
+    return length
   }
 
   /// Where the kept bytes start in a record, and the entry numbers before them.

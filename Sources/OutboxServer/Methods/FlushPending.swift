@@ -71,7 +71,7 @@ package enum FlushPending: RPCMethod {
     let needsUser = shape.usersTrack && shape.defaultUser == nil
     let store = service.store.items
     let pick = service.store.pickAvailable(max: max) { !needsUser || store.has(.hasUser, row: $0) }
-    return (pick.rows.map(store.item(row:)), pick.noIdentifier.map { store.id(row: $0).text })
+    return (pick.items, pick.noIdentifier.map { store.id(row: $0).text })
   }
 
   private static func result(
