@@ -60,6 +60,7 @@ struct FlushSession {
     while left > 0 {
       guard !StopRequest.isRequested else { return stopBySignal() }
       let outcome = plainRound(max: min(left, FlushCommand.roundSize), shape)
+      if case .dropped = outcome { continue }  // only malformed bodies were picked: they are gone now
       guard case .wrote(let items) = outcome else {
         if case .stop(let code) = outcome { return code }
         return .failure
@@ -78,18 +79,18 @@ struct FlushSession {
     let result = FlushPending.peek(max: max, shape, service)
     remaining = result.remaining
     skipped += result.skipped.count
-    guard !result.items.isEmpty else {
+    guard !result.seqs.isEmpty else {
       if let error = service.store.commit() { return stop("cannot record the dead letters: \(error)") }
-      return .wrote(0)
+      return result.dropped > 0 ? .dropped : .wrote(0)
     }
     var out: [UInt8] = []
     let count = result.lines(into: &out)
     guard transport.write(out) else { return stop(Self.why + "; the items of this round stay pending") }
-    service.store.drain(result.items.map(\.seq), flushId: result.flushId)
+    service.store.drain(result.seqs, flushId: result.flushId)
     if let error = service.store.commit() { return stop("cannot record the removal: \(error)") }
     lines += count
     objects += shape.usersTrack ? result.objectCount : count
-    return .wrote(result.items.count)
+    return .wrote(result.seqs.count)
   }
 
   private mutating func stopBySignal() -> ExitCode {
@@ -105,6 +106,8 @@ struct FlushSession {
   enum Outcome {
     /// Items written and removed.
     case wrote(Int)
+    /// Nothing written: every item picked had a malformed body (dropped by the round's commit).
+    case dropped
     /// The exit code to stop with.
     case stop(ExitCode)
   }

@@ -200,7 +200,7 @@ enum TrackObject {
   /// A stored alias up to its name's string, and between the name and the label's string.
   private static let aliasParts = (Array(#"{"alias":{"name":"#.utf8), Array(#","label":"#.utf8))
 
-  private static func hasPrefix(_ b: UnsafeRawBufferPointer, _ prefix: [UInt8]) -> Bool {
+  static func hasPrefix(_ b: UnsafeRawBufferPointer, _ prefix: [UInt8]) -> Bool {
     b.count >= prefix.count && prefix.withUnsafeBytes { memcmp(b.baseAddress!, $0.baseAddress!, prefix.count) == 0 }
   }
 

@@ -38,49 +38,6 @@ struct BatchFill {
   }
 }
 
-/// One `/users/track` body and, for each of its objects, the seq of the item it came from.
-package struct TrackBatch: Sendable {
-  /// The objects of each array as JSON text, joined by commas.
-  var attributes: [UInt8] = []
-  var events: [UInt8] = []
-  var attributeSeqs: [UInt64] = []
-  var eventSeqs: [UInt64] = []
-  /// Every item the body accounts for: its objects' items and the superseded ones it replaces.
-  package var seqs: [UInt64] = []
-
-  package init() {}
-
-  package var objectCount: Int { attributeSeqs.count + eventSeqs.count }
-
-  /// Appends the body `{"attributes":[…],"events":[…]}`.
-  package func appendBody(to out: inout [UInt8]) {
-    out.appendASCII("{\"attributes\":[")
-    out.append(contentsOf: attributes)
-    out.appendASCII("],\"events\":[")
-    out.append(contentsOf: events)
-    out.appendASCII("]}")
-  }
-
-  /// The item behind `input_array[index]`, as Braze names an object in its `errors`.
-  package func seq(array: String, index: Int) -> UInt64? {
-    let seqs = array == "events" ? eventSeqs : array == "attributes" ? attributeSeqs : []
-    return index >= 0 && index < seqs.count ? seqs[index] : nil
-  }
-
-  /// Adds one object (its JSON text) for item `seq`.
-  mutating func add(_ object: UnsafeRawBufferPointer, isEvent: Bool, seq: UInt64) {
-    if isEvent {
-      if !eventSeqs.isEmpty { events.append(UInt8(ascii: ",")) }
-      events.append(contentsOf: object)
-      eventSeqs.append(seq)
-    } else {
-      if !attributeSeqs.isEmpty { attributes.append(UInt8(ascii: ",")) }
-      attributes.append(contentsOf: object)
-      attributeSeqs.append(seq)
-    }
-  }
-}
-
 /// Turns flushed items into `POST /users/track` request bodies.
 ///
 /// Each item becomes one object carrying exactly one identifier, with its saved `time`. Bodies are
@@ -127,6 +84,7 @@ package enum UsersTrack {
     private var fill: BatchFill
     private var carried: [UInt64] = []  // superseded items, acked with the body that follows them
     private var object: [UInt8] = []
+    private var timeText = UTCTimeText()
 
     package init(superseded: Set<UInt64>, defaultUser: UserIdentifier?, limit: Int, mode: TrackBatchMode) {
       self.superseded = superseded
@@ -144,11 +102,11 @@ package enum UsersTrack {
     /// Objects added so far, in all bodies.
     package private(set) var objects = 0
 
-    package mutating func add(_ item: PendingItem) {
-      if !superseded.isEmpty, superseded.contains(item.seq) {  // most flushes supersede nothing: no hashing
-        carried.append(item.seq)
-        return
-      }
+    /// Adds the item's object. `verify` is asked, for an item not known canonical whose body the
+    /// renderer cannot read, whether the store accepts the body; false: nothing is added (returns false).
+    @discardableResult
+    package mutating func add(_ item: PendingItem, verify: () -> Bool = { true }) -> Bool {
+      if isSuperseded(item.seq) { return true }
       object.removeAll(keepingCapacity: true)
       let outcome = item.body.withUnsafeBytes {
         TrackObject.append(
@@ -157,12 +115,41 @@ package enum UsersTrack {
       }
       switch outcome {
       case .rendered: break
-      case .noUser: return
+      case .noUser: return true
       case .unknown:
-        guard let tree = UsersTrack.treeObject(item, defaultUser: defaultUser) else { return }
+        guard item.canonical || verify() else { return false }
+        guard let tree = UsersTrack.treeObject(item, defaultUser: defaultUser) else { return true }
         tree.encodeJSON(into: &object)
       }
-      let isEvent = item.kind == .customEvent
+      place(seq: item.seq, isEvent: item.kind == .customEvent)
+      return true
+    }
+
+    /// Adds a held item's object written from its body's parts as the store holds them
+    /// (`TrackObject.appendEvent`: a custom event naming a user, in a save's layout). `known`: the
+    /// store knows the body canonical. False when they are not a layout it writes from: nothing was
+    /// added, and the caller adds the whole item (`add(_:verify:)`).
+    package mutating func add(
+      seq: UInt64, kind: ItemKind, hasUser: Bool, savedAt: Int64, known: Bool, parts: HeldParts
+    ) -> Bool {
+      guard kind == .customEvent, hasUser else { return false }
+      if isSuperseded(seq) { return true }
+      object.removeAll(keepingCapacity: true)
+      guard TrackObject.appendEvent(parts, savedAt: savedAt, known: known, time: &timeText, into: &object) == .rendered
+      else { return false }
+      place(seq: seq, isEvent: true)
+      return true
+    }
+
+    /// Superseded items are carried to the next body's seqs, with no object.
+    private mutating func isSuperseded(_ seq: UInt64) -> Bool {
+      guard !superseded.isEmpty, superseded.contains(seq) else { return false }  // most supersede nothing: no hashing
+      carried.append(seq)
+      return true
+    }
+
+    /// Puts the object just written in the current body (a new one when it is full).
+    private mutating func place(seq: UInt64, isEvent: Bool) {
       if fill.isFull(adding: isEvent) {
         batches.append(current)
         (current, fill) = (TrackBatch(), BatchFill(limit: limit, mode: mode))
@@ -173,8 +160,8 @@ package enum UsersTrack {
         current.seqs += carried
         carried.removeAll()
       }
-      current.seqs.append(item.seq)
-      object.withUnsafeBytes { current.add($0, isEvent: isEvent, seq: item.seq) }
+      current.seqs.append(seq)
+      object.withUnsafeBytes { current.add($0, isEvent: isEvent, seq: seq) }
     }
 
     /// The bodies, the last one included (a body of only superseded items has no objects).

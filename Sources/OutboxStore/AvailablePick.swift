@@ -2,7 +2,8 @@
 package struct AvailablePick {
   /// The rows taken, in seq order.
   package var rows: [Int] = []
-  /// Their items, copied out (each body read once: checked as it is copied).
+  /// Their items, copied out (each body read once: checked as it is copied); none when the caller
+  /// reads the rows itself (`checkedByCaller`).
   package var items: [PendingItem] = []
   /// Rows with no identifier the caller could use: they are dead letters (`no_identifier`) now.
   package var noIdentifier: [Int] = []
@@ -13,8 +14,14 @@ extension Store {
   /// more than `visitLimit` of them. An item `identified` rejects can never be sent: it becomes a
   /// dead letter (`no_identifier`), so a drain loop ends (`requeueDeadLetters` brings it back). An
   /// item `wanted` rejects (its user is busy) is passed over and stays pending.
+  ///
+  /// `checkedByCaller`: the caller reads the taken rows itself and checks each event and custom
+  /// attribute as it reads its body (`PendingStore.wellFormed(_:)` on any it cannot read), so a loaded
+  /// body is read once, not twice; no item is copied out. User attributes are still checked here: a
+  /// flush lets a later one supersede an earlier one unread.
   package func pickAvailable(
-    max: Int, visitLimit: Int = Int.max, identified: (Int) -> Bool, wanted: (Int) -> Bool = { _ in true }
+    max: Int, visitLimit: Int = Int.max, checkedByCaller: Bool = false, identified: (Int) -> Bool,
+    wanted: (Int) -> Bool = { _ in true }
   ) -> AvailablePick {
     var pick = AvailablePick()
     var visited = 0
@@ -23,12 +30,20 @@ extension Store {
     for row in items.table.rows where items.isAvailable(row: row) {
       visited += 1
       if visited > visitLimit || pick.rows.count >= max { break }
-      guard let item = items.wellFormedItem(row: row) else { continue }
+      let item: PendingItem?
+      if checkedByCaller {
+        item = nil
+        guard items.table.kind(row) != .userAttribute || items.wellFormed(row) else { continue }
+      } else {
+        item = items.wellFormedItem(row: row)
+        guard item != nil else { continue }
+      }
       if !identified(row) {
+        guard !checkedByCaller || items.wellFormed(row) else { continue }
         pick.noIdentifier.append(row)
       } else if wanted(row) {
         pick.rows.append(row)
-        pick.items.append(item)
+        if let item { pick.items.append(item) }
       }
     }
     if !pick.noIdentifier.isEmpty { deadLetter(pick.noIdentifier.map { (items.table.seqs[$0], "no_identifier") }) }
@@ -45,6 +60,18 @@ extension PendingStore {
   /// The seq of the item in `row`.
   @inline(__always)
   package func seq(row: Int) -> UInt64 { table.seqs[row] }
+
+  /// True when the row's body is known canonical (a save wrote it, or a check accepted it since it loaded).
+  @inline(__always)
+  package func isCanonical(row: Int) -> Bool { table.has(.verified, row) }
+
+  /// The kind of the item in `row`.
+  @inline(__always)
+  package func kind(row: Int) -> ItemKind { table.kind(row) }
+
+  /// When the item in `row` was saved (ms since the epoch).
+  @inline(__always)
+  package func savedAt(row: Int) -> Int64 { table.savedAt[row] }
 
   /// The row of held item `seq`, if any.
   package func row(of seq: UInt64) -> Int? { table.row(of: seq) }

@@ -106,6 +106,16 @@ struct InternTable {
   /// The entry's byte count.
   @inline(__always) func length(_ entry: UInt32) -> Int { Int(entries[Int(entry)].length) }
 
+  /// Calls `use` with the entry's bytes (none for nil), valid during the call.
+  @inline(__always)
+  func withBytes<T>(_ entry: UInt32?, _ use: (UnsafeRawBufferPointer) -> T) -> T {
+    guard let entry else { return use(UnsafeRawBufferPointer(start: nil, count: 0)) }
+    let held = entries[Int(entry)]
+    return storage.withUnsafeBytes {
+      use(UnsafeRawBufferPointer(rebasing: $0[Int(held.start)..<Int(held.start) + Int(held.length)]))
+    }
+  }
+
   /// Appends the entry's bytes to `out`.
   @inline(__always) func append(_ entry: UInt32, to out: inout [UInt8]) {
     let entry = entries[Int(entry)]

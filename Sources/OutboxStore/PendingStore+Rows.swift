@@ -63,7 +63,22 @@ extension PendingStore {
     return try scratch.withUnsafeBytes(use)
   }
 
+  /// Calls `use` with the row's body as its record holds it (`HeldParts`), valid during the call:
+  /// for writers that copy the parts where they go instead of the body put back together.
+  package func withParts<T>(row: Int, _ use: (HeldParts) -> T) -> T { bodies.withParts(record(row), use) }
+
   /// Reads ahead what saving bodies of these user hashes will read (`StoredBody.warm`): call before
   /// saving a batch.
   package func warm(userHashes: [UInt32]) { bodies.warm(userHashes: userHashes) }
+}
+
+/// A held body in the parts its record keeps (`StoredBody`): the body is `user + label + rest`, then,
+/// when `timeFollows`, `,"time":"…"` with the item's saved time.
+package struct HeldParts {
+  /// The interned `,"user":{…}` member; empty when the record holds none.
+  package var user: UnsafeRawBufferPointer
+  /// The interned label after it (`,"name":"purchase","properties":`); empty when none.
+  package var label: UnsafeRawBufferPointer
+  package var rest: UnsafeRawBufferPointer
+  package var timeFollows: Bool
 }

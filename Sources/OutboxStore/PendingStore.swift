@@ -156,7 +156,7 @@ package final class PendingStore {
   package private(set) var malformed: [UInt64] = []
 
   /// True when the row's body may be written out as it is: saved here, or loaded and checked now.
-  func wellFormed(_ row: Int) -> Bool {
+  package func wellFormed(_ row: Int) -> Bool {
     if table.has(.verified, row) { return true }
     return withBody(row: row) { wellFormed(row, body: $0) }
   }

@@ -108,6 +108,19 @@ struct StoredBody {
     if reader.header.contains(.time) { appendTime(savedAt, to: &out) }
   }
 
+  /// Calls `use` with the parts of `record`'s body as they are held, none put back together.
+  func withParts<T>(_ record: UnsafeRawBufferPointer, _ use: (HeldParts) -> T) -> T {
+    let reader = Reader(record)
+    return users.withBytes(reader.user) { user in
+      labels.withBytes(reader.label) { label in
+        use(
+          HeldParts(
+            user: user, label: label, rest: UnsafeRawBufferPointer(rebasing: record[reader.offset...]),
+            timeFollows: reader.header.contains(.time)))
+      }
+    }
+  }
+
   /// Reads, ahead of their saves, the parts of the user table that the saves of these user hashes
   /// (`BodyParts.userHash`) will look at: all at once, so the cache misses of a table of many users
   /// overlap instead of coming one save at a time.

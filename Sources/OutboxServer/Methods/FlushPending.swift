@@ -52,13 +52,15 @@ package enum FlushPending: RPCMethod {
   /// Hands out and removes up to `max` items (their bodies are copied out first: `result.items`).
   private static func drain(max: Int, _ shape: Shape, _ service: Service) -> FlushResult {
     let result = peek(max: max, shape, service, rendered: false)
-    service.store.drain(result.items.map(\.seq), flushId: result.flushId)
+    service.store.drain(result.seqs, flushId: result.flushId)
     return result
   }
 
   /// What a drain of up to `max` items would hand out, without removing them (`push-outbox flush`
   /// removes them once their lines are written). Items with no identifier still become dead letters.
+  /// Rendered `/users/track` bodies are written from the held rows (`trackFromRows`).
   package static func peek(max: Int, _ shape: Shape, _ service: Service, rendered: Bool = true) -> FlushResult {
+    if rendered && shape.usersTrack { return trackFromRows(max: max, shape, service) }
     let (items, skipped) = pick(max: max, shape, service)
     var flushed = result(
       service.newID(at: service.clock.now()), items, shape, skipped, nil, service, rendered: rendered)
@@ -68,17 +70,20 @@ package enum FlushPending: RPCMethod {
 
   /// The first `max` available items; for `/users/track` without a default user, only items that name one.
   private static func pick(max: Int, _ shape: Shape, _ service: Service) -> ([PendingItem], [String]) {
-    let needsUser = shape.usersTrack && shape.defaultUser == nil
     let store = service.store.items
-    let pick = service.store.pickAvailable(max: max) { !needsUser || store.has(.hasUser, row: $0) }
+    let pick = service.store.pickAvailable(max: max) { !needsUser(shape) || store.has(.hasUser, row: $0) }
     return (pick.items, pick.noIdentifier.map { store.id(row: $0).text })
   }
+
+  /// For `/users/track` without a default user, only items that name one can be sent.
+  static func needsUser(_ shape: Shape) -> Bool { shape.usersTrack && shape.defaultUser == nil }
 
   private static func result(
     _ flushId: String, _ items: [PendingItem], _ shape: Shape, _ skipped: [String], _ expires: Int64?,
     _ service: Service, rendered: Bool = true
   ) -> FlushResult {
-    var result = FlushResult(flushId: flushId, items: items, superseded: items.supersededSeqs)
+    var result = FlushResult(
+      flushId: flushId, items: items, seqs: items.map(\.seq), superseded: items.supersededSeqs)
     result.leaseExpiresAt = expires
     if shape.usersTrack {
       result.requests = []
@@ -145,7 +150,10 @@ package struct FlushResult: JSONEncodable {
   }
 
   package var flushId: String
+  /// The items copied out; none when the bodies were written from the held rows (`trackFromRows`).
   package var items: [PendingItem]
+  /// The items handed out, in order (`items`' seqs when they were copied out).
+  package var seqs: [UInt64]
   var superseded: Set<UInt64>
   var leaseExpiresAt: Int64?
   /// Set for `format: "usersTrack"`, which sends these bodies instead of `items`.
@@ -158,6 +166,9 @@ package struct FlushResult: JSONEncodable {
   var renderedSize: Int { items.reduce(0) { $0 + $1.body.count + 160 } }
   package var skipped: [String] = []
   package var remaining = 0
+  /// Items picked whose bodies the store rejected as it wrote them (`trackFromRows`): left out, and
+  /// dropped as malformed at the next commit.
+  package var dropped = 0
 
   package func encodeJSON(into out: inout [UInt8]) {
     out.appendASCII("{\"flushId\":")

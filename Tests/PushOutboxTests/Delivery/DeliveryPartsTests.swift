@@ -80,14 +80,12 @@ import Testing
     let delivering = try server(users, limit: 3)
     let flushed = FlushPending.peek(max: .max, Shape(usersTrack: true), flushing.service)
     let cut = try #require(queue(delivering, limit: .max).next(maxObjects: .max))
-    #expect(flushed.items.map(\.seq) == cut.seqs)
+    #expect(flushed.seqs == cut.seqs)
     #expect(flushed.skipped.count == 2)
     #expect(delivering.service.store.items.deadCount == 2)
     // The same cutting rule: delivery's first request is flushPending's first body.
     let first = try #require(queue(try server(users, limit: 3), limit: 3).next(maxObjects: .max))
-    let batches = UsersTrack.batches(
-      flushed.items, superseded: [], defaultUser: nil, limit: 3, mode: .combined)
-    #expect(batches.first?.seqs == first.seqs)
+    #expect(flushed.requests?.first?.seqs == first.seqs)
     #expect(flushed.requests?.count == 2)
   }
 }

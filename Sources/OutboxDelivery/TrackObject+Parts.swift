@@ -1,0 +1,55 @@
+import OutboxJSON
+import OutboxStore
+import OutboxSupport
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension TrackObject {
+  /// Appends a custom event's object from its body as the store holds it (`HeldParts`), none of it
+  /// put back together: a save's layout `,"user":{…}` + `,"name":"…","properties":` + the
+  /// properties value, with its saved time dropped. The object is the bytes `append` writes from the
+  /// whole body. Unless `known`, every part is checked canonical as it is read, so a rendered body
+  /// is one `CanonicalJSON.isMembers` accepts. Any other layout is `.unknown` and nothing is appended.
+  static func appendEvent(
+    _ parts: HeldParts, savedAt: Int64, known: Bool, time: inout UTCTimeText, into out: inout [UInt8]
+  ) -> Outcome {
+    guard parts.timeFollows, let nameEnd = labelNameEnd(parts.label, known: known),
+      let end = known ? CanonicalJSON.knownValueEnd(parts.rest, 0) : CanonicalJSON.valueEnd(parts.rest, 0),
+      end == parts.rest.count, parts.user.count > userKey.count, hasPrefix(parts.user, userKey)
+    else { return .unknown }
+    let start = out.count
+    out.append(UInt8(ascii: "{"))
+    guard appendIdentifier(UnsafeRawBufferPointer(rebasing: parts.user[userKey.count...]), into: &out) else {
+      out.removeSubrange(start...)
+      return .unknown
+    }
+    out.append(contentsOf: UnsafeRawBufferPointer(rebasing: parts.label[0..<nameEnd]))  // ,"name":"…"
+    out.appendASCII(",\"time\":\"")
+    time.append(ms: savedAt, to: &out)
+    out.appendASCII("\",\"properties\":")
+    out.append(contentsOf: parts.rest)
+    out.append(UInt8(ascii: "}"))
+    return .rendered
+  }
+
+  /// The end of `,"name":"…"` in a label that is exactly that and `,"properties":`.
+  private static func labelNameEnd(_ label: UnsafeRawBufferPointer, known: Bool) -> Int? {
+    let at = nameKey.count
+    guard label.count > at + propertiesKey.count, hasPrefix(label, nameKey), label[at] == UInt8(ascii: "\""),
+      let end = known ? CanonicalJSON.knownStringEnd(label, at) : CanonicalJSON.stringEnd(label, at),
+      end + propertiesKey.count == label.count,
+      memcmp(label.baseAddress! + end, propertiesKey, propertiesKey.count) == 0
+    else { return nil }
+    return end
+  }
+
+  private static let userKey = Array(#","user":"#.utf8)
+  private static let nameKey = Array(#","name":"#.utf8)
+  private static let propertiesKey = Array(#","properties":"#.utf8)
+}

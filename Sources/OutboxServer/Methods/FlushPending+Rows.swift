@@ -1,0 +1,40 @@
+package import OutboxDelivery
+package import OutboxStore
+
+extension FlushPending {
+  /// `/users/track` bodies written from the held rows, for a drain that writes them before it
+  /// removes anything (`push-outbox flush`): a custom event's object is copied from its body's parts
+  /// as the store holds them (`UsersTrack.Builder.add(seq:…)`), other items from their whole bodies.
+  /// Each loaded body is read and checked once, as it is written; one the store rejects
+  /// (`PendingStore.wellFormed`) is left out, and dropped as malformed at the next commit.
+  /// Only user attributes are copied out first: a later one may supersede an earlier one.
+  static func trackFromRows(max: Int, _ shape: Shape, _ service: Service) -> FlushResult {
+    let store = service.store.items
+    let pick = service.store.pickAvailable(max: max, checkedByCaller: true) {
+      !needsUser(shape) || store.has(.hasUser, row: $0)
+    }
+    let attributes = pick.rows.filter { store.kind(row: $0) == .userAttribute }.map(store.item(row:))
+    var result = FlushResult(
+      flushId: service.newID(at: service.clock.now()), items: [], seqs: [], superseded: attributes.supersededSeqs)
+    var builder = trackBuilder(result, shape, service)
+    for row in pick.rows {
+      if add(row, store, &builder) { result.seqs.append(store.seq(row: row)) } else { result.dropped += 1 }
+    }
+    result.requests = builder.finish().filter { $0.objectCount > 0 }
+    result.skipped = pick.noIdentifier.map { store.id(row: $0).text }
+    result.remaining = service.store.count - store.leasedCount - pick.rows.count
+    return result
+  }
+
+  /// Adds the row's object; false when the store rejects its body (nothing was added).
+  private static func add(_ row: Int, _ store: PendingStore, _ builder: inout UsersTrack.Builder) -> Bool {
+    let (seq, kind, hasUser) = (store.seq(row: row), store.kind(row: row), store.has(.hasUser, row: row))
+    let known = store.isCanonical(row: row)
+    let fromParts = store.withParts(row: row) {
+      builder.add(seq: seq, kind: kind, hasUser: hasUser, savedAt: store.savedAt(row: row), known: known, parts: $0)
+    }
+    if fromParts { return true }
+    // Outside `withParts`: reading the whole body (and checking it) changes the store's buffers.
+    return builder.add(store.item(row: row), verify: { store.wellFormed(row) })
+  }
+}
