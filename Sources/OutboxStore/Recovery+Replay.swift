@@ -8,7 +8,11 @@ extension Recovery {
 
   /// A record whose seq lies outside `seqs` (the range the file names give this segment) is damage: the
   /// snapshot counts and rewrites items by that range, so one kept from elsewhere would be lost.
-  mutating func replay(_ reader: SegmentReader, name: String, seqs: Range<UInt64>, info: inout SegmentInfo) {
+  /// `ahead`: the records read ahead (`SegmentPrefetch`), taken while they continue where this reads.
+  mutating func replay(
+    _ reader: SegmentReader, name: String, seqs: Range<UInt64>, info: inout SegmentInfo, ahead: ReadAhead? = nil
+  ) {
+    var ahead = ahead
     let isLast = seqs.upperBound == SegmentFormat.seqLimit
     var offset = SegmentFormat.headerSize
     var lastGood: UInt64? = nil
@@ -23,7 +27,7 @@ extension Recovery {
     }
     var window = Window()
     while true {
-      let stop = window.read(reader, from: offset)
+      let stop = window.read(reader, from: offset, ahead: &ahead)
       store.items.warm(userHashes: window.userHashes)
       for (record, parts) in window.records {
         if !seqs.contains(record.seq) || !apply(record, parts: parts, info: &info) {
@@ -48,29 +52,49 @@ extension Recovery {
   }
 }
 
+/// A segment's records as `SegmentPrefetch` read them, taken in order.
+struct ReadAhead {
+  let segment: SegmentPrefetch.Segment
+  /// The next record to take, and where it starts.
+  var index = 0
+  var offset = SegmentFormat.headerSize
+}
+
 /// Up to `Recovery.readAhead` intact records in a row, with the parts of their item bodies.
 private struct Window {
   var records: [(record: SegmentReader.Record, parts: BodyParts?)] = []
   var userHashes: [UInt32] = []
 
   /// Reads records from `offset` on while they are intact; returns the read that ended the window
-  /// (not a record), or nil when the window is full.
-  mutating func read(_ reader: SegmentReader, from offset: Int) -> SegmentReader.ReadResult? {
+  /// (not a record), or nil when the window is full. Records read ahead from `offset` on are taken
+  /// from `ahead` (the same reads, made on the prefetch thread).
+  mutating func read(
+    _ reader: SegmentReader, from offset: Int, ahead: inout ReadAhead?
+  ) -> SegmentReader.ReadResult? {
     records.removeAll(keepingCapacity: true)
     userHashes.removeAll(keepingCapacity: true)
+    if var scan = ahead, scan.offset == offset, let stop = scan.segment.stop {
+      let all = scan.segment.records
+      while records.count < Recovery.readAhead && scan.index < all.count {
+        add(all[scan.index])
+        scan.offset = all[scan.index].record.end
+        scan.index += 1
+      }
+      ahead = scan
+      return scan.index == all.count ? stop : nil
+    }
     var at = offset
     while records.count < Recovery.readAhead {
       let result = reader.read(at: at)
       guard case .record(let record) = result else { return result }
-      var parts: BodyParts? = nil
-      if record.type == .item, let item = ItemRecord(record.payload) {
-        let found = BodyParts(finding: item.body, 0..<item.body.count)
-        if found.userEnd > 0 { userHashes.append(found.userHash) }
-        parts = found
-      }
-      records.append((record, parts))
+      add(SegmentRecord(record))
       at = record.end
     }
     return nil
+  }
+
+  private mutating func add(_ read: SegmentRecord) {
+    if let parts = read.parts, parts.userEnd > 0 { userHashes.append(parts.userHash) }
+    records.append((read.record, read.parts))
   }
 }

@@ -46,13 +46,16 @@ struct Recovery {
   var exitsAfterCover = 0
   /// Segments recovery found damaged or cut: their loss is reported already.
   var damagedOrCut: Set<UInt64> = []
+  private var prefetch = true
 
+  /// `prefetch`: read the segments ahead on a second thread (`SegmentPrefetch`); false reads each in turn.
   package static func run(
-    directory: String, store: Store, acceptLoss: Bool, log: Log
+    directory: String, store: Store, acceptLoss: Bool, log: Log, prefetch: Bool = true
   ) throws(StartupError)
     -> RecoveryOutcome
   {
     var recovery = Recovery(directory: directory, store: store, acceptLoss: acceptLoss, log: log)
+    recovery.prefetch = prefetch
     try recovery.run()
     return recovery.outcome
   }
@@ -80,8 +83,11 @@ struct Recovery {
     store.items.reserve(min(outcome.checkpoint?.items ?? 0, fileBytes / (SegmentFormat.recordHeaderSize + 31)))
     leaseTable = outcome.checkpoint?.leases ?? []
     outcome.finished = outcome.checkpoint?.finished ?? []
+    let prefetch =
+      self.prefetch ? SegmentPrefetch(paths: firsts.map { root + "/" + SegmentFormat.name(first: $0) }) : nil
+    defer { prefetch?.cancel() }
     for (n, first) in firsts.enumerated() {
-      try replay(first: first, next: n + 1 < firsts.count ? firsts[n + 1] : nil)
+      try replay(first: first, next: n + 1 < firsts.count ? firsts[n + 1] : nil, prefetch: prefetch)
     }
     if let checkpoint = outcome.checkpoint { store.items.advanceSeq(to: checkpoint.nextSeq) }
     // The log has records the checkpoint does not cover (a crash, or none yet): settle at the next snapshot.
@@ -150,16 +156,28 @@ struct Recovery {
   // MARK: - Segments
 
   /// Replays one segment; `next` is the first seq of the segment after it (nil for the last).
-  private mutating func replay(first: UInt64, next: UInt64?) throws(StartupError) {
+  /// `prefetch`: the segments as read ahead on another thread (`SegmentPrefetch`), in this order.
+  private mutating func replay(first: UInt64, next: UInt64?, prefetch: SegmentPrefetch?) throws(StartupError) {
     let name = SegmentFormat.name(first: first)
     var info = SegmentInfo(first: first)
-    do {
-      _ = try buffer.read(directory + "/" + name) { raw in
+    let seqs = first..<(next ?? SegmentFormat.seqLimit)
+    if let prefetch {
+      let segment = prefetch.next()
+      defer { prefetch.done() }
+      if let error = segment.error { throw .refused("unreadable_store", "cannot read \(error)") }
+      if let raw = segment.bytes {
         info.bytes = raw.count
-        replay(SegmentReader(raw), name: name, seqs: first..<(next ?? SegmentFormat.seqLimit), info: &info)
+        replay(SegmentReader(raw), name: name, seqs: seqs, info: &info, ahead: ReadAhead(segment: segment))
       }
-    } catch {
-      throw .refused("unreadable_store", "cannot read \(error)")
+    } else {
+      do {
+        _ = try buffer.read(directory + "/" + name) { raw in
+          info.bytes = raw.count
+          replay(SegmentReader(raw), name: name, seqs: seqs, info: &info)
+        }
+      } catch {
+        throw .refused("unreadable_store", "cannot read \(error)")
+      }
     }
     outcome.segments.append(info)
   }

@@ -19,6 +19,12 @@ package final class ReadBuffer {
   /// Reads a whole regular file (never through a symlink) and calls `body` with its bytes, which are
   /// valid only during the call. A missing file is nil.
   package func read<T>(_ path: String, _ body: (UnsafeRawBufferPointer) -> T) throws(FileError) -> T? {
+    try load(path).map(body)
+  }
+
+  /// Reads a whole regular file (never through a symlink) into the buffer: its bytes, valid until
+  /// the next load. A missing file is nil.
+  package func load(_ path: String) throws(FileError) -> UnsafeRawBufferPointer? {
     let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
     if fd < 0 {
       if errno == ENOENT { return nil }
@@ -37,7 +43,7 @@ package final class ReadBuffer {
         filled += n
         if filled == capacity { reserve(capacity * 2, keeping: filled) }  // the file grew while being read
       } else if n == 0 {
-        return body(UnsafeRawBufferPointer(start: memory, count: filled))
+        return UnsafeRawBufferPointer(start: memory, count: filled)
       } else if errno != EINTR {
         throw FileError(operation: "read", path: path, code: errno)
       }
