@@ -87,25 +87,31 @@ def expected_object(method: str, params: dict) -> tuple[str, dict]:
     return "attributes", {**ident, params["field"]: params["value"]}
 
 
-@pytest.mark.timeout(60)
-@pytest.mark.parametrize("name", list(BODIES))
-def test_a_crafted_body_is_never_written_by_a_users_track_flush(
-    outbox_bin: Path, tmp_path: Path, base: tuple[Path, Ledger], name: str
-) -> None:
-    src, ledger = base
+def flush_with(outbox_bin: Path, src: Path, tmp_path: Path, body: bytes) -> tuple[subprocess.CompletedProcess, dict]:
+    """A copy of the store `src` with one crafted item record of `body` appended to its newest
+    segment, flushed by `push-outbox flush --format usersTrack`: the run, and the template item."""
     store = tmp_path / "store"
     shutil.copytree(src, store)
     seg = segments(store)[-1]
     template = item_payload(next(r for r in read_segment(seg) if r.type == ITEM))
     next_seq = max(r.seq for s in segments(store) for r in read_segment(s)) + 1
     with open(seg, "ab") as f:
-        f.write(record(next_seq, template, BODIES[name]))
-
+        f.write(record(next_seq, template, body))
     run = subprocess.run(
         [str(outbox_bin), "flush", "--store", str(store), "--format", "usersTrack"],
         capture_output=True, timeout=50, stdin=subprocess.DEVNULL,
     )
     assert run.returncode == 0, run.stderr[-1500:]
+    return run, template
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", list(BODIES))
+def test_a_crafted_body_is_never_written_by_a_users_track_flush(
+    outbox_bin: Path, tmp_path: Path, base: tuple[Path, Ledger], name: str
+) -> None:
+    src, ledger = base
+    run, _ = flush_with(outbox_bin, src, tmp_path, BODIES[name])
     got: dict[str, tuple[str, dict]] = {}
     for line in run.stdout.split(b"\n")[:-1]:
         body = json.loads(line)  # strict: a raw control byte fails here
@@ -133,19 +139,8 @@ def test_a_well_formed_body_in_another_spelling_is_written_as_parsed(
     outbox_bin: Path, tmp_path: Path, base: tuple[Path, Ledger], name: str
 ) -> None:
     src, ledger = base
-    store = tmp_path / "store"
-    shutil.copytree(src, store)
-    seg = segments(store)[-1]
-    template = item_payload(next(r for r in read_segment(seg) if r.type == ITEM))
-    next_seq = max(r.seq for s in segments(store) for r in read_segment(s)) + 1
     body, want = WELL_FORMED[name]
-    with open(seg, "ab") as f:
-        f.write(record(next_seq, template, body))
-    run = subprocess.run(
-        [str(outbox_bin), "flush", "--store", str(store), "--format", "usersTrack"],
-        capture_output=True, timeout=50, stdin=subprocess.DEVNULL,
-    )
-    assert run.returncode == 0, run.stderr[-1500:]
+    run, template = flush_with(outbox_bin, src, tmp_path, body)
     objects = [o for line in run.stdout.split(b"\n")[:-1] for o in json.loads(line)["events"]]
     crafted = [o for o in objects if o["external_id"] == "crafted"]
     assert len(crafted) == 1, crafted
