@@ -88,19 +88,16 @@ struct InternTable {
     warmSink = sink
   }
 
-  /// One use fewer; the entry goes when none is left. Returns the entry's byte count.
-  @discardableResult
-  mutating func release(_ entry: UInt32) -> Int {
+  /// One use fewer; the entry goes when none is left.
+  mutating func release(_ entry: UInt32) {
     let entry = Int(entry)
     let index = slotIndex(entry)
-    let length = slots[index].length
     slots[index].uses -= 1
-    guard slots[index].uses == 0 else { return length }
+    guard slots[index].uses == 0 else { return }
     unlink(index)
-    garbage += length
+    garbage += Int(entries[entry].length)
     free.append(UInt32(entry))
     if garbage > 1 << 16 && garbage * 2 > storage.count { compact() }
-    return length
   }
 
   /// The entry's byte count.

@@ -160,24 +160,17 @@ struct Recovery {
   private mutating func replay(first: UInt64, next: UInt64?, prefetch: SegmentPrefetch?) throws(StartupError) {
     let name = SegmentFormat.name(first: first)
     var info = SegmentInfo(first: first)
-    let seqs = first..<(next ?? SegmentFormat.seqLimit)
-    if let prefetch {
-      let segment = prefetch.next()
-      defer { prefetch.done() }
-      if let error = segment.error { throw .refused("unreadable_store", "cannot read \(error)") }
-      if let raw = segment.bytes {
-        info.bytes = raw.count
-        replay(SegmentReader(raw), name: name, seqs: seqs, info: &info, ahead: ReadAhead(segment: segment))
-      }
-    } else {
-      do {
-        _ = try buffer.read(directory + "/" + name) { raw in
-          info.bytes = raw.count
-          replay(SegmentReader(raw), name: name, seqs: seqs, info: &info)
-        }
-      } catch {
-        throw .refused("unreadable_store", "cannot read \(error)")
-      }
+    let segment = prefetch?.next()
+    defer { prefetch?.done() }
+    let bytes: UnsafeRawBufferPointer?
+    do { bytes = try segment.map { try $0.load() } ?? buffer.load(directory + "/" + name) } catch {
+      throw .refused("unreadable_store", "cannot read \(error)")
+    }
+    if let bytes {
+      info.bytes = bytes.count
+      replay(
+        SegmentReader(bytes), name: name, seqs: first..<(next ?? SegmentFormat.seqLimit), info: &info,
+        ahead: segment.map { ReadAhead(segment: $0) })
     }
     outcome.segments.append(info)
   }

@@ -15,13 +15,19 @@ final class SegmentPrefetch: Sendable {
   /// One segment read ahead: valid from `next()` until `done()`.
   final class Segment: @unchecked Sendable {  // handed over by the semaphores, one side at a time
     fileprivate let buffer = ReadBuffer()
-    /// The file's bytes; nil when there is no such file.
-    private(set) var bytes: UnsafeRawBufferPointer?
-    private(set) var error: FileError?
+    private var bytes: UnsafeRawBufferPointer?
+    private var error: FileError?
     /// The intact records from the first after the header, in order, with their items' parts.
     private(set) var records: [SegmentRecord] = []
     /// The read after the last of `records`; nil when the file was not scanned (not this format).
     private(set) var stop: SegmentReader.ReadResult?
+
+    /// The file's bytes (nil when there is no such file), or why it could not be read: what
+    /// `ReadBuffer.load` gave on the prefetch thread.
+    func load() throws(FileError) -> UnsafeRawBufferPointer? {
+      if let error { throw error }
+      return bytes
+    }
 
     fileprivate func fill(_ path: String) {
       records.removeAll(keepingCapacity: true)

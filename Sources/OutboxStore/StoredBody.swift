@@ -98,10 +98,7 @@ struct StoredBody {
   /// Appends the body of `record` (saved at `savedAt`) to `out`.
   mutating func decode(_ record: UnsafeRawBufferPointer, savedAt: Int64, to out: inout [UInt8]) {
     let reader = Reader(record)
-    var length = record.count - reader.offset + (reader.header.contains(.time) ? Self.timeMemberLength : 0)
-    if let entry = reader.user { length += users.length(entry) }
-    if let entry = reader.label { length += labels.length(entry) }
-    out.reserveCapacity(out.count + length)  // one allocation for a new array
+    out.reserveCapacity(out.count + bodyLength(record, reader))  // one allocation for a new array
     if let entry = reader.user { users.append(entry, to: &out) }
     if let entry = reader.label { labels.append(entry, to: &out) }
     out.append(contentsOf: UnsafeRawBufferPointer(rebasing: record[reader.offset...]))
@@ -127,8 +124,9 @@ struct StoredBody {
   mutating func warm(userHashes: [UInt32]) { users.warm(userHashes) }
 
   /// The byte count of the body `record` holds.
-  func bodyLength(_ record: UnsafeRawBufferPointer) -> Int {
-    let reader = Reader(record)
+  func bodyLength(_ record: UnsafeRawBufferPointer) -> Int { bodyLength(record, Reader(record)) }
+
+  private func bodyLength(_ record: UnsafeRawBufferPointer, _ reader: Reader) -> Int {
     var length = record.count - reader.offset
     if let entry = reader.user { length += users.length(entry) }
     if let entry = reader.label { length += labels.length(entry) }
@@ -149,14 +147,13 @@ struct StoredBody {
   static func isWhole(_ record: UnsafeRawBufferPointer) -> Bool { record[0] & ~Header.explicitID.rawValue == 0 }
 
   /// The row lets go of the entries its record uses. Returns the byte count of the body it held
-  /// (`bodyLength`, read in the same pass).
+  /// (`bodyLength`, with the record read once).
   @discardableResult
   mutating func release(_ record: UnsafeRawBufferPointer) -> Int {
     let reader = Reader(record)
-    var length = record.count - reader.offset
-    if let entry = reader.user { length += users.release(entry) }
-    if let entry = reader.label { length += labels.release(entry) }
-    if reader.header.contains(.time) { length += Self.timeMemberLength }
+    let length = bodyLength(record, reader)
+    if let entry = reader.user { users.release(entry) }
+    if let entry = reader.label { labels.release(entry) }
     return length
   }
 

@@ -17,17 +17,23 @@ extension FlushPending {
     var result = FlushResult(
       flushId: service.newID(at: service.clock.now()), items: [], seqs: [], superseded: attributes.supersededSeqs)
     var builder = trackBuilder(result, shape, service)
+    var copied = attributes.makeIterator()  // in row order: written from these copies, not read again
     for row in pick.rows {
-      if add(row, store, &builder) { result.seqs.append(store.seq(row: row)) } else { result.dropped += 1 }
+      let copy = store.kind(row: row) == .userAttribute ? copied.next() : nil
+      if add(row, copy, store, &builder) { result.seqs.append(store.seq(row: row)) } else { result.dropped += 1 }
     }
     result.requests = builder.finish().filter { $0.objectCount > 0 }
     result.skipped = pick.noIdentifier.map { store.id(row: $0).text }
-    result.remaining = service.store.count - store.leasedCount - pick.rows.count
+    result.remaining = unleased(service) - pick.rows.count
     return result
   }
 
-  /// Adds the row's object; false when the store rejects its body (nothing was added).
-  private static func add(_ row: Int, _ store: PendingStore, _ builder: inout UsersTrack.Builder) -> Bool {
+  /// Adds the row's object (from `copy`, when the item was copied out already); false when the store
+  /// rejects its body (nothing was added).
+  private static func add(
+    _ row: Int, _ copy: PendingItem?, _ store: PendingStore, _ builder: inout UsersTrack.Builder
+  ) -> Bool {
+    if let copy { return builder.add(copy, verify: { store.wellFormed(row) }) }
     let (seq, kind, hasUser) = (store.seq(row: row), store.kind(row: row), store.has(.hasUser, row: row))
     let known = store.isCanonical(row: row)
     let fromParts = store.withParts(row: row) {

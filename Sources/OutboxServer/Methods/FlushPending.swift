@@ -90,9 +90,12 @@ package enum FlushPending: RPCMethod {
       result.skipped = skipped
       if rendered { result = render(result, shape, service) }
     }
-    result.remaining = service.store.count - service.store.items.leasedCount
+    result.remaining = unleased(service)
     return result
   }
+
+  /// Held items not in a lease (pending or dead letters): what `remaining` counts before a drain takes any.
+  static func unleased(_ service: Service) -> Int { service.store.count - service.store.items.leasedCount }
 }
 
 /// How a flush presents its items: as items, or as `/users/track` bodies with an optional default user.
