@@ -53,7 +53,10 @@ final class SegmentPrefetch: Sendable {
   static let depth = 2
   private let paths: [String]
   private let segments: [Segment]
-  private let free = DispatchSemaphore(value: SegmentPrefetch.depth)
+  /// Free buffers. Made at 0 and signalled `depth` times: libdispatch traps when a semaphore is
+  /// freed below the value it was made with, and a recovery that stops early (an unreadable segment)
+  /// leaves this one wherever the two threads' last waits and signals put it.
+  private let free = DispatchSemaphore(value: 0)
   private let ready = DispatchSemaphore(value: 0)
   private let cancelled = Atomic<Bool>(false)
   private let taken = Mutex(0)
@@ -62,6 +65,7 @@ final class SegmentPrefetch: Sendable {
   init?(paths: [String]) {
     self.paths = paths
     segments = (0..<Self.depth).map { _ in Segment() }
+    for _ in 0..<Self.depth { free.signal() }
     guard DetachedThread.detach({ [self] in produce() }) else { return nil }
   }
 

@@ -27,6 +27,28 @@ import Testing
     #expect(ahead.files == inTurn.files)
   }
 
+  /// A segment that cannot be read refuses the start while the second thread is reading the ones
+  /// after it. Its thread then stops, and the reader goes with it, however the two interleave: a
+  /// semaphore left below its starting count when it was freed trapped the process (CI, issue 21).
+  @Test func anUnreadableSegmentStopsTheReadingAheadCleanly() throws {
+    let dir = Paths.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: dir) }
+    var rng = SeededGenerator(seed: 99)
+    try writeSegments(dir, &rng, count: 8...8, damaged: false)
+    let names = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("segment.") }
+      .sorted()
+    // The second segment is a directory: opened, found not a regular file, refused.
+    try FileManager.default.removeItem(at: dir.appendingPathComponent(names[1]))
+    try FileManager.default.createDirectory(
+      at: dir.appendingPathComponent(names[1]), withIntermediateDirectories: false)
+    for _ in 0..<200 {
+      #expect(throws: StartupError.self) {
+        _ = try Recovery.run(directory: dir.path, store: Store(), acceptLoss: true, log: Log(level: .error))
+      }
+    }
+    usleep(200_000)  // the read-ahead threads end (and are freed) while the test still runs
+  }
+
   private struct Recovered {
     var rows: [[UInt8]]
     var segments: [SegmentInfo]
@@ -62,13 +84,15 @@ import Testing
     return Recovered(rows: rows, segments: outcome.segments, warnings: warnings, files: files)
   }
 
-  /// Three to six segments from seq 1, then damage in one or two of them.
-  private func writeSegments(_ dir: URL, _ rng: inout SeededGenerator) throws {
+  /// `count` segments from seq 1, then damage in one or two of them (unless not `damaged`).
+  private func writeSegments(
+    _ dir: URL, _ rng: inout SeededGenerator, count: ClosedRange<Int> = 3...6, damaged: Bool = true
+  ) throws {
     try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
     var seq: UInt64 = 1
     var held: [UInt64] = []
     var files: [(String, [UInt8])] = []
-    for _ in 0..<Int.random(in: 3...6, using: &rng) {
+    for _ in 0..<Int.random(in: count, using: &rng) {
       let name = SegmentFormat.name(first: seq)
       var bytes = SegmentFormat.header
       for _ in 0..<Int.random(in: 20...300, using: &rng) {
@@ -89,7 +113,7 @@ import Testing
       }
       files.append((name, bytes))
     }
-    for _ in 0..<Int.random(in: 1...2, using: &rng) {
+    for _ in 0..<(damaged ? Int.random(in: 1...2, using: &rng) : 0) {
       let n = Int.random(in: 0..<files.count, using: &rng)
       damage(&files[n].1, &rng)
     }
