@@ -48,9 +48,11 @@ package final class Disk {
   package private(set) var fsyncFailed = false
   package private(set) var lastFsyncError: String?
   private let log: Log
-  private weak var measuredStore: Store?
+  // Strong references: the store outlives its disk and holds none back. A weak reference would give
+  // the store a side table, and every retain and release of it on the request path the slow path.
+  private var measuredStore: Store?
   #if DEBUG
-  private weak var auditedStore: Store?
+  private var auditedStore: Store?
   #endif
 
   /// Locks the directory, recovers it into `store`, and attaches the journal.
