@@ -139,7 +139,7 @@ extension JSONTape {
   /// is copied as it is.
   package func encode(_ n: Int, into out: inout [UInt8]) {
     if isCanonical(n) {
-      out.append(contentsOf: text(n))
+      out.appendBytes(text(n))
       return
     }
     switch lead(n) {

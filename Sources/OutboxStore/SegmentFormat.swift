@@ -119,10 +119,10 @@ package enum SegmentFormat {
         raw.storeBytes(of: id.high.littleEndian, toByteOffset: 32, as: UInt64.self)
         raw.storeBytes(of: id.low.littleEndian, toByteOffset: 40, as: UInt64.self)
       }
-      out.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[0..<headCount]))
+      out.appendBytes(UnsafeRawBufferPointer(rebasing: raw[0..<headCount]))
     }
     if !generated { out.append(contentsOf: id.client) }
-    out.append(contentsOf: body)
+    out.appendBytes(body)
     out.withUnsafeMutableBytes { raw in
       let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[(start + 8)...]))
       raw.storeBytes(of: crc.littleEndian, toByteOffset: start + 4, as: UInt32.self)
@@ -194,7 +194,7 @@ enum LeaseOutcome: UInt8, Sendable {
 
 extension Array where Element == UInt8 {
   mutating func appendLE<T: FixedWidthInteger>(_ value: T) {
-    Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
+    Swift.withUnsafeBytes(of: value.littleEndian) { appendBytes($0) }
   }
 
   /// Appends a u8 length and up to 255 bytes.

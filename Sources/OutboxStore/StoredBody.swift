@@ -185,7 +185,7 @@ struct StoredBody {
   }
 
   private mutating func appendTime(_ savedAt: Int64, to out: inout [UInt8]) {
-    out.append(contentsOf: UnsafeRawBufferPointer(start: Self.timeKey.utf8Start, count: 9))
+    out.appendBytes(UnsafeRawBufferPointer(start: Self.timeKey.utf8Start, count: 9))
     timeText.append(ms: savedAt, to: &out)
     out.append(UInt8(ascii: "\""))
   }

@@ -63,7 +63,7 @@ public struct ByteCursor {
       var cursor = ByteCursor(buffer.baseAddress!)
       body(&cursor)
       precondition(cursor.count <= capacity)
-      out.append(contentsOf: UnsafeBufferPointer(start: buffer.baseAddress!, count: cursor.count))
+      out.appendBytes(UnsafeBufferPointer(start: buffer.baseAddress!, count: cursor.count))
     }
   }
 }

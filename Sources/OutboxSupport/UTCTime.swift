@@ -96,7 +96,7 @@ package struct UTCTimeText {
   /// Appends the 24 bytes of `UTCTime.append(ms:)` to `out`.
   package mutating func append(ms: Int64, to out: inout [UInt8]) {
     if ms != self.ms { remake(ms) }
-    withUnsafeBytes(of: &text) { out.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[0..<Self.length])) }
+    withUnsafeBytes(of: &text) { out.appendBytes(UnsafeRawBufferPointer(rebasing: $0[0..<Self.length])) }
   }
 
   private mutating func remake(_ ms: Int64) {

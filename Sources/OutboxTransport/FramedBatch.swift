@@ -1,3 +1,5 @@
+import OutboxSupport
+
 /// The messages one read completed, in order, with the lines' bytes copied out of the read buffer
 /// (a `FramedLine` is valid only inside the framer's callback), so the loop can look at all of
 /// them before answering the first (`Server.handle(_:)` prepares saves on a second thread).
@@ -22,7 +24,7 @@ package struct FramedBatch {
     switch framed {
     case .line(let line):
       let start = bytes.count
-      bytes.append(contentsOf: line)
+      bytes.appendBytes(line)
       entries.append(.line(start..<bytes.count))
     case .tooLong(let length): entries.append(.tooLong(length: length))
     case .fault(let fault): entries.append(.fault(fault))

@@ -40,7 +40,7 @@ extension Array where Element == UInt8 {
   /// Appends text known at compile time, such as `,"name":` (one copy instead of four appends).
   @inline(__always)
   mutating func appendRaw(_ text: StaticString) {
-    append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    appendBytes(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
   }
 
   /// Appends the item's `user` member from the request: the sent text itself when it is already
@@ -54,7 +54,7 @@ extension Array where Element == UInt8 {
   /// Appends the `user` member as its node's text, which must be in the wire form.
   mutating func appendWireUser(_ node: Int, from tape: JSONTape) {
     appendRaw(",\"user\":")
-    append(contentsOf: tape.text(node))
+    appendBytes(tape.text(node))
   }
 
   /// Appends the item's `user` member when there is one.
