@@ -40,29 +40,24 @@ public struct JSONNode: Sendable {
 /// The tape borrows the input: use it only while the bytes it was read from are alive. For that
 /// reason it is not `Sendable`: nothing ties those bytes' lifetime to another thread.
 public final class JSONTape {
-  public let base: UnsafePointer<UInt8>
-  public let count: Int
-  @usableFromInline let nodes: UnsafeMutablePointer<JSONNode>
-  let nodeCount: Int
+  public private(set) var base: UnsafePointer<UInt8>
+  public private(set) var count: Int
+  @usableFromInline private(set) var nodes: UnsafeMutablePointer<JSONNode>
+  private(set) var nodeCount: Int
   /// True when some object held a key twice.
-  package let sawDuplicateKey: Bool
-  /// The nodes belong to a `TapeScratch`, not to this tape.
-  private let borrowsNodes: Bool
+  package private(set) var sawDuplicateKey: Bool
+  /// The nodes `nodes` has room for (this tape owns them).
+  private var capacity: Int
 
   /// Reads one whole JSON text; trailing non-whitespace is an error.
   ///
-  /// - Parameters:
-  ///   - maxBatch: when the text is an array, the most members it may have.
-  ///   - scratch: node memory to reuse instead of allocating it. The tape is then valid only until
-  ///     the next read with the same scratch (the hot save reads every line into one).
-  package init(
-    _ bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int = 128, maxBatch: Int = .max, scratch: TapeScratch? = nil
-  ) throws(JSONParseError) {
-    var builder = TapeBuilder(bytes, maxDepth: maxDepth, maxBatch: maxBatch, reusing: scratch?.take())
+  /// - Parameter maxBatch: when the text is an array, the most members it may have.
+  package init(_ bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int = 128, maxBatch: Int = .max) throws(JSONParseError) {
+    var builder = TapeBuilder(bytes, maxDepth: maxDepth, maxBatch: maxBatch)
     do {
       try builder.document()
     } catch {
-      if scratch?.keep(builder.nodes, builder.capacity) != true { builder.nodes.deallocate() }
+      builder.nodes.deallocate()
       throw error
     }
     base = builder.base
@@ -70,10 +65,49 @@ public final class JSONTape {
     nodes = builder.nodes
     nodeCount = builder.nodeCount
     sawDuplicateKey = builder.sawDuplicateKey
-    borrowsNodes = scratch?.keep(builder.nodes, builder.capacity) == true
+    capacity = builder.capacity
   }
 
-  deinit { if !borrowsNodes { nodes.deallocate() } }
+  deinit { nodes.deallocate() }
+
+  /// Reads one whole JSON text into the tape `scratch` keeps, reusing the object and its node
+  /// memory when nothing else holds it (the hot save reads every line into one, allocating
+  /// nothing). The tape is valid until the next read with the same scratch.
+  package static func read(
+    _ bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int = 128, maxBatch: Int = .max, scratch: TapeScratch
+  ) throws(JSONParseError) -> JSONTape {
+    guard isKnownUniquelyReferenced(&scratch.tape), let tape = scratch.tape else {
+      let tape = try JSONTape(bytes, maxDepth: maxDepth, maxBatch: maxBatch)
+      scratch.tape = tape
+      return tape
+    }
+    try tape.reread(bytes, maxDepth: maxDepth, maxBatch: maxBatch)
+    return tape
+  }
+
+  /// Reads `bytes` into this tape's node memory. After a failure the tape holds no nodes.
+  private func reread(_ bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int, maxBatch: Int) throws(JSONParseError) {
+    shrink()
+    var builder = TapeBuilder(bytes, maxDepth: maxDepth, maxBatch: maxBatch, reusing: (nodes, capacity))
+    var failure: JSONParseError? = nil
+    do throws(JSONParseError) { try builder.document() } catch { failure = error }
+    nodes = builder.nodes  // grown, perhaps
+    capacity = builder.capacity
+    base = builder.base
+    count = builder.count
+    nodeCount = failure == nil ? builder.nodeCount : 0
+    sawDuplicateKey = builder.sawDuplicateKey
+    if let failure { throw failure }
+  }
+
+  /// Gives back node memory past `TapeScratch.keptCapacity`; the tape then holds no nodes.
+  fileprivate func shrink() {
+    guard capacity > TapeScratch.keptCapacity else { return }
+    nodes.deallocate()
+    capacity = 64
+    nodes = .allocate(capacity: capacity)
+    nodeCount = 0
+  }
 
   /// The root value.
   package var root: Int { 0 }
@@ -174,32 +208,18 @@ public final class JSONTape {
   }
 }
 
-/// Node memory kept from one tape read to the next, so a loop reading one line after another
-/// allocates it once. Not thread-safe: one reader at a time.
+/// A tape kept from one read to the next (`JSONTape.read(_:maxDepth:maxBatch:scratch:)`), so a loop
+/// reading one line after another allocates neither the tape nor its nodes. Not thread-safe: one
+/// reader at a time.
 package final class TapeScratch {
-  private var nodes: UnsafeMutablePointer<JSONNode>? = nil
-  private var capacity = 0
+  fileprivate var tape: JSONTape? = nil
 
   package init() {}
 
-  deinit { nodes?.deallocate() }
-
-  /// The memory, now owned by the caller until it hands it back with `keep`.
-  func take() -> (UnsafeMutablePointer<JSONNode>, Int)? {
-    defer { nodes = nil }
-    return nodes.map { ($0, capacity) }
-  }
-
-  /// Takes the memory back and returns true; memory grown past `keptCapacity` nodes by one big text
-  /// stays the caller's (false).
-  func keep(_ nodes: UnsafeMutablePointer<JSONNode>, _ capacity: Int) -> Bool {
-    self.nodes?.deallocate()
-    self.nodes = nil
-    guard capacity <= Self.keptCapacity else { return false }
-    self.nodes = nodes
-    self.capacity = capacity
-    return true
-  }
-
+  /// The most nodes a kept tape holds on to between reads.
   static let keptCapacity = 4096
+
+  /// Lets go of node memory one big text grew past `keptCapacity`: call once done with the tape, so
+  /// what a hostile line took is not held while the next thing is read.
+  package func trim() { tape?.shrink() }
 }

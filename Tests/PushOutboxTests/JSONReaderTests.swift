@@ -116,7 +116,12 @@ import Testing
   static func read(_ bytes: [UInt8], scratch: TapeScratch?) -> Result<(JSONValue, Bool), JSONParseError> {
     bytes.withUnsafeBufferPointer { buffer in
       do throws(JSONParseError) {
-        let tape = try JSONTape(buffer, scratch: scratch)
+        let tape: JSONTape
+        if let scratch {
+          tape = try JSONTape.read(buffer, scratch: scratch)
+        } else {
+          tape = try JSONTape(buffer)
+        }
         return .success((tape.value(tape.root), tape.sawDuplicateKey))
       } catch {
         return .failure(error)

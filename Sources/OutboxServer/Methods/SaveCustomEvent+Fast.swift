@@ -86,8 +86,9 @@ struct FastSave: Sendable {
   static func prepare(
     _ line: UnsafeBufferPointer<UInt8>, limits: Limits, scratch: TapeScratch, into body: inout [UInt8]
   ) -> FastSave? {
+    defer { scratch.trim() }
     guard
-      let tape = try? JSONTape(line, maxDepth: limits.maxDepth, maxBatch: limits.maxBatch, scratch: scratch),
+      let tape = try? JSONTape.read(line, maxDepth: limits.maxDepth, maxBatch: limits.maxBatch, scratch: scratch),
       !tape.sawDuplicateKey, let parts = SaveCustomEvent.fastParts(tape), let id = RequestID(tape, parts.id)
     else { return nil }
     var issues = Issues()
