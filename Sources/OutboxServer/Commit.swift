@@ -10,11 +10,19 @@ package import OutboxTransport
 /// before any of the burst's replies. If that fails, the store takes the burst's saves back and their
 /// replies become `-32003 storage_unavailable`: a save is acknowledged only once its record is written.
 extension Server {
-  /// A reply that waits for the commit of its journal record.
+  /// A reply that waits for the commit of its journal record: a save's, already written into
+  /// `draft` at `offset` (its `written` bytes, without the line end), or another result, written
+  /// there by `render`. A failed commit puts the refusal in its place.
   struct Hole {
     var offset: Int
     var id: RequestID
-    var reply: WaitingReply
+    var reply: Waiting
+
+    enum Waiting {
+      /// A save's reply: `written` bytes at the offset; `counted` when `/metrics` counts it.
+      case save(written: Int, kind: ItemKind, counted: Bool)
+      case other(any AwaitsCommit)
+    }
   }
 
   /// What the commits of a burst decided for its holes: the first `settled` are settled, and those in
@@ -54,38 +62,50 @@ extension Server {
   package func render() {
     commit()
     takeLongCallOutput()
-    output.reserveCapacity(output.count + draft.count + holes.count * 112)
+    output.reserveCapacity(output.count + draft.count + (holes.count - writtenHoles) * 112)
     draft.withUnsafeBufferPointer { draft in
+      // `draft[cursor..<n]` is ready to go out as it is: the text between holes and the saves'
+      // replies that stand.
       var cursor = 0
       for n in holes.indices {
         let offset = holes[n].offset
-        if offset == cursor + 1 {
-          output.append(draft[cursor])  // the line end after the previous reply, the common case
-        } else if offset > cursor {
-          output.append(contentsOf: UnsafeBufferPointer(rebasing: draft[cursor..<offset]))
+        if case .save(_, let kind, let counted) = holes[n].reply, settlement.refusal(of: n) == nil {
+          if counted { service.counters.countSave(kind) }
+          continue
         }
-        renderHole(n)
+        if offset > cursor { output.appendBytes(UnsafeBufferPointer(rebasing: draft[cursor..<offset])) }
         cursor = offset
+        if case .save(let written, _, _) = holes[n].reply { cursor += written }
+        renderHole(n)
       }
-      if draft.count > cursor { output.append(contentsOf: UnsafeBufferPointer(rebasing: draft[cursor...])) }
+      if draft.count > cursor { output.appendBytes(UnsafeBufferPointer(rebasing: draft[cursor...])) }
     }
     ledger.rendered += holes.count
     ledger.check(service.log, awaitingLongReplies: service.longCalls.awaitingReply)
     holes.removeAll(keepingCapacity: true)
+    writtenHoles = 0
     settlement = Settlement()
     draft.removeAll(keepingCapacity: draft.capacity <= 1 << 22)
+  }
+
+  /// Writes a save's reply into `draft` now, as a hole its commit may still refuse.
+  func holdSave(_ result: SaveResult, id: RequestID) {
+    let offset = draft.count
+    Server.appendReply(result, id: id, to: &draft)
+    let written = draft.count - offset
+    holes.append(
+      Hole(
+        offset: offset, id: id, reply: .save(written: written, kind: result.kind, counted: !result.receipt.duplicate)))
+    writtenHoles += 1
   }
 }
 
 extension Server {
-  /// Appends the reply of hole `n`, or the refusal its commit gave it.
+  /// Appends the refusal hole `n`'s commit gave it, or the reply of a result that is not a save's.
   private func renderHole(_ n: Int) {
     if let refusal = settlement.refusal(of: n) {
       if case .save = holes[n].reply { service.counters.countRefusal(MetricCounters.reason(refusal.code.rawValue)) }
       ResponseWriter.append(Response(id: holes[n].id, .error(refusal)), to: &output)
-    } else if case .save(let save) = holes[n].reply {
-      if !save.receipt.duplicate { service.counters.countSave(save.kind) }
-      Server.appendReply(save, id: holes[n].id, to: &output)
     } else if case .other(let result) = holes[n].reply {
       ResponseWriter.append(Response(id: holes[n].id, .result(result)), to: &output)
     }

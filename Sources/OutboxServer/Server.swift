@@ -8,10 +8,10 @@ package import OutboxTransport
 
 /// Turns request lines into response lines, strictly in order.
 ///
-/// Replies are values until the journal commit's outcome is known: a save's reply is kept as a
-/// `Reply.save` hole in `draft`, and `render()` (called between lines, once per burst) commits what
-/// is still pending and writes every reply into `output`, as a result or as `-32003`. Nothing written
-/// into `output` is ever patched afterwards. Every request with an id gets exactly one reply;
+/// Replies wait until the journal commit's outcome is known: a save's reply is written into `draft`
+/// and marked as a hole (`Hole`), and `render()` (called between lines, once per burst) commits what
+/// is still pending and writes every reply into `output`, as written or as `-32003` in its place.
+/// Nothing written into `output` is ever patched afterwards. Every request with an id gets exactly one reply;
 /// notifications get none, ever. A long call (`LongCalls`) is answered when its work ends, with a
 /// later burst: the only replies that may follow replies to later requests.
 package final class Server {
@@ -46,8 +46,12 @@ package final class Server {
   var preparedTail: PreparedTail?
   lazy var linePreparer: LinePreparer? = service.config.threads > 1 ? LinePreparer(config: service.config) : nil
 
-  /// About how many reply bytes the burst holds so far (waiting replies counted at a typical size).
-  var burstBytes: Int { draft.count + holes.count * 96 }
+  /// How many of `holes` are saves whose replies are already in `draft`.
+  var writtenHoles = 0
+
+  /// About how many reply bytes the burst holds so far (replies not yet written counted at a
+  /// typical size).
+  var burstBytes: Int { draft.count + (holes.count - writtenHoles) * 96 }
 
   package init(service: Service, table: MethodTable = .standard) {
     self.service = service
@@ -158,7 +162,11 @@ package final class Server {
       }
       if let waiting, let id = request.id {
         draft.removeSubrange(mark...)
-        holes.append(Hole(offset: draft.count, id: id, reply: waiting))
+        if case .save(let result) = waiting {
+          holdSave(result, id: id)
+        } else if case .other(let result) = waiting {
+          holes.append(Hole(offset: draft.count, id: id, reply: .other(result)))
+        }
         return true
       }
       ResponseWriter.endResult(to: &draft)
@@ -193,7 +201,7 @@ package final class Server {
   func reply(to id: RequestID, _ result: SaveResult) {
     ledger.requested += 1
     if result.awaitsCommit {
-      holes.append(Hole(offset: draft.count, id: id, reply: .save(result)))
+      holdSave(result, id: id)
     } else {
       if !result.receipt.duplicate { service.counters.countSave(result.kind) }
       Server.appendReply(result, id: id, to: &draft)
