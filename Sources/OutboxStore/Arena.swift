@@ -1,12 +1,15 @@
+import OutboxSupport
+
 /// Where an item's bytes live in the `Arena`: chunk slot in the high 32 bits, offset in the low 32.
 package typealias ArenaLocation = UInt64
 
-/// Item bytes, packed one after another into large chunks (1 MiB, or one chunk per larger item).
+/// Item bytes, packed one after another into large chunks (2 MiB blocks of `LargeMemory`, made ready
+/// on another thread; or one ordinary allocation per larger item).
 ///
 /// A chunk is freed as soon as none of its bytes are live, so removing items from the head returns
 /// memory in proportion to what was removed. Freed slots are reused.
 package final class Arena {
-  package static let chunkSize = 1 << 20
+  package static let chunkSize = LargeMemory.blockSize
 
   private var chunks: [UnsafeMutableRawPointer?] = []
   private var used: [Int] = []
@@ -18,7 +21,7 @@ package final class Arena {
   package init() {}
 
   deinit {
-    for chunk in chunks { chunk?.deallocate() }
+    for slot in chunks.indices { free(slot) }
   }
 
   /// Bytes held in chunks (for `status` and the memory benchmark).
@@ -63,8 +66,7 @@ package final class Arena {
       used[slot] = 0  // reuse the current chunk from its start
       return
     }
-    chunks[slot]?.deallocate()
-    chunks[slot] = nil
+    free(slot)
     used[slot] = 0
     freeSlots.append(slot)
   }
@@ -73,7 +75,8 @@ package final class Arena {
   private func reserve(_ length: Int) -> Int {
     if current >= 0 && used[current] + length <= capacity(current) { return current }
     let size = max(Self.chunkSize, length)
-    let memory = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+    let memory =
+      size == Self.chunkSize ? LargeMemory.allocate() : UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
     let slot: Int
     if let reused = freeSlots.popLast() {
       slot = reused
@@ -95,14 +98,24 @@ package final class Arena {
 
   private var sizes: [Int] = []
 
+  /// Gives chunk `slot`'s memory back (a no-op for a freed slot).
+  private func free(_ slot: Int) {
+    guard let chunk = chunks[slot] else { return }
+    if sizes[slot] == Self.chunkSize {
+      LargeMemory.deallocate(chunk)
+    } else {
+      chunk.deallocate()
+    }
+    chunks[slot] = nil
+  }
+
   private func capacity(_ slot: Int) -> Int { sizes[slot] }
 
   /// Makes `next` the chunk being filled; the previous one is freed if nothing in it is live.
   private func retire(_ previous: Int, next: Int) {
     current = next
     if previous >= 0 && live[previous] == 0 && previous != next {
-      chunks[previous]?.deallocate()
-      chunks[previous] = nil
+      free(previous)
       used[previous] = 0
       freeSlots.append(previous)
     }

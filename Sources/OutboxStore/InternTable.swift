@@ -1,7 +1,8 @@
 /// Byte strings held once, each with a count of the rows that use it: the users and event names a
 /// store repeats millions of times, kept once each (`StoredBody`).
 ///
-/// Entries live one after another in `storage`; an entry's number is stable while any row uses it.
+/// Entries live one after another in `storage` (`InternBytes`, blocks that never move); an entry's
+/// number is stable while any row uses it.
 /// When the last row lets go, its number is reused and its bytes become garbage that a later
 /// compaction of `storage` drops. The index is open addressing with linear probing. A slot holds all
 /// that interning reads (the hash, the number, where the bytes are, the count of uses), so a save
@@ -32,7 +33,7 @@ struct InternTable {
     var length: UInt8
   }
 
-  private var storage: [UInt8] = []
+  private var storage = InternBytes()
   private var entries: [Entry] = []
   /// The count is a power of two at least twice the entries.
   private var slots = [Slot](repeating: Slot(), count: 64)
@@ -63,7 +64,7 @@ struct InternTable {
       }
       index = (index + 1) & mask
     }
-    guard count < Self.maxEntries, storage.count + bytes.count <= Int(UInt32.max) else { return nil }
+    guard count < Self.maxEntries, storage.canAppend(bytes.count) else { return nil }
     let entry = add(bytes, hash: hash)
     slots[index] = Slot(
       hash: hash, entry: UInt32(entry + 1) | UInt32(bytes.count) << 24, start: entries[entry].start, uses: 1)
@@ -77,13 +78,12 @@ struct InternTable {
     let mask = slots.count - 1
     var sink: UInt64 = 0
     for hash in hashes { sink &+= UInt64(slots[Int(hash) & mask].start) }
-    storage.withUnsafeBytes { all in
-      for hash in hashes {
-        let slot = slots[Int(hash) & mask]
-        guard slot.entry != 0, slot.hash == hash else { continue }
-        // both ends: most entries cross a cache line
-        sink &+= UInt64(all[Int(slot.start)]) &+ UInt64(all[Int(slot.start) + slot.length - 1])
-      }
+    for hash in hashes {
+      let slot = slots[Int(hash) & mask]
+      guard slot.entry != 0, slot.hash == hash else { continue }
+      // both ends: most entries cross a cache line
+      let bytes = storage.pointer(Int(slot.start))
+      sink &+= UInt64(bytes.load(as: UInt8.self)) &+ UInt64(bytes.load(fromByteOffset: slot.length - 1, as: UInt8.self))
     }
     warmSink = sink
   }
@@ -97,7 +97,7 @@ struct InternTable {
     unlink(index)
     garbage += Int(entries[entry].length)
     free.append(UInt32(entry))
-    if garbage > 1 << 16 && garbage * 2 > storage.count { compact() }
+    if garbage > 1 << 16 && garbage * 2 > storage.held { compact() }
   }
 
   /// The entry's byte count.
@@ -108,40 +108,34 @@ struct InternTable {
   func withBytes<T>(_ entry: UInt32?, _ use: (UnsafeRawBufferPointer) -> T) -> T {
     guard let entry else { return use(UnsafeRawBufferPointer(start: nil, count: 0)) }
     let held = entries[Int(entry)]
-    return storage.withUnsafeBytes {
-      use(UnsafeRawBufferPointer(rebasing: $0[Int(held.start)..<Int(held.start) + Int(held.length)]))
-    }
+    return use(storage.bytes(Int(held.start), Int(held.length)))
   }
 
   /// Appends the entry's bytes to `out`.
   @inline(__always) func append(_ entry: UInt32, to out: inout [UInt8]) {
     let entry = entries[Int(entry)]
-    let start = Int(entry.start)
-    out.append(contentsOf: storage[start..<start + Int(entry.length)])
+    out.appendBytes(storage.bytes(Int(entry.start), Int(entry.length)))
   }
 
   /// Compares eight bytes at a time (entries are short: no call out).
   @inline(__always)
   private func equals(_ start: Int, _ bytes: UnsafeRawBufferPointer) -> Bool {
-    storage.withUnsafeBytes { all in
-      let held = all.baseAddress! + start
-      var i = 0
-      while i + 8 <= bytes.count {
-        let word = bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-        guard held.loadUnaligned(fromByteOffset: i, as: UInt64.self) == word else { return false }
-        i += 8
-      }
-      while i < bytes.count {
-        guard held.load(fromByteOffset: i, as: UInt8.self) == bytes[i] else { return false }
-        i += 1
-      }
-      return true
+    let held = UnsafeRawPointer(storage.pointer(start))
+    var i = 0
+    while i + 8 <= bytes.count {
+      let word = bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+      guard held.loadUnaligned(fromByteOffset: i, as: UInt64.self) == word else { return false }
+      i += 8
     }
+    while i < bytes.count {
+      guard held.load(fromByteOffset: i, as: UInt8.self) == bytes[i] else { return false }
+      i += 1
+    }
+    return true
   }
 
   private mutating func add(_ bytes: UnsafeRawBufferPointer, hash: UInt32) -> Int {
-    let new = Entry(start: UInt32(storage.count), hash: hash, length: UInt8(bytes.count))
-    storage.append(contentsOf: bytes)
+    let new = Entry(start: UInt32(storage.append(bytes)), hash: hash, length: UInt8(bytes.count))
     if let reused = free.popLast() {
       entries[Int(reused)] = new
       return Int(reused)
@@ -189,14 +183,12 @@ struct InternTable {
 
   /// Drops the bytes of entries no longer used; entry numbers stay as they are.
   private mutating func compact() {
-    var packed: [UInt8] = []
-    packed.reserveCapacity(storage.count - garbage)
+    let packed = InternBytes()
     for index in slots.indices where slots[index].entry != 0 {
       let entry = slots[index].number
-      let start = Int(entries[entry].start)
-      entries[entry].start = UInt32(packed.count)
+      let held = storage.bytes(Int(entries[entry].start), Int(entries[entry].length))
+      entries[entry].start = UInt32(packed.append(held))
       slots[index].start = entries[entry].start
-      packed.append(contentsOf: storage[start..<start + Int(entries[entry].length)])
     }
     storage = packed
     garbage = 0

@@ -152,6 +152,43 @@ import Testing
     }
   }
 
+  /// Entries held across several of `InternBytes`' 2 MiB blocks (random lengths up to the longest, so
+  /// entries meet block ends at random) read back as interned; a copy of the table is a value:
+  /// what one copy interns, releases or compacts away, the other never sees.
+  @Test func entriesAcrossBlocksReadBackAndACopyIsAValue() {
+    var random = SeededGenerator(seed: 21)
+    var table = InternTable()
+    var held: [(UInt32, [UInt8])] = []
+    var total = 0
+    while total < 9 << 20 {  // past four block ends
+      // Distinct: each starts with its own index; then filler to a random length (4 to the longest).
+      let length = 4 + Int(random.next() % UInt64(InternTable.maxLength - 3))
+      let bytes =
+        withUnsafeBytes(of: UInt32(held.count)) { Array($0) }
+        + (4..<length).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+      guard let number = bytes.withUnsafeBytes({ table.intern($0) }) else { break }
+      held.append((number, bytes))
+      total += bytes.count
+    }
+    func readsBack(_ table: InternTable, _ entries: [(UInt32, [UInt8])]) -> Bool {
+      entries.allSatisfy { number, bytes in
+        var out: [UInt8] = []
+        table.append(number, to: &out)
+        return out == bytes && table.withBytes(number, { Array($0) }) == bytes
+      }
+    }
+    #expect(readsBack(table, held))
+    var copy = table
+    let extra = [UInt8](repeating: 0x7A, count: 200)
+    let extraNumber = extra.withUnsafeBytes { copy.intern($0) }!
+    for (number, _) in held.prefix(held.count * 3 / 4) { copy.release(number) }  // compacts the copy
+    #expect(copy.compactions > table.compactions)
+    let kept = Array(held.suffix(held.count - held.count * 3 / 4))
+    #expect(table.count == held.count && copy.count == kept.count + 1)
+    #expect(readsBack(table, held))
+    #expect(readsBack(copy, kept + [(extraNumber, extra)]))
+  }
+
   @Test func tooLongStringsStayInTheRow() {
     var table = InternTable()
     let long = [UInt8](repeating: 0x61, count: InternTable.maxLength + 1)
