@@ -13,6 +13,8 @@ package struct RequestLoop<T: Transport> {
   private var spare = FramedBatch()
   /// Requests are waiting: background delivery starts sends less often.
   private var busy = false
+  /// A write found the output gone while a batch was being handled.
+  private var outputLost = false
 
   package init(server: Server, transport: T) {
     self.server = server
@@ -59,6 +61,7 @@ package struct RequestLoop<T: Transport> {
     if let stop = stopRequested() { return flush() && finishLongCalls() ? stop : .outputClosed }
     switch event {
     case .data:
+      if outputLost { return .outputClosed }
       // Keep answering while more input is already waiting; write before we would block.
       busy = server.burstBytes >= 1 << 16 || transport.inputIsWaiting()
       if server.burstBytes < 1 << 16 && busy { return nil }
@@ -109,9 +112,16 @@ package struct RequestLoop<T: Transport> {
 
   private mutating func handleBatch() {
     guard !batch.isEmpty else { return }
-    server.handle(batch)
+    server.handle(batch) { writeWhilePreparing() }
     swap(&batch, &spare)
     batch.removeAll()
+  }
+
+  /// Writes the replies the burst holds once they fill the usual write, while the second thread
+  /// prepares the batch just read (the end of the batch before is answered after).
+  private mutating func writeWhilePreparing() {
+    guard server.burstBytes >= 1 << 16, !outputLost else { return }
+    if !flush(finishing: false) { outputLost = true }
   }
 
   /// A stop the input asked for: `exit`, or a header fault that leaves no next message to find.

@@ -5,49 +5,55 @@ package import OutboxTransport
 /// With `--threads 2` and at least `LinePreparer.minimumLines` messages, the loop posts the batch to
 /// the `LinePreparer`, whose thread reads and checks fast saves (`FastSave.prepare`, which touches
 /// nothing but the line and the configuration) from the batch's end towards its start. Meanwhile
-/// this thread stores and answers the end of the batch before (`finishPreparedTail`), then answers
-/// this batch's messages from its start as `handle(framed:)` always does, until it meets the part the
-/// other thread took (`LinePreparer` keeps each message to one side). That part waits, prepared, as
-/// `preparedTail`: it is stored and answered (`commitFastSave`: clock, id, admission, store, reply;
-/// or the general path for what the thread could not prepare) when the next batch comes, or before
-/// the loop writes replies with no input waiting, or stops. So every store change, reply and journal
-/// record happens on this thread, in the order of the input, exactly as with one thread.
+/// this thread writes out the replies it holds, stores and answers the batch before
+/// (`finishPreparedTail`), and goes back for the next read: the new batch waits as `preparedTail`
+/// until the next batch comes, or the loop writes replies with no input waiting, or stops. Then the
+/// loop answers the messages the other thread has not taken yet itself, from the start, as
+/// `handle(framed:)` always does, until it meets the part the thread took (`LinePreparer` keeps each
+/// message to one side), and stores and answers that part as prepared (`commitFastSave`: clock, id,
+/// admission, store, reply; or the general path for what the thread could not prepare). So the loop
+/// prepares only what the thread has not reached when it is needed, and every store change, reply
+/// and journal record happens on this thread, in the order of the input, exactly as with one thread.
 extension Server {
   /// True when the loop should hand over each read's messages as one batch: a second thread is
   /// configured and the fast save is on. Else it hands them over one by one, as they are framed.
   package var handlesBatches: Bool { fastSaves && service.config.threads > 1 }
 
-  package func handle(_ batch: FramedBatch) {
+  /// `whilePreparing` runs once the second thread has the batch (or at once without it): the loop
+  /// writes out the replies it holds there, so the thread prepares while this one writes.
+  package func handle(_ batch: FramedBatch, whilePreparing: () -> Void = {}) {
     let count = batch.entries.count
     let minimum = service.config.preparerHeadStart ? 2 : LinePreparer.minimumLines
     guard fastSaves, count >= minimum, let preparer = linePreparer else {
+      whilePreparing()
       finishPreparedTail()
       batch.forEach { handle(framed: $0) }
       return
     }
     let number = preparer.post(batch)
-    finishPreparedTail()  // the batch before, while the thread starts on this one
+    whilePreparing()
+    finishPreparedTail()  // the batch before, while the thread goes on with this one
     if service.config.preparerHeadStart { preparer.waitForHeadStart(number, count: count) }
-    var index = 0
-    while preparer.claimForLoop(number, index) {
-      batch.withEntry(index) { handle(framed: $0) }
-      index += 1
-    }
-    preparedTail = PreparedTail(batch: batch, number: number, start: index)
+    preparedTail = PreparedTail(batch: batch, number: number)
   }
 
   /// How many prepared saves have their users read ahead at once: enough for the reads to overlap,
   /// few enough that what they read is still in the cache when the saves come.
   static let warmAhead = 32
 
-  /// Stores and answers the end of the last batch, which the second thread prepared.
+  /// Answers the last batch: what the second thread has not taken, then what it prepared.
   package func finishPreparedTail() {
     guard let tail = preparedTail, let preparer = linePreparer else { return }
     preparedTail = nil
+    var start = 0
+    while preparer.claimForLoop(tail.number, start) {
+      tail.batch.withEntry(start) { handle(framed: $0) }
+      start += 1
+    }
     preparer.waitUntilFinished(tail.number)
     let end = tail.batch.entries.count
-    for index in tail.start..<end {
-      if (index - tail.start) % Self.warmAhead == 0 {  // the next group's users, read ahead together
+    for index in start..<end {
+      if (index - start) % Self.warmAhead == 0 {  // the next group's users, read ahead together
         preparer.userHashes(tail.number, index..<min(end, index + Self.warmAhead), into: &warmHashes)
         service.store.items.warm(userHashes: warmHashes)
       }
@@ -90,10 +96,8 @@ extension Server {
   }
 }
 
-/// The part of a batch the second thread took, waiting to be stored and answered.
+/// A batch posted to the second thread, waiting to be answered.
 struct PreparedTail {
   var batch: FramedBatch
   var number: UInt64
-  /// The first message the loop did not take.
-  var start: Int
 }
