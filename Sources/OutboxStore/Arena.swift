@@ -1,15 +1,12 @@
-import OutboxSupport
-
 /// Where an item's bytes live in the `Arena`: chunk slot in the high 32 bits, offset in the low 32.
 package typealias ArenaLocation = UInt64
 
-/// Item bytes, packed one after another into large chunks (2 MiB blocks of `LargeMemory`, made ready
-/// on another thread; or one ordinary allocation per larger item).
+/// Item bytes, packed one after another into large chunks (1 MiB, or one chunk per larger item).
 ///
 /// A chunk is freed as soon as none of its bytes are live, so removing items from the head returns
 /// memory in proportion to what was removed. Freed slots are reused.
 package final class Arena {
-  package static let chunkSize = LargeMemory.blockSize
+  package static let chunkSize = 1 << 20
 
   private var chunks: [UnsafeMutableRawPointer?] = []
   private var used: [Int] = []
@@ -21,7 +18,7 @@ package final class Arena {
   package init() {}
 
   deinit {
-    for slot in chunks.indices { free(slot) }
+    for chunk in chunks { chunk?.deallocate() }
   }
 
   /// Bytes held in chunks (for `status` and the memory benchmark).
@@ -66,7 +63,8 @@ package final class Arena {
       used[slot] = 0  // reuse the current chunk from its start
       return
     }
-    free(slot)
+    chunks[slot]?.deallocate()
+    chunks[slot] = nil
     used[slot] = 0
     freeSlots.append(slot)
   }
@@ -75,8 +73,7 @@ package final class Arena {
   private func reserve(_ length: Int) -> Int {
     if current >= 0 && used[current] + length <= capacity(current) { return current }
     let size = max(Self.chunkSize, length)
-    let memory =
-      size == Self.chunkSize ? LargeMemory.allocate() : UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+    let memory = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
     let slot: Int
     if let reused = freeSlots.popLast() {
       slot = reused
@@ -98,24 +95,14 @@ package final class Arena {
 
   private var sizes: [Int] = []
 
-  /// Gives chunk `slot`'s memory back (a no-op for a freed slot).
-  private func free(_ slot: Int) {
-    guard let chunk = chunks[slot] else { return }
-    if sizes[slot] == Self.chunkSize {
-      LargeMemory.deallocate(chunk)
-    } else {
-      chunk.deallocate()
-    }
-    chunks[slot] = nil
-  }
-
   private func capacity(_ slot: Int) -> Int { sizes[slot] }
 
   /// Makes `next` the chunk being filled; the previous one is freed if nothing in it is live.
   private func retire(_ previous: Int, next: Int) {
     current = next
     if previous >= 0 && live[previous] == 0 && previous != next {
-      free(previous)
+      chunks[previous]?.deallocate()
+      chunks[previous] = nil
       used[previous] = 0
       freeSlots.append(previous)
     }

@@ -1,14 +1,11 @@
-import OutboxSupport
-
-/// The bytes of an `InternTable`'s entries, in blocks that never move: the table grows without
-/// copying what it holds, and (past its first block) into memory made ready on another thread
-/// (`LargeMemory`). With a growing array, each doubling touched fresh pages and copied every entry,
+/// The bytes of an `InternTable`'s entries, in 1 MiB blocks that never move: the table grows without
+/// copying what it holds. With a growing array, each doubling copied every entry into fresh pages,
 /// on the thread that answers requests.
 ///
 /// An entry never crosses a block; its offset is the block's number times the block size plus its
-/// place in the block. Bytes once written never change (compaction writes a new `InternBytes`), so
-/// copies of a table may share them: each reads only its own entries' offsets. The first block is ordinary memory, touched as it fills, so a small table
-/// costs what it holds.
+/// place in the block. A block's pages are touched as it fills. Bytes once written never change
+/// (compaction writes a new `InternBytes`), so copies of a table may share them: each reads only its
+/// own entries' offsets.
 final class InternBytes {
   private var blocks: [UnsafeMutableRawPointer] = []
   /// Where the next entry starts.
@@ -16,13 +13,9 @@ final class InternBytes {
   /// The bytes appended (the ends of blocks an entry did not fit in are not counted).
   private(set) var held = 0
 
-  private static let blockSize = LargeMemory.blockSize
+  private static let blockSize = 1 << 20
 
-  deinit {
-    for (n, block) in blocks.enumerated() {
-      if n == 0 { block.deallocate() } else { LargeMemory.deallocate(block) }
-    }
-  }
+  deinit { for block in blocks { block.deallocate() } }
 
   /// True when `length` more bytes keep every offset within 32 bits.
   func canAppend(_ length: Int) -> Bool { end + length + Self.blockSize <= Int(UInt32.max) }
@@ -31,8 +24,7 @@ final class InternBytes {
   func append(_ bytes: UnsafeRawBufferPointer) -> Int {
     if blocks.isEmpty || blocks.count * Self.blockSize - end < bytes.count {
       end = blocks.count * Self.blockSize
-      blocks.append(
-        blocks.isEmpty ? .allocate(byteCount: Self.blockSize, alignment: 16) : LargeMemory.allocate())
+      blocks.append(.allocate(byteCount: Self.blockSize, alignment: 16))
     }
     let start = end
     if let source = bytes.baseAddress { pointer(start).copyMemory(from: source, byteCount: bytes.count) }

@@ -152,7 +152,7 @@ import Testing
     }
   }
 
-  /// Entries held across several of `InternBytes`' 2 MiB blocks (random lengths up to the longest, so
+  /// Entries held across several of `InternBytes`' 1 MiB blocks (random lengths up to the longest, so
   /// entries meet block ends at random) read back as interned; a copy of the table is a value:
   /// what one copy interns, releases or compacts away, the other never sees.
   @Test func entriesAcrossBlocksReadBackAndACopyIsAValue() {
@@ -160,7 +160,7 @@ import Testing
     var table = InternTable()
     var held: [(UInt32, [UInt8])] = []
     var total = 0
-    while total < 9 << 20 {  // past four block ends
+    while total < 9 << 20 {  // past eight block ends
       // Distinct: each starts with its own index; then filler to a random length (4 to the longest).
       let length = 4 + Int(random.next() % UInt64(InternTable.maxLength - 3))
       let bytes =
