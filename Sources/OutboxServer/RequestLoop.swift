@@ -8,7 +8,7 @@ package struct RequestLoop<T: Transport> {
   package private(set) var transport: T
   private var framer: MessageFramer
   /// The messages of the last read, handled together (`Server.handle(_:)`), and the batch before,
-  /// whose end may still wait to be answered (`Server.finishPreparedTail`): the two take turns.
+  /// which may still wait to be answered (`Server.answerPostedBatch`): the two take turns.
   private var batch = FramedBatch()
   private var spare = FramedBatch()
   /// Requests are waiting: background delivery starts sends less often.
@@ -52,7 +52,7 @@ package struct RequestLoop<T: Transport> {
 
   /// One turn: the periodic work, one wait for input, and a write when the burst is done.
   private mutating func step(timeoutMs: Int32) -> StopReason? {
-    // The end of the last batch, answered by the last flush, may have held `exit`.
+    // The last batch, answered by the last flush, may have held `exit`.
     if let stop = stopRequested() { return flush() && finishLongCalls() ? stop : .outputClosed }
     server.service.tick(now: server.service.clock.now(), busy: busy)
     let server = self.server
@@ -118,7 +118,7 @@ package struct RequestLoop<T: Transport> {
   }
 
   /// Writes the replies the burst holds once they fill the usual write, while the second thread
-  /// prepares the batch just read (the end of the batch before is answered after).
+  /// prepares the batch just read (the batch before is answered after).
   private mutating func writeWhilePreparing() {
     guard server.burstBytes >= 1 << 16, !outputLost else { return }
     if !flush(finishing: false) { outputLost = true }
@@ -131,9 +131,9 @@ package struct RequestLoop<T: Transport> {
   }
 
   /// Commits the burst's journal records, then writes its responses. False when the output is gone.
-  /// `finishing`: the end of the last batch is answered first (else it may wait for the next batch).
+  /// `finishing`: the last batch is answered first (else it may wait for the next batch).
   private mutating func flush(finishing: Bool = true) -> Bool {
-    if finishing { server.finishPreparedTail() }
+    if finishing { server.answerPostedBatch() }
     server.render()
     guard !server.output.isEmpty else { return true }
     defer { server.output.removeAll(keepingCapacity: server.output.capacity <= 1 << 22) }

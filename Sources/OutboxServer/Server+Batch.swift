@@ -6,7 +6,7 @@ package import OutboxTransport
 /// the `LinePreparer`, whose thread reads and checks fast saves (`FastSave.prepare`, which touches
 /// nothing but the line and the configuration) from the batch's end towards its start. Meanwhile
 /// this thread writes out the replies it holds, stores and answers the batch before
-/// (`finishPreparedTail`), and goes back for the next read: the new batch waits as `preparedTail`
+/// (`answerPostedBatch`), and goes back for the next read: the new batch waits as `postedBatch`
 /// until the next batch comes, or the loop writes replies with no input waiting, or stops. Then the
 /// loop answers the messages the other thread has not taken yet itself, from the start, as
 /// `handle(framed:)` always does, until it meets the part the thread took (`LinePreparer` keeps each
@@ -26,15 +26,15 @@ extension Server {
     let minimum = service.config.preparerHeadStart ? 2 : LinePreparer.minimumLines
     guard fastSaves, count >= minimum, let preparer = linePreparer else {
       whilePreparing()
-      finishPreparedTail()
+      answerPostedBatch()
       batch.forEach { handle(framed: $0) }
       return
     }
     let number = preparer.post(batch)
     whilePreparing()
-    finishPreparedTail()  // the batch before, while the thread goes on with this one
+    answerPostedBatch()  // the batch before, while the thread goes on with this one
     if service.config.preparerHeadStart { preparer.waitForHeadStart(number, count: count) }
-    preparedTail = PreparedTail(batch: batch, number: number)
+    postedBatch = PostedBatch(batch: batch, number: number)
   }
 
   /// How many prepared saves have their users read ahead at once: enough for the reads to overlap,
@@ -42,22 +42,22 @@ extension Server {
   static let warmAhead = 32
 
   /// Answers the last batch: what the second thread has not taken, then what it prepared.
-  package func finishPreparedTail() {
-    guard let tail = preparedTail, let preparer = linePreparer else { return }
-    preparedTail = nil
+  package func answerPostedBatch() {
+    guard let posted = postedBatch, let preparer = linePreparer else { return }
+    postedBatch = nil
     var start = 0
-    while preparer.claimForLoop(tail.number, start) {
-      tail.batch.withEntry(start) { handle(framed: $0) }
+    while preparer.claimForLoop(posted.number, start) {
+      posted.batch.withEntry(start) { handle(framed: $0) }
       start += 1
     }
-    preparer.waitUntilFinished(tail.number)
-    let end = tail.batch.entries.count
+    preparer.waitUntilFinished(posted.number)
+    let end = posted.batch.entries.count
     for index in start..<end {
       if (index - start) % Self.warmAhead == 0 {  // the next group's users, read ahead together
-        preparer.userHashes(tail.number, index..<min(end, index + Self.warmAhead), into: &warmHashes)
+        preparer.userHashes(posted.number, index..<min(end, index + Self.warmAhead), into: &warmHashes)
         service.store.items.warm(userHashes: warmHashes)
       }
-      answerPrepared(tail.batch, index, tail.number, preparer)
+      answerPrepared(posted.batch, index, posted.number, preparer)
     }
   }
 
@@ -97,7 +97,7 @@ extension Server {
 }
 
 /// A batch posted to the second thread, waiting to be answered.
-struct PreparedTail {
+struct PostedBatch {
   var batch: FramedBatch
   var number: UInt64
 }

@@ -37,13 +37,13 @@ package final class Server {
   let fastTape = TapeScratch()
   let fastLimits: FastSave.Limits
   var fastBody: [UInt8] = []
-  /// The user hashes of a prepared batch's saves, read ahead before they are stored (`finishPreparedTail`).
+  /// The user hashes of a prepared batch's saves, read ahead before they are stored (`answerPostedBatch`).
   var warmHashes: [UInt32] = []
   /// The second thread that prepares fast saves (`Server+Batch.swift`), with `--threads 2`.
   /// Saves the second thread prepared and this one stored (for tests).
   var preparedSaves = 0
-  /// The end of the last batch, prepared by the second thread, not yet stored (`Server+Batch.swift`).
-  var preparedTail: PreparedTail?
+  /// The last batch posted to the second thread, not yet answered (`Server+Batch.swift`).
+  var postedBatch: PostedBatch?
   lazy var linePreparer: LinePreparer? = service.config.threads > 1 ? LinePreparer(config: service.config) : nil
 
   /// How many of `holes` are saves whose replies are already in `draft`.

@@ -90,11 +90,11 @@ func run(_ setup: Setup, service: Service, fastSaves: Bool) -> [UInt8] {
   return feed(setup, server) { framed in framed.forEach { dispatch($0, server) } }
 }
 
-/// `run` as the loop does it with `--threads 2`: each chunk's messages as one batch, the end of
-/// each batch left to the next (`Server.preparedTail`), answered only before the last render.
+/// `run` as the loop does it with `--threads 2`: each chunk's messages as one batch, each batch
+/// left to the next (`Server.postedBatch`), the last answered only before the last render.
 func runInBatches(_ setup: Setup, service: Service) -> [UInt8] {
   let server = Server(service: service)
-  return feed(setup, server, last: server.finishPreparedTail) { server.handle($0) }
+  return feed(setup, server, last: server.answerPostedBatch) { server.handle($0) }
 }
 
 /// The stream framed chunk by chunk, each chunk's messages handed to `handle` together, a render
