@@ -88,6 +88,30 @@ struct InternTable {
     warmSink = sink
   }
 
+  /// Reads ahead what `bytes` of these entries will read: where each entry is, then both ends of
+  /// its bytes, in passes whose loads do not wait on each other (a hint, never a change). Changes
+  /// nothing, so threads may call it at once; returns a sum of what it read, for the caller to keep.
+  func warm(reading numbers: [UInt32]) -> UInt64 {
+    var sink: UInt64 = 0
+    for number in numbers { sink &+= UInt64(entries[Int(number)].start) }
+    for number in numbers {
+      let held = entries[Int(number)]
+      let bytes = storage.pointer(Int(held.start))
+      sink &+=
+        UInt64(bytes.load(as: UInt8.self)) &+ UInt64(bytes.load(fromByteOffset: Int(held.length) - 1, as: UInt8.self))
+    }
+    return sink
+  }
+
+  /// Reads ahead what `release` of these entries will read: each entry's hash, then its home slot.
+  mutating func warm(releasing numbers: [UInt32]) {
+    let mask = slots.count - 1
+    var sink: UInt64 = 0
+    for number in numbers { sink &+= UInt64(entries[Int(number)].hash) }
+    for number in numbers { sink &+= UInt64(slots[Int(entries[Int(number)].hash) & mask].uses) }
+    warmSink = sink
+  }
+
   /// One use fewer; the entry goes when none is left.
   mutating func release(_ entry: UInt32) {
     let entry = Int(entry)
@@ -103,12 +127,12 @@ struct InternTable {
   /// The entry's byte count.
   @inline(__always) func length(_ entry: UInt32) -> Int { Int(entries[Int(entry)].length) }
 
-  /// Calls `use` with the entry's bytes (none for nil), valid during the call.
+  /// The entry's bytes (none for nil), valid until the table changes (a release may compact it).
   @inline(__always)
-  func withBytes<T>(_ entry: UInt32?, _ use: (UnsafeRawBufferPointer) -> T) -> T {
-    guard let entry else { return use(UnsafeRawBufferPointer(start: nil, count: 0)) }
+  func bytes(_ entry: UInt32?) -> UnsafeRawBufferPointer {
+    guard let entry else { return UnsafeRawBufferPointer(start: nil, count: 0) }
     let held = entries[Int(entry)]
-    return use(storage.bytes(Int(held.start), Int(held.length)))
+    return storage.bytes(Int(held.start), Int(held.length))
   }
 
   /// Appends the entry's bytes to `out`.

@@ -65,11 +65,42 @@ extension PendingStore {
 
   /// Calls `use` with the row's body as its record holds it (`HeldParts`), valid during the call:
   /// for writers that copy the parts where they go instead of the body put back together.
-  package func withParts<T>(row: Int, _ use: (HeldParts) -> T) -> T { bodies.withParts(record(row), use) }
+  /// (The parts are read before `use` runs, so no access to the store is held across it.)
+  package func withParts<T>(row: Int, _ use: (HeldParts) -> T) -> T { use(bodies.parts(record(row))) }
 
   /// Reads ahead what saving bodies of these user hashes will read (`StoredBody.warm`): call before
   /// saving a batch.
   package func warm(userHashes: [UInt32]) { bodies.warm(userHashes: userHashes) }
+
+  /// Reads ahead what `withParts` of these rows will read in the user table (call before writing a
+  /// run of rows out): with many users, their cache misses overlap instead of coming one row at a time.
+  /// Changes nothing (threads may call it at once); returns a sum of what it read, for the caller to keep.
+  package func warmParts(rows: ArraySlice<Int>) -> UInt64 { bodies.warm(reading: userEntries(rows)) }
+
+  /// Reads ahead what removing these rows will read and change in the user table.
+  func warmRemoval(rows: [Int]) { bodies.warm(releasing: userEntries(rows[...])) }
+
+  /// Rows read ahead at a time: enough misses to overlap, few enough to stay in the cache.
+  package static let warmRun = 64
+
+  func userEntries(_ rows: ArraySlice<Int>) -> [UInt32] {
+    rows.compactMap { StoredBody.userEntry(record($0)) }
+  }
+
+  /// True when the held item `seq` is a dead letter.
+  package func isDead(seq: UInt64) -> Bool { table.row(of: seq).map { table.has(.dead, $0) } ?? false }
+
+  /// Up to `max` dead-letter rows, in seq order.
+  package func deadRows(max: Int) -> [Int] {
+    var rows: [Int] = []
+    guard deadCount > 0 else { return rows }
+    for row in table.rows where !table.has(.removed, row) && table.has(.dead, row) {
+      guard wellFormed(row) else { continue }
+      rows.append(row)
+      if rows.count == max { break }
+    }
+    return rows
+  }
 }
 
 /// A held body in the parts its record keeps (`StoredBody`): the body is `user + label + rest`, then,

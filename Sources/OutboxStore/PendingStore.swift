@@ -190,15 +190,24 @@ package final class PendingStore {
 
   // MARK: - Changing
 
-  /// Removes the held items with these seqs (any order). Returns how many were held.
+  /// Removes the held items with these seqs (any order). Returns the seqs that were held, once each.
+  /// A run of rows at a time: their user table reads first, all at once, then the removals.
   @discardableResult
-  package func remove(seqs: [UInt64]) -> Int {
-    var removed = 0
-    for seq in seqs {
-      guard let row = table.row(of: seq) else { continue }
-      forget(row)
-      table.remove(row)
-      removed += 1
+  package func remove(seqs: [UInt64]) -> [UInt64] {
+    var removed: [UInt64] = []
+    removed.reserveCapacity(seqs.count)
+    for start in stride(from: 0, to: seqs.count, by: Self.warmRun) {
+      let run = seqs[start..<min(start + Self.warmRun, seqs.count)]
+      let rows = run.map(table.row(of:))
+      warmRemoval(rows: rows.compactMap { $0 })
+      var stale = false
+      for (found, seq) in zip(rows, run) {
+        // After a renumbering (the table compacted) the rest are looked up again; a repeated seq goes once.
+        guard let row = stale ? table.row(of: seq) : found, !table.has(.removed, row) else { continue }
+        forget(row)
+        if table.remove(row) { stale = true }
+        removed.append(seq)
+      }
     }
     return removed
   }
@@ -252,21 +261,6 @@ package final class PendingStore {
     return changed
   }
 
-  /// True when the held item `seq` is a dead letter.
-  package func isDead(seq: UInt64) -> Bool { table.row(of: seq).map { table.has(.dead, $0) } ?? false }
-
-  /// Up to `max` dead-letter rows, in seq order.
-  package func deadRows(max: Int) -> [Int] {
-    var rows: [Int] = []
-    guard deadCount > 0 else { return rows }
-    for row in table.rows where !table.has(.removed, row) && table.has(.dead, row) {
-      guard wellFormed(row) else { continue }
-      rows.append(row)
-      if rows.count == max { break }
-    }
-    return rows
-  }
-
   /// Raises an item's delivery count to at least `count` (journal replay). True when it rose.
   @discardableResult
   func raiseDeliveries(seq: UInt64, to count: UInt32) -> Bool {
@@ -275,7 +269,7 @@ package final class PendingStore {
     return true
   }
 
-  private func forget(_ row: Int) {
+  func forget(_ row: Int) {
     let idLength = Int(table.idLengths[row])
     let record = record(row)
     bytes -= PendingItem.byteCount(body: bodies.release(record), clientID: idLength)

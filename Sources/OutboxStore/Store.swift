@@ -244,9 +244,8 @@ package final class Store {
   }
 
   private func remove(_ seqs: [UInt64]) {
-    let held = seqs.filter(items.contains(seq:))
+    let held = items.remove(seqs: seqs)
     guard !held.isEmpty else { return }
-    items.remove(seqs: held)
     version &+= 1
     guard let journal else { return }
     for seq in held { journal.noteRemoved(seq) }

@@ -105,23 +105,28 @@ struct StoredBody {
     if reader.header.contains(.time) { appendTime(savedAt, to: &out) }
   }
 
-  /// Calls `use` with the parts of `record`'s body as they are held, none put back together.
-  func withParts<T>(_ record: UnsafeRawBufferPointer, _ use: (HeldParts) -> T) -> T {
+  /// The parts of `record`'s body as they are held, none put back together: valid until the store
+  /// changes (a release may compact the intern tables).
+  func parts(_ record: UnsafeRawBufferPointer) -> HeldParts {
     let reader = Reader(record)
-    return users.withBytes(reader.user) { user in
-      labels.withBytes(reader.label) { label in
-        use(
-          HeldParts(
-            user: user, label: label, rest: UnsafeRawBufferPointer(rebasing: record[reader.offset...]),
-            timeFollows: reader.header.contains(.time)))
-      }
-    }
+    return HeldParts(
+      user: users.bytes(reader.user), label: labels.bytes(reader.label),
+      rest: UnsafeRawBufferPointer(rebasing: record[reader.offset...]), timeFollows: reader.header.contains(.time))
   }
 
   /// Reads, ahead of their saves, the parts of the user table that the saves of these user hashes
   /// (`BodyParts.userHash`) will look at: all at once, so the cache misses of a table of many users
   /// overlap instead of coming one save at a time.
   mutating func warm(userHashes: [UInt32]) { users.warm(userHashes) }
+
+  /// The user entry `record` names, if any: what `warm(reading:)` and `warm(releasing:)` take.
+  static func userEntry(_ record: UnsafeRawBufferPointer) -> UInt32? { Reader(record).user }
+
+  /// Reads ahead the user bytes that `withParts` of records naming these entries will read.
+  func warm(reading users: [UInt32]) -> UInt64 { self.users.warm(reading: users) }
+
+  /// Reads ahead the user table slots that `release` of records naming these entries will change.
+  mutating func warm(releasing users: [UInt32]) { self.users.warm(releasing: users) }
 
   /// The byte count of the body `record` holds.
   func bodyLength(_ record: UnsafeRawBufferPointer) -> Int { bodyLength(record, Reader(record)) }
