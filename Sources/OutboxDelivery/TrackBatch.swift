@@ -12,6 +12,19 @@ package struct TrackBatch: Sendable {
 
   package init() {}
 
+  /// An empty body with room for as many bytes and objects as `full` holds: bodies of a drain are
+  /// alike, so each after the first is built without growing its arrays.
+  init(sizedLike full: TrackBatch) {
+    attributes.reserveCapacity(full.attributes.count)
+    events.reserveCapacity(full.events.count)
+    attributeSeqs.reserveCapacity(full.attributeSeqs.count)
+    eventSeqs.reserveCapacity(full.eventSeqs.count)
+    seqs.reserveCapacity(full.seqs.count)
+  }
+
+  /// The byte count of `appendBody`'s output.
+  package var bodySize: Int { attributes.count + events.count + 29 }
+
   package var objectCount: Int { attributeSeqs.count + eventSeqs.count }
 
   /// Appends the body `{"attributes":[…],"events":[…]}`.

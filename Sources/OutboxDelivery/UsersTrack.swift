@@ -84,7 +84,6 @@ package enum UsersTrack {
     private var fill: BatchFill
     private var carried: [UInt64] = []  // superseded items, acked with the body that follows them
     private var object: [UInt8] = []
-    private var timeText = UTCTimeText()
 
     package init(superseded: Set<UInt64>, defaultUser: UserIdentifier?, limit: Int, mode: TrackBatchMode) {
       self.superseded = superseded
@@ -121,24 +120,27 @@ package enum UsersTrack {
         guard let tree = UsersTrack.treeObject(item, defaultUser: defaultUser) else { return true }
         tree.encodeJSON(into: &object)
       }
-      place(seq: item.seq, isEvent: item.kind == .customEvent)
+      object.withUnsafeBytes { place(seq: item.seq, isEvent: item.kind == .customEvent, $0) }
       return true
     }
 
-    /// Adds a held item's object written from its body's parts as the store holds them
-    /// (`TrackObject.appendEvent`: a custom event naming a user, in a save's layout). `known`: the
-    /// store knows the body canonical. False when they are not a layout it writes from: nothing was
-    /// added, and the caller adds the whole item (`add(_:verify:)`).
-    package mutating func add(
-      seq: UInt64, kind: ItemKind, hasUser: Bool, savedAt: Int64, known: Bool, parts: HeldParts
+    /// Writes a held item's object from its body's parts as the store holds them
+    /// (`TrackObject.appendEvent`: a custom event naming a user, in a save's layout) to `out`, for
+    /// `add(seq:event:)`. `known`: the store knows the body canonical. False when they are not a
+    /// layout it writes from: nothing was written, and the caller adds the whole item (`add(_:verify:)`).
+    /// Reads nothing but its arguments, so rows can be written on several threads.
+    package static func writeEvent(
+      kind: ItemKind, hasUser: Bool, savedAt: Int64, known: Bool, parts: HeldParts, time: inout UTCTimeText,
+      into out: inout [UInt8]
     ) -> Bool {
       guard kind == .customEvent, hasUser else { return false }
-      if isSuperseded(seq) { return true }
-      object.removeAll(keepingCapacity: true)
-      guard TrackObject.appendEvent(parts, savedAt: savedAt, known: known, time: &timeText, into: &object) == .rendered
-      else { return false }
-      place(seq: seq, isEvent: true)
-      return true
+      return TrackObject.appendEvent(parts, savedAt: savedAt, known: known, time: &time, into: &out) == .rendered
+    }
+
+    /// Adds the custom event object of item `seq` that `writeEvent` wrote.
+    package mutating func add(seq: UInt64, event: UnsafeRawBufferPointer) {
+      if isSuperseded(seq) { return }
+      place(seq: seq, isEvent: true, event)
     }
 
     /// Superseded items are carried to the next body's seqs, with no object.
@@ -149,10 +151,10 @@ package enum UsersTrack {
     }
 
     /// Puts the object just written in the current body (a new one when it is full).
-    private mutating func place(seq: UInt64, isEvent: Bool) {
+    private mutating func place(seq: UInt64, isEvent: Bool, _ bytes: UnsafeRawBufferPointer) {
       if fill.isFull(adding: isEvent) {
         batches.append(current)
-        (current, fill) = (TrackBatch(), BatchFill(limit: limit, mode: mode))
+        (current, fill) = (TrackBatch(sizedLike: current), BatchFill(limit: limit, mode: mode))
       }
       fill.add(isEvent: isEvent)
       objects += 1
@@ -161,7 +163,7 @@ package enum UsersTrack {
         carried.removeAll()
       }
       current.seqs.append(seq)
-      object.withUnsafeBytes { current.add($0, isEvent: isEvent, seq: seq) }
+      current.add(bytes, isEvent: isEvent, seq: seq)
     }
 
     /// The bodies, the last one included (a body of only superseded items has no objects).

@@ -4,7 +4,7 @@ package import OutboxStore
 extension FlushPending {
   /// `/users/track` bodies written from the held rows, for a drain that writes them before it
   /// removes anything (`push-outbox flush`): a custom event's object is copied from its body's parts
-  /// as the store holds them (`UsersTrack.Builder.add(seq:…)`), other items from their whole bodies.
+  /// as the store holds them (`WrittenEvents`), other items from their whole bodies.
   /// Each loaded body is read and checked once, as it is written; one the store rejects
   /// (`PendingStore.wellFormed`) is left out, and dropped as malformed at the next commit.
   /// Only user attributes are copied out first: a later one may supersede an earlier one.
@@ -18,9 +18,15 @@ extension FlushPending {
       flushId: service.newID(at: service.clock.now()), items: [], seqs: [], superseded: attributes.supersededSeqs)
     var builder = trackBuilder(result, shape, service)
     var copied = attributes.makeIterator()  // in row order: written from these copies, not read again
-    for row in pick.rows {
+    let events = WrittenEvents(rows: pick.rows, store: store, threads: service.config.threads)
+    for (index, row) in pick.rows.enumerated() {
+      let seq = store.seq(row: row)
+      if events.withObject(index, { builder.add(seq: seq, event: $0) }) {
+        result.seqs.append(seq)
+        continue
+      }
       let copy = store.kind(row: row) == .userAttribute ? copied.next() : nil
-      if add(row, copy, store, &builder) { result.seqs.append(store.seq(row: row)) } else { result.dropped += 1 }
+      if add(row, copy, store, &builder) { result.seqs.append(seq) } else { result.dropped += 1 }
     }
     result.requests = builder.finish().filter { $0.objectCount > 0 }
     result.skipped = pick.noIdentifier.map { store.id(row: $0).text }
@@ -28,19 +34,11 @@ extension FlushPending {
     return result
   }
 
-  /// Adds the row's object (from `copy`, when the item was copied out already); false when the store
-  /// rejects its body (nothing was added).
+  /// Adds the row's object from the whole item (`copy`, when it was copied out already); false when
+  /// the store rejects its body (nothing was added).
   private static func add(
     _ row: Int, _ copy: PendingItem?, _ store: PendingStore, _ builder: inout UsersTrack.Builder
   ) -> Bool {
-    if let copy { return builder.add(copy, verify: { store.wellFormed(row) }) }
-    let (seq, kind, hasUser) = (store.seq(row: row), store.kind(row: row), store.has(.hasUser, row: row))
-    let known = store.isCanonical(row: row)
-    let fromParts = store.withParts(row: row) {
-      builder.add(seq: seq, kind: kind, hasUser: hasUser, savedAt: store.savedAt(row: row), known: known, parts: $0)
-    }
-    if fromParts { return true }
-    // Outside `withParts`: reading the whole body (and checking it) changes the store's buffers.
-    return builder.add(store.item(row: row), verify: { store.wellFormed(row) })
+    builder.add(copy ?? store.item(row: row), verify: { store.wellFormed(row) })
   }
 }

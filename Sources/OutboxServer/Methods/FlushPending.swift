@@ -137,6 +137,7 @@ package struct FlushResult: JSONEncodable {
   /// One line per `/users/track` body, or per item: what `push-outbox flush` writes.
   package func lines(into out: inout [UInt8]) -> Int {
     if let requests {
+      out.reserveCapacity(out.count + requests.reduce(0) { $0 + $1.bodySize + 1 })
       for request in requests {
         request.appendBody(to: &out)
         out.append(UInt8(ascii: "\n"))
