@@ -45,7 +45,7 @@ enum StoreFiles {
     } else {
       return nil
     }
-    guard let bytes = try? FileIO.read(path), bytes.count >= SegmentFormat.headerSize,
+    guard let bytes = try? FileIO.read(path, limit: SegmentFormat.headerSize), bytes.count >= SegmentFormat.headerSize,
       bytes.prefix(8).elementsEqual(SegmentFormat.magic)
     else { return nil }
     let version = bytes.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt32.self)) }

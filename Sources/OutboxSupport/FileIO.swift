@@ -23,8 +23,8 @@ package struct FileError: Error, Sendable, Equatable, CustomStringConvertible {
 
 /// Thin POSIX file helpers. Every function retries EINTR and reports errno.
 package enum FileIO {
-  /// Reads a whole file, or returns nil if it does not exist.
-  package static func read(_ path: String) throws(FileError) -> [UInt8]? {
+  /// Reads a whole file, or its first `limit` bytes, or returns nil if it does not exist.
+  package static func read(_ path: String, limit: Int = .max) throws(FileError) -> [UInt8]? {
     // O_NONBLOCK: a FIFO planted in the store must not block the open; only regular files are read.
     let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
     if fd < 0 {
@@ -36,7 +36,7 @@ package enum FileIO {
     guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
       throw FileError(operation: "open (not a regular file)", path: path, code: EINVAL)
     }
-    var capacity = max(0, Int(info.st_size)) + 1
+    var capacity = min(max(0, Int(info.st_size)) + 1, limit)
     while true {
       var failure: Int32 = 0
       // Read straight into uninitialized storage: no zero-fill of what is about to be overwritten.
@@ -55,7 +55,7 @@ package enum FileIO {
         }
       }
       if failure != 0 { throw FileError(operation: "read", path: path, code: failure) }
-      if bytes.count < capacity { return bytes }
+      if bytes.count < capacity || capacity == limit { return bytes }
       // The file grew while being read: read it again with more room.
       guard lseek(fd, 0, SEEK_SET) == 0 else { throw FileError(operation: "seek", path: path, code: errno) }
       capacity *= 2

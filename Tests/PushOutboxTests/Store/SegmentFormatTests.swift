@@ -10,6 +10,14 @@ import Testing
 @testable import OutboxSupport
 @testable import OutboxTransport
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The binary log and the checkpoint: round trips, torn and damaged records, hostile fields.
 @Suite struct SegmentFormatTests {
   private func records(_ bytes: [UInt8]) -> [SegmentReader.ReadResult] {
@@ -152,5 +160,20 @@ import Testing
       }
       #expect(continued == software, "continued, length \(length)")
     }
+  }
+
+  /// Starting a store checks each segment's header: only its first bytes are read, not the file.
+  @Test func aLimitedReadReadsTheFirstBytesOnly() throws {
+    let path = Paths.temporaryDirectory().appendingPathComponent("file").path
+    let bytes = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+    let fd = try FileIO.createExclusive(path)
+    try FileIO.writeAll(fd, bytes, path: path)
+    close(fd)
+    #expect(try FileIO.read(path, limit: SegmentFormat.headerSize) == Array(bytes.prefix(SegmentFormat.headerSize)))
+    #expect(try FileIO.read(path, limit: 99_999) == Array(bytes.prefix(99_999)))
+    #expect(try FileIO.read(path, limit: 100_000) == bytes)
+    #expect(try FileIO.read(path, limit: 1 << 30) == bytes)
+    #expect(try FileIO.read(path) == bytes)
+    #expect(try FileIO.read(path + ".none", limit: 16) == nil)
   }
 }
