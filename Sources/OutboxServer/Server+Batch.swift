@@ -52,13 +52,21 @@ extension Server {
     }
     preparer.waitUntilFinished(posted.number)
     let end = posted.batch.entries.count
+    warmUsers(posted.number, start..<min(end, start + Self.warmAhead), preparer)
     for index in start..<end {
-      if (index - start) % Self.warmAhead == 0 {  // the next group's users, read ahead together
-        preparer.userHashes(posted.number, index..<min(end, index + Self.warmAhead), into: &warmHashes)
-        service.store.items.warm(userHashes: warmHashes)
+      if (index - start) % Self.warmAhead == 0 {  // the group after this one: its reads land while this one is stored
+        warmUsers(posted.number, min(end, index + Self.warmAhead)..<min(end, index + 2 * Self.warmAhead), preparer)
       }
       answerPrepared(posted.batch, index, posted.number, preparer)
     }
+  }
+
+  /// Reads ahead, all at once, what storing the prepared saves `range` of batch `number` will read
+  /// in the user table.
+  private func warmUsers(_ number: UInt64, _ range: Range<Int>, _ preparer: LinePreparer) {
+    guard !range.isEmpty else { return }
+    preparer.userHashes(number, range, into: &warmHashes)
+    service.store.items.warm(userHashes: warmHashes)
   }
 
   /// One framed message, unless `exit` came before it: nothing is read after `exit`.
