@@ -124,8 +124,9 @@ package enum CanonicalJSON {
     return i + n
   }
 
-  /// A JSON number token (every valid token is written back as it was read).
-  private static func numberEnd(_ b: UnsafeRawBufferPointer, _ start: Int) -> Int? {
+  /// The end of the JSON number token starting at `start`, or nil (every valid token is written
+  /// back as it was read, so a valid token is canonical).
+  package static func numberEnd(_ b: UnsafeRawBufferPointer, _ start: Int) -> Int? {
     var i = start
     if i < b.count, b[i] == UInt8(ascii: "-") { i += 1 }
     guard i < b.count else { return nil }

@@ -82,8 +82,17 @@ struct FastSave: Sendable {
 
   /// Reads `line` as a fast save and appends its body to `body`; nil (with `body` in any state)
   /// when the line is anything else, has any issue, or names its user in another form than the
-  /// stored one (the general path rewrites those).
+  /// stored one (the general path rewrites those). A line `DirectSave` takes is read in its one
+  /// pass; the rest through a tape.
   static func prepare(
+    _ line: UnsafeBufferPointer<UInt8>, limits: Limits, scratch: TapeScratch, into body: inout [UInt8]
+  ) -> FastSave? {
+    if let save = DirectSave.prepare(line, limits: limits, into: &body) { return save }
+    return prepareFromTape(line, limits: limits, scratch: scratch, into: &body)
+  }
+
+  /// `prepare` through a tape: any line the fast path takes, in any layout.
+  static func prepareFromTape(
     _ line: UnsafeBufferPointer<UInt8>, limits: Limits, scratch: TapeScratch, into body: inout [UInt8]
   ) -> FastSave? {
     defer { scratch.trim() }
