@@ -53,19 +53,34 @@ final class LinePreparer {
     worker.slot(number).waitForClaims(count: count, taken: max(1, count / 4))
   }
 
-  /// The fast save prepared from message `index` of batch `number`, and its body (its members,
-  /// without `time`); after `waitUntilFinished(number)`.
-  func prepared(_ number: UInt64, _ index: Int) -> (FastSave, ArraySlice<UInt8>)? {
+  /// Calls `body` with what the thread prepared of batch `number`, read in place (no copy, and
+  /// no reference counted per message); after `waitUntilFinished(number)`.
+  func withPrepared<R>(_ number: UInt64, _ body: (PreparedSaves) -> R) -> R {
     let slot = worker.slot(number)
-    return slot.saves[index].map { ($0, slot.bodies[slot.ranges[index]]) }
+    return slot.saves.withUnsafeBufferPointer { saves in
+      slot.ranges.withUnsafeBufferPointer { ranges in
+        slot.bodies.withUnsafeBytes { bodies in body(PreparedSaves(saves: saves, ranges: ranges, bodies: bodies)) }
+      }
+    }
   }
+}
 
-  /// The user hashes (`BodyParts.userHash`) of the saves prepared from messages `range` of batch
-  /// `number`, into `hashes`; after `waitUntilFinished(number)`.
-  func userHashes(_ number: UInt64, _ range: Range<Int>, into hashes: inout [UInt32]) {
+/// What the second thread prepared of one batch, seen by the loop inside `withPrepared`.
+struct PreparedSaves {
+  let saves: UnsafeBufferPointer<FastSave?>
+  let ranges: UnsafeBufferPointer<Range<Int>>
+  let bodies: UnsafeRawBufferPointer
+
+  /// The fast save prepared from message `index`, or nil.
+  func save(_ index: Int) -> FastSave? { saves[index] }
+
+  /// The body of message `index`'s save: its members, without `time`.
+  func body(_ index: Int) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bodies[ranges[index]]) }
+
+  /// The user hashes (`BodyParts.userHash`) of the saves prepared from messages `range`, into `hashes`.
+  func userHashes(_ range: Range<Int>, into hashes: inout [UInt32]) {
     hashes.removeAll(keepingCapacity: true)
-    let slot = worker.slot(number)
-    for case let save? in slot.saves[range] where save.parts.userEnd > 0 { hashes.append(save.parts.userHash) }
+    for case let save? in saves[range] where save.parts.userEnd > 0 { hashes.append(save.parts.userHash) }
   }
 }
 

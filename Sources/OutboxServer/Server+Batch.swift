@@ -10,7 +10,7 @@ package import OutboxTransport
 /// until the next batch comes, or the loop writes replies with no input waiting, or stops. Then the
 /// loop answers the messages the other thread has not taken yet itself, from the start, as
 /// `handle(framed:)` always does, until it meets the part the thread took (`LinePreparer` keeps each
-/// message to one side), and stores and answers that part as prepared (`commitFastSave`: clock, id,
+/// message to one side), and stores and answers that part as prepared (`commitFastSave`: id,
 /// admission, store, reply; or the general path for what the thread could not prepare). So the loop
 /// prepares only what the thread has not reached when it is needed, and every store change, reply
 /// and journal record happens on this thread, in the order of the input, exactly as with one thread.
@@ -51,21 +51,27 @@ extension Server {
       start += 1
     }
     preparer.waitUntilFinished(posted.number)
-    let end = posted.batch.entries.count
-    warmUsers(posted.number, start..<min(end, start + Self.warmAhead), preparer)
-    for index in start..<end {
-      if (index - start) % Self.warmAhead == 0 {  // the group after this one: its reads land while this one is stored
-        warmUsers(posted.number, min(end, index + Self.warmAhead)..<min(end, index + 2 * Self.warmAhead), preparer)
+    preparer.withPrepared(posted.number) { prepared in
+      let end = posted.batch.entries.count
+      warmUsers(prepared, start..<min(end, start + Self.warmAhead))
+      // One capture time for a group's saves, read as its storing starts, and again after any
+      // message that went another way (the clock is read about once per group, not per save).
+      var now: Int64? = nil
+      for index in start..<end {
+        if (index - start) % Self.warmAhead == 0 {  // the group after this one: its reads land while this one is stored
+          warmUsers(prepared, min(end, index + Self.warmAhead)..<min(end, index + 2 * Self.warmAhead))
+          now = nil
+        }
+        let time = now ?? service.clock.now()
+        now = answerPrepared(posted.batch, index, prepared, now: time) ? time : nil
       }
-      answerPrepared(posted.batch, index, posted.number, preparer)
     }
   }
 
-  /// Reads ahead, all at once, what storing the prepared saves `range` of batch `number` will read
-  /// in the user table.
-  private func warmUsers(_ number: UInt64, _ range: Range<Int>, _ preparer: LinePreparer) {
+  /// Reads ahead, all at once, what storing the prepared saves `range` will read in the user table.
+  private func warmUsers(_ prepared: PreparedSaves, _ range: Range<Int>) {
     guard !range.isEmpty else { return }
-    preparer.userHashes(number, range, into: &warmHashes)
+    prepared.userHashes(range, into: &warmHashes)
     service.store.items.warm(userHashes: warmHashes)
   }
 
@@ -79,28 +85,27 @@ extension Server {
     }
   }
 
-  /// A message the preparer took: stored from what it prepared, or, when it prepared nothing, the
-  /// server shut down or the store refuses, handled as any line.
-  private func answerPrepared(_ batch: FramedBatch, _ index: Int, _ number: UInt64, _ preparer: LinePreparer) {
-    guard service.lifecycle.exitCode == nil else { return }
-    guard let (save, prepared) = preparer.prepared(number, index) else {
+  /// A message the preparer took: stored from what it prepared, with `now` as its time; or, when it
+  /// prepared nothing, the server shut down or the store refuses, handled as any line (false).
+  private func answerPrepared(_ batch: FramedBatch, _ index: Int, _ prepared: PreparedSaves, now: Int64) -> Bool {
+    guard service.lifecycle.exitCode == nil else { return false }
+    guard let save = prepared.save(index) else {
       batch.withEntry(index) { framed in
         guard case .line(let line) = framed else { return handle(framed: framed) }
         handleGeneral(line: line)  // the preparer found no fast save in it: the same code would not
       }
-      return
+      return false
     }
     if !service.lifecycle.shutDown {
-      var body = takeFastBody()
-      body.append(contentsOf: prepared)
-      let stored = commitFastSave(save, body: &body)
-      fastBody = body
-      if stored {
+      resetFastBody()
+      fastBody.appendBytes(prepared.body(index))
+      if commitFastSave(save, body: &fastBody, now: now) {
         preparedSaves += 1
-        return
+        return true
       }
     }
     batch.withEntry(index) { handle(framed: $0) }
+    return false
   }
 }
 

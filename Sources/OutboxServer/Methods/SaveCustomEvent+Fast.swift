@@ -20,41 +20,32 @@ package import OutboxTransport
 extension Server {
   /// Answers `line` and returns true, or changes nothing and returns false.
   func handleFastSave(_ line: UnsafeBufferPointer<UInt8>) -> Bool {
-    var body = takeFastBody()
-    defer { fastBody = body }
-    guard let save = FastSave.prepare(line, limits: fastLimits, scratch: fastTape, into: &body) else {
+    resetFastBody()
+    guard let save = FastSave.prepare(line, limits: fastLimits, scratch: fastTape, into: &fastBody) else {
       return false
     }
-    return commitFastSave(save, body: &body)
+    return commitFastSave(save, body: &fastBody, now: service.clock.now())
   }
 
-  /// The loop's part of a fast save prepared from `body` (its members, without `time`): the clock,
-  /// the id, admission, the store and the reply. False, with nothing changed, when the store would
-  /// refuse it (the general path then answers).
-  func commitFastSave(_ save: FastSave, body: inout [UInt8]) -> Bool {
+  /// The loop's part of a fast save prepared into `body` (its members, without `time`): the id,
+  /// the store and the reply, with `now` for the body's `time` and the item's saved time. False,
+  /// with nothing changed, when the store refuses it (before any change: the general path then
+  /// answers, with the refusal).
+  func commitFastSave(_ save: FastSave, body: inout [UInt8], now: Int64) -> Bool {
     body.appendRaw(",\"time\":")
-    let now = service.clock.now()
     body.appendTime(ms: now, &service.timeText)
-    // A refused save also takes an id first; leave it all to the general path.
-    guard (try? service.store.admit(bodyBytes: body.count, clientIDBytes: 0)) != nil else { return false }
-    let result: SaveResult
-    do {
-      result = try service.save(
-        kind: .customEvent, clientID: nil, hasUser: save.hasUser, body: body, warnings: [], now: now, parts: save.parts)
-    } catch {
-      preconditionFailure("the store admitted this item a moment ago: \(error)")
-    }
+    guard
+      let result = try? service.save(
+        kind: .customEvent, clientID: nil, hasUser: save.hasUser, body: body, warnings: [], now: now,
+        parts: save.parts)
+    else { return false }
     reply(to: save.id, result)
     return true
   }
 
-  /// The reused item buffer, emptied (it goes back to `fastBody` when the save is done); one grown
-  /// past 64 KiB by a big item is let go.
-  func takeFastBody() -> [UInt8] {
-    var body: [UInt8] = []
-    swap(&body, &fastBody)
-    body.removeAll(keepingCapacity: body.capacity <= 1 << 16)
-    return body
+  /// Empties the reused item buffer; one grown past 64 KiB by a big item is let go.
+  func resetFastBody() {
+    fastBody.removeAll(keepingCapacity: fastBody.capacity <= 1 << 16)
   }
 }
 
