@@ -24,6 +24,23 @@ package struct StdioTransport: Transport {
     self.input = input
     self.output = output
     self.wakeup = wakeup
+    Self.widenPipe(input)
+    Self.widenPipe(output)
+  }
+
+  /// The pipe size asked for stdin and stdout when they are pipes: Linux's default cap for an
+  /// unprivileged process (`/proc/sys/fs/pipe-max-size`). With the default 64 KiB, a pipeline that
+  /// reads our replies in large reads made both sides wait on each other every 64 KiB.
+  static let pipeBytes: Int32 = 1 << 20
+
+  /// Asks for a larger buffer on `fd` when it is a pipe (Linux only); a refusal changes nothing.
+  private static func widenPipe(_ fd: Int32) {
+    #if os(Linux)
+    var info = stat()
+    guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFIFO else { return }
+    let setSize: Int32 = 1031, getSize: Int32 = 1032  // F_SETPIPE_SZ, F_GETPIPE_SZ (<fcntl.h> with _GNU_SOURCE)
+    if fcntl(fd, getSize) < pipeBytes { _ = fcntl(fd, setSize, pipeBytes) }
+    #endif
   }
 
   /// Waits up to `timeoutMs` (-1: forever) for input or a signal, then reads one chunk.

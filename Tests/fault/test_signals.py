@@ -22,6 +22,7 @@ import pytest
 
 from conftest import flush_all
 
+F_SETPIPE_SZ = 1031
 F_GETPIPE_SZ = 1032  # Linux
 
 
@@ -99,10 +100,13 @@ def test_sigusr1_is_ignored(outbox_bin: Path, store: Path) -> None:
 def test_sigterm_ends_a_server_blocked_on_a_full_stdout(outbox_bin: Path, store: Path) -> None:
     proc = start(outbox_bin, "--store", str(store), "--snapshot-interval", "3600")
     save(proc, 1, "before-block")
+    fd = proc.stdout.fileno()
+    # The server widened its stdout pipe at start (to 1 MiB); back to the 64 KiB the replies below
+    # fill several times over.
+    fcntl.fcntl(fd, F_SETPIPE_SZ, 65536)
     batch = b"[" + b",".join(request(n, "status").strip() for n in range(2, 1002)) + b"]\n"
     proc.stdin.write(batch)  # replies several times the pipe's capacity, never read
     proc.stdin.flush()
-    fd = proc.stdout.fileno()
     capacity = fcntl.fcntl(fd, F_GETPIPE_SZ)
     queued = 0
     for _ in range(3000):  # wait until the server has filled the pipe (and is blocked on it)

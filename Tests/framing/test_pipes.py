@@ -1,0 +1,48 @@
+"""Pipes: push-outbox asks Linux for 1 MiB pipe buffers on a stdin or stdout that is a pipe, so a
+pipeline reading its replies in large reads does not make both sides wait every 64 KiB. Files and
+terminals are left alone, and a refusal (a lower /proc/sys/fs/pipe-max-size) changes nothing."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import request
+
+F_GETPIPE_SZ = 1032
+WANTED = 1 << 20
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="pipe sizes are a Linux feature")
+
+
+def expected_size() -> int:
+    """What the kernel grants an unprivileged ask for WANTED (root may pass the cap)."""
+    cap = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+    return WANTED if os.geteuid() == 0 or cap >= WANTED else 65536
+
+
+def test_stdin_and_stdout_pipes_are_widened(binary: Path) -> None:
+    proc = subprocess.Popen([str(binary), "--memory"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    before = fcntl.fcntl(proc.stdout.fileno(), F_GETPIPE_SZ)
+    proc.stdin.write((request(1, "status") + "\n").encode())
+    proc.stdin.flush()
+    assert b'"result"' in proc.stdout.readline()  # the transport is set up by the first reply
+    assert before == 65536
+    assert fcntl.fcntl(proc.stdout.fileno(), F_GETPIPE_SZ) == expected_size()
+    assert fcntl.fcntl(proc.stdin.fileno(), F_GETPIPE_SZ) == expected_size()
+    proc.stdin.close()
+    assert proc.wait(timeout=10) == 0
+
+
+def test_a_file_on_stdin_is_read_as_before(binary: Path, tmp_path: Path) -> None:
+    lines = tmp_path / "in.jsonl"
+    lines.write_text("".join(request(n, "status") + "\n" for n in range(1, 4)))
+    with lines.open("rb") as stdin:
+        out = subprocess.run([str(binary), "--memory"], stdin=stdin, capture_output=True, timeout=10)
+    assert out.returncode == 0
+    assert out.stdout.count(b'"result"') == 3
