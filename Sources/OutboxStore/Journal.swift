@@ -226,6 +226,7 @@ package final class Journal {
           try FileIO.sync(old, path: path)
           try FileIO.syncDirectory(directory)
         }
+        FileIO.dropCache(old)  // durable, and not read again while serving
       } catch { slot.put(error) }
       closeFD(old)
     }

@@ -43,6 +43,7 @@ package final class ReadBuffer {
         filled += n
         if filled == capacity { reserve(capacity * 2, keeping: filled) }  // the file grew while being read
       } else if n == 0 {
+        FileIO.dropCache(fd)  // read whole into memory: its cache pages can go back (a store's segments)
         return UnsafeRawBufferPointer(start: memory, count: filled)
       } else if errno != EINTR {
         throw FileError(operation: "read", path: path, code: errno)

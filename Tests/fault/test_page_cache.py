@@ -1,0 +1,90 @@
+"""Page cache: a store does not keep its journal in the kernel's cache while it serves.
+
+A closed segment is dropped from the page cache once it is on disk (after its fsync), and a start that
+loads the segments drops each once it is read: the cache does not grow with the store (2 GB for 10M
+items), where each new cache page costs a machine whose memory is backed lazily about as much as a
+save. Checked with util-linux's fincore; Linux only, and not on tmpfs (its pages are the file).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import Outbox, run_once
+
+pytestmark = [
+    pytest.mark.skipif(sys.platform != "linux", reason="posix_fadvise and fincore are Linux's"),
+    pytest.mark.skipif(shutil.which("fincore") is None, reason="fincore (util-linux) not found"),
+]
+
+SEGMENT_BYTES = 4 << 20  # Journal.segmentLimit
+
+
+def resident(path: Path) -> int:
+    out = subprocess.run(
+        ["fincore", "--bytes", "--noheadings", "--output", "RES", str(path)], capture_output=True, text=True
+    )
+    return int(out.stdout.strip() or 0)
+
+
+def segments(store: Path) -> list[Path]:
+    return sorted(store.glob("segment.*"))
+
+
+def on_tmpfs(path: Path) -> bool:
+    out = subprocess.run(["stat", "-f", "-c", "%T", str(path)], capture_output=True, text=True)
+    return out.stdout.strip() == "tmpfs"
+
+
+def save_lines(count: int) -> bytes:
+    """`count` realistic saves, about 200 bytes each."""
+    lines = []
+    for n in range(1, count + 1):
+        params = {
+            "name": "purchase",
+            "properties": {"campaign": "black_friday", "step": n % 9, "ok": True, "tags": ["a", "b"], "pad": "x" * 60},
+            "user": {"externalId": f"user-{n % 1000}"},
+        }
+        lines.append(json.dumps({"jsonrpc": "2.0", "id": n, "method": "saveCustomEvent", "params": params}))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def fill(outbox: Outbox, count: int) -> None:
+    assert outbox.write_raw(save_lines(count))
+    replies = outbox.wait_ids(range(1, count + 1), timeout=120)
+    assert all("result" in reply for reply in replies)
+
+
+def test_closed_segments_leave_the_cache(spawn, store: Path) -> None:  # noqa: ANN001
+    outbox = spawn(store, fsync="everysec")
+    if on_tmpfs(store.parent):
+        pytest.skip("the store is on tmpfs")
+    fill(outbox, 30_000)  # about 8 MB: two segments closed
+    closed = segments(store)[:-1]
+    assert sum(p.stat().st_size for p in closed) >= SEGMENT_BYTES
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(resident(p) > 8192 for p in closed):
+        time.sleep(0.1)  # the closed segment's fsync runs in the background
+    assert {p.name: resident(p) for p in closed} == {p.name: resident(p) for p in closed if resident(p) <= 8192}
+    outbox.close()
+
+
+def test_a_start_leaves_the_segments_out_of_the_cache(spawn, outbox_bin: Path, store: Path) -> None:  # noqa: ANN001
+    outbox = spawn(store, fsync="everysec")
+    if on_tmpfs(store.parent):
+        pytest.skip("the store is on tmpfs")
+    fill(outbox, 30_000)
+    outbox.close()
+    for path in segments(store):
+        path.read_bytes()  # in the cache now
+    assert sum(resident(p) for p in segments(store)) >= SEGMENT_BYTES
+    status = run_once(outbox_bin, store, input=b'{"jsonrpc":"2.0","id":1,"method":"status"}\n')
+    assert status.returncode == 0
+    assert json.loads(status.stdout)["result"]["pending"]["total"] == 30_000
+    assert {p.name: resident(p) for p in segments(store)} == {p.name: 0 for p in segments(store)}
