@@ -157,6 +157,23 @@ package enum CanonicalJSON {
     return i > start ? i : nil
   }
 
+  /// `stringEnd`, and whether the string is plain: printable ASCII without an escape, found 8 bytes
+  /// at a time (a string with anything else takes `stringEnd`'s full check, and is not called plain).
+  package static func stringEndAndPlain(_ b: UnsafeRawBufferPointer, _ start: Int) -> (end: Int, plain: Bool)? {
+    var j = start + 1
+    while j + 8 <= b.count {
+      let special = specialBytes(b.loadUnaligned(fromByteOffset: j, as: UInt64.self))
+      if special == 0 {
+        j += 8
+        continue
+      }
+      j += special.trailingZeroBitCount >> 3
+      if b[j] == 0x22 { return (j + 1, true) }
+      break
+    }
+    return stringEnd(b, start).map { ($0, false) }
+  }
+
   /// The index past the closing quote of the canonical string starting at `start` (a quote), or nil.
   @inline(__always)
   package static func stringEnd(_ b: UnsafeRawBufferPointer, _ start: Int) -> Int? {
@@ -187,13 +204,23 @@ package enum CanonicalJSON {
   private static func plainRunEnd(_ b: UnsafeRawBufferPointer, _ start: Int) -> Int {
     var i = start
     while i + 8 <= b.count {
-      let w = b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-      let control = (w &- ones &* 0x20) & ~w & high  // some byte below 0x20
-      let special = control | bytes(w, equalTo: 0x22) | bytes(w, equalTo: 0x5C) | (w & high)
+      let special = specialBytes(b.loadUnaligned(fromByteOffset: i, as: UInt64.self))
       if special != 0 { return i + special.trailingZeroBitCount >> 3 }
       i += 8
     }
     return i
+  }
+
+  /// The high bit of each byte of `w` that is a quote, a backslash, a control byte or non-ASCII
+  /// (the lowest set bit is exact: borrows only run upward).
+  @inline(__always)
+  package static func specialBytes(_ w: UInt64) -> UInt64 {
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    let high: UInt64 = 0x8080_8080_8080_8080
+    let quote = w ^ (ones &* 0x22)
+    let backslash = w ^ (ones &* 0x5C)
+    let control = (w &- ones &* 0x20) & ~w  // some byte below 0x20
+    return (control | ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | w) & high
   }
 
   private static let ones: UInt64 = 0x0101_0101_0101_0101

@@ -51,17 +51,9 @@ extension TapeBuilder {
   }
 
   /// Nonzero when one of the 8 bytes of `w` (little-endian) is `"`, `\`, a control byte or
-  /// non-ASCII; the lowest set bit is in the first such byte (SWAR: borrows only run upward).
+  /// non-ASCII; the lowest set bit is in the first such byte (`CanonicalJSON.specialBytes`).
   @inline(__always)
-  static func specialBytes(_ w: UInt64) -> UInt64 {
-    let ones: UInt64 = 0x0101_0101_0101_0101
-    let quote = w ^ (ones &* 0x22)
-    let backslash = w ^ (ones &* 0x5C)
-    let zeroQuote = (quote &- ones) & ~quote
-    let zeroBackslash = (backslash &- ones) & ~backslash
-    let control = (w &- (ones &* 0x20)) & ~w
-    return (w | zeroQuote | zeroBackslash | control) & (ones &* 0x80)
-  }
+  static func specialBytes(_ w: UInt64) -> UInt64 { CanonicalJSON.specialBytes(w) }
 
   private mutating func escape() throws(JSONParseError) {
     guard i + 1 < count else { throw fail("unterminated escape") }

@@ -72,27 +72,28 @@ struct DirectScan {
 
   init(_ bytes: UnsafeRawBufferPointer) { b = bytes }
 
-  /// The whole line: the envelope's four members, each once, and nothing after it.
+  /// The whole line: the envelope's four members, each once, and nothing after it. Each key is
+  /// told by its first letter and matched whole with its colon (and `jsonrpc` with its value).
   mutating func request(maxPropertiesBytes: Int) -> Bool {
     guard take(UInt8(ascii: "{")) else { return false }
     var seen: UInt8 = 0
     repeat {
-      guard let key = knownKey() else { return false }
+      guard i + 1 < b.count else { return false }
       let member: UInt8
-      if isKey(key, "jsonrpc") {
+      switch b[i + 1] {
+      case UInt8(ascii: "j"):
         member = 1
-        guard take("\"2.0\"") else { return false }
-      } else if isKey(key, "id") {
+        guard take("\"jsonrpc\":\"2.0\"") else { return false }
+      case UInt8(ascii: "i"):
         member = 2
-        guard integerID() else { return false }
-      } else if isKey(key, "method") {
+        guard take("\"id\":"), integerID() else { return false }
+      case UInt8(ascii: "m"):
         member = 4
-        guard method() else { return false }
-      } else if isKey(key, "params") {
+        guard take("\"method\":"), method() else { return false }
+      case UInt8(ascii: "p"):
         member = 8
-        guard params(maxPropertiesBytes: maxPropertiesBytes) else { return false }
-      } else {
-        return false
+        guard take("\"params\":"), params(maxPropertiesBytes: maxPropertiesBytes) else { return false }
+      default: return false
       }
       guard seen & member == 0 else { return false }
       seen |= member
@@ -105,19 +106,19 @@ struct DirectScan {
     guard take(UInt8(ascii: "{")) else { return false }
     var seen: UInt8 = 0
     repeat {
-      guard let key = knownKey() else { return false }
+      guard i + 1 < b.count else { return false }
       let member: UInt8
-      if isKey(key, "name") {
+      switch b[i + 1] {
+      case UInt8(ascii: "n"):
         member = 1
-        guard eventName() else { return false }
-      } else if isKey(key, "properties") {
+        guard take("\"name\":"), eventName() else { return false }
+      case UInt8(ascii: "p"):
         member = 2
-        guard propertiesObject(maxBytes: maxPropertiesBytes) else { return false }
-      } else if isKey(key, "user") {
+        guard take("\"properties\":"), propertiesObject(maxBytes: maxPropertiesBytes) else { return false }
+      case UInt8(ascii: "u"):
         member = 4
-        guard userObject() else { return false }
-      } else {
-        return false
+        guard take("\"user\":"), userObject() else { return false }
+      default: return false
       }
       guard seen & member == 0 else { return false }
       seen |= member
@@ -191,11 +192,11 @@ struct DirectScan {
     switch b[i] {
     case 0x22:
       let start = i
-      guard let end = CanonicalJSON.stringEnd(b, start), end - start - 2 <= 255 else { return false }
+      guard let (end, plain) = string(start), end - start - 2 <= 255 else { return false }
       i = end
       if inArray, end - start - 2 >= 16 {
         let contents = start + 1..<end - 1
-        return !contains(contents, 0x5C) && (contents.count > 40 || b[start + 5] != UInt8(ascii: "-"))
+        return (plain || !contains(contents, 0x5C)) && (contents.count > 40 || b[start + 5] != UInt8(ascii: "-"))
       }
       return true
     case UInt8(ascii: "t"): return take("true")
@@ -213,14 +214,11 @@ struct DirectScan {
   /// non-empty strings; no escapes.
   private mutating func userObject() -> Bool {
     let start = i
-    guard take(UInt8(ascii: "{")), let key = knownKey() else { return false }
-    if isKey(key, "alias") {
-      guard take(UInt8(ascii: "{")), let first = knownKey(), isKey(first, "name"), nonEmptyString(),
-        take(UInt8(ascii: ",")), let second = knownKey(), isKey(second, "label"), nonEmptyString(),
-        take(UInt8(ascii: "}"))
-      else { return false }
+    guard take(UInt8(ascii: "{")) else { return false }
+    if take("\"alias\":{\"name\":") {
+      guard nonEmptyString(), take(",\"label\":"), nonEmptyString(), take(UInt8(ascii: "}")) else { return false }
     } else {
-      guard isKey(key, "externalId") || isKey(key, "brazeId") || isKey(key, "email") || isKey(key, "phone"),
+      guard take("\"externalId\":") || take("\"brazeId\":") || take("\"email\":") || take("\"phone\":"),
         nonEmptyString()
       else { return false }
     }

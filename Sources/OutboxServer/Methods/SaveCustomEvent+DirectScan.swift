@@ -10,23 +10,17 @@ import Darwin
 
 /// The small readers `DirectScan` is made of: each reads one piece at the cursor and moves past it.
 extension DirectScan {
-  /// A key known to the scan and its colon: the bytes up to the next quote (a key with an escape
-  /// matches no known key); its contents.
-  mutating func knownKey() -> Range<Int>? {
-    guard i < b.count, b[i] == 0x22 else { return nil }
-    var j = i + 1
-    while j < b.count, b[j] != 0x22 { j += 1 }
-    guard j + 1 < b.count, b[j + 1] == UInt8(ascii: ":") else { return nil }
-    defer { i = j + 2 }
-    return i + 1..<j
-  }
+  /// The end (past the closing quote) of the canonical string at `start`, and whether it is plain
+  /// (`CanonicalJSON.stringEndAndPlain`); nil when not canonical.
+  @inline(__always)
+  func string(_ start: Int) -> (end: Int, plain: Bool)? { CanonicalJSON.stringEndAndPlain(b, start) }
 
   /// A canonical string without escapes, at most 255 bytes; its contents.
   mutating func plainString() -> Range<Int>? {
     let start = i
-    guard i < b.count, b[i] == 0x22, let end = CanonicalJSON.stringEnd(b, start) else { return nil }
+    guard i < b.count, b[i] == 0x22, let (end, plain) = string(start) else { return nil }
     let contents = start + 1..<end - 1
-    guard contents.count <= 255, !contains(contents, 0x5C) else { return nil }
+    guard contents.count <= 255, plain || !contains(contents, 0x5C) else { return nil }
     i = end
     return contents
   }
@@ -35,8 +29,8 @@ extension DirectScan {
   /// is left to the tape path, which writes it again).
   mutating func nonEmptyString() -> Bool {
     let start = i
-    guard i < b.count, b[i] == 0x22, let end = CanonicalJSON.stringEnd(b, start), end - start > 2,
-      !contains(start + 1..<end - 1, 0x5C)
+    guard i < b.count, b[i] == 0x22, let (end, plain) = string(start), end - start > 2,
+      plain || !contains(start + 1..<end - 1, 0x5C)
     else { return false }
     i = end
     return true
@@ -60,21 +54,21 @@ extension DirectScan {
     return false
   }
 
-  func isKey(_ key: Range<Int>, _ text: StaticString) -> Bool {
+  @inline(__always) func isKey(_ key: Range<Int>, _ text: StaticString) -> Bool {
     key.count == text.utf8CodeUnitCount && memcmp(b.baseAddress! + key.lowerBound, text.utf8Start, key.count) == 0
   }
 
-  func contains(_ range: Range<Int>, _ byte: UInt8) -> Bool {
+  @inline(__always) func contains(_ range: Range<Int>, _ byte: UInt8) -> Bool {
     range.isEmpty ? false : memchr(b.baseAddress! + range.lowerBound, Int32(byte), range.count) != nil
   }
 
-  mutating func take(_ byte: UInt8) -> Bool {
+  @inline(__always) mutating func take(_ byte: UInt8) -> Bool {
     guard i < b.count, b[i] == byte else { return false }
     i += 1
     return true
   }
 
-  mutating func take(_ text: StaticString) -> Bool {
+  @inline(__always) mutating func take(_ text: StaticString) -> Bool {
     let n = text.utf8CodeUnitCount
     guard i + n <= b.count, memcmp(b.baseAddress! + i, text.utf8Start, n) == 0 else { return false }
     i += n
