@@ -33,13 +33,15 @@ package struct StdioTransport: Transport {
   /// reads our replies in large reads made both sides wait on each other every 64 KiB.
   static let pipeBytes: Int32 = 1 << 20
 
-  /// Asks for a larger buffer on `fd` when it is a pipe (Linux only); a refusal changes nothing.
+  /// Asks for a larger buffer on `fd` when it is a pipe of the kernel's default size (16 pages):
+  /// a size someone chose is left as it is. Linux only; a refusal changes nothing.
   private static func widenPipe(_ fd: Int32) {
     #if os(Linux)
     var info = stat()
     guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFIFO else { return }
     let setSize: Int32 = 1031, getSize: Int32 = 1032  // F_SETPIPE_SZ, F_GETPIPE_SZ (<fcntl.h> with _GNU_SOURCE)
-    if fcntl(fd, getSize) < pipeBytes { _ = fcntl(fd, setSize, pipeBytes) }
+    let size = fcntl(fd, getSize)
+    if size == 16 * Int32(getpagesize()), size < pipeBytes { _ = fcntl(fd, setSize, pipeBytes) }
     #endif
   }
 

@@ -4,6 +4,7 @@ nothing is lost: requests in flight are abandoned and their items come back."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
@@ -92,6 +93,7 @@ def test_a_signal_ends_flush_blocked_on_a_reader_that_never_reads(outbox, store_
         box.save_event(f"event-with-a-long-name-{n:05d}", f"user-{n}")
     box.close()
     reader, writer = os.pipe()
+    fcntl.fcntl(writer, 1031, 65536 // 4)  # F_SETPIPE_SZ: a size of its own, which flush keeps
     try:
         proc = subprocess.Popen(
             [binary(), "flush", "--store", store_dir],

@@ -1,6 +1,7 @@
-"""Pipes: push-outbox asks Linux for 1 MiB pipe buffers on a stdin or stdout that is a pipe, so a
-pipeline reading its replies in large reads does not make both sides wait every 64 KiB. Files and
-terminals are left alone, and a refusal (a lower /proc/sys/fs/pipe-max-size) changes nothing."""
+"""Pipes: push-outbox asks Linux for 1 MiB pipe buffers on a stdin or stdout that is a pipe of the
+default size, so a pipeline reading its replies in large reads does not make both sides wait every
+64 KiB. A pipe whose size someone set, files and terminals are left alone, and a refusal (a lower
+/proc/sys/fs/pipe-max-size) changes nothing."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import request
 
+F_SETPIPE_SZ = 1031
 F_GETPIPE_SZ = 1032
 WANTED = 1 << 20
 
@@ -46,3 +48,19 @@ def test_a_file_on_stdin_is_read_as_before(binary: Path, tmp_path: Path) -> None
         out = subprocess.run([str(binary), "--memory"], stdin=stdin, capture_output=True, timeout=10)
     assert out.returncode == 0
     assert out.stdout.count(b'"result"') == 3
+
+
+def test_a_pipe_whose_size_was_set_is_left_alone(binary: Path) -> None:
+    reader, writer = os.pipe()
+    try:
+        fcntl.fcntl(writer, F_SETPIPE_SZ, 16384)
+        proc = subprocess.Popen([str(binary), "--memory"], stdin=subprocess.PIPE, stdout=writer)
+        assert proc.stdin is not None
+        proc.stdin.write((request(1, "status") + "\n").encode())
+        proc.stdin.close()
+        assert proc.wait(timeout=10) == 0
+        assert b'"result"' in os.read(reader, 1 << 16)
+        assert fcntl.fcntl(reader, F_GETPIPE_SZ) == 16384
+    finally:
+        os.close(reader)
+        os.close(writer)
