@@ -95,11 +95,18 @@ struct Recovery {
     countDead()
     try checkAgainstCheckpoint(firsts)
     outcome.leases = leaseTable
-    // Empty segments go, except those the checkpoint lists: the next start would miss them (fuzzing found it).
+    // Empty segments go, except those the checkpoint lists, and the first one when it holds the
+    // checkpoint's oldest held seq by its name (`checkAgainstCheckpoint` looks there): the next start
+    // would miss them (fuzzing found both).
     let directory = self.directory
-    let listed = Set(outcome.checkpoint?.segments ?? [])
+    var kept = Set(outcome.checkpoint?.segments ?? [])
+    if let checkpoint = outcome.checkpoint, let first = outcome.segments.first?.first,
+      first <= checkpoint.firstSeq, checkpoint.firstSeq < checkpoint.nextSeq
+    {
+      kept.insert(first)
+    }
     outcome.segments.removeAll {
-      $0.bytes <= SegmentFormat.headerSize && !listed.contains($0.first)
+      $0.bytes <= SegmentFormat.headerSize && !kept.contains($0.first)
         && unlink(directory + "/" + SegmentFormat.name(first: $0.first)) == 0
     }
   }

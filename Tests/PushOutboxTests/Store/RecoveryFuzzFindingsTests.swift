@@ -45,6 +45,19 @@ import Testing
     #expect(try open(dir).isEmpty)  // before the fix: missing_data, the first start had deleted segment 1
   }
 
+  @Test func anEmptyFirstSegmentHoldingTheCheckpointsOldestSeqIsKept() throws {
+    let dir = Paths.temporaryDirectory()
+    try write(SegmentFormat.header, dir, SegmentFormat.name(first: 1))
+    try write(SegmentFormat.header, dir, SegmentFormat.name(first: 3))
+    // Nothing counted, but the oldest held seq is 1, in segment 1, which the checkpoint does not list:
+    // the start accepts it because segment 1's file is there (CI's fuzzing smoke of stop 32 found it).
+    let checkpoint = Checkpoint(
+      createdAt: 0, coversSeq: 1, nextSeq: 2, firstSeq: 1, items: 0, segments: [3], leases: [])
+    try write(checkpoint.encode(), dir, Checkpoint.fileName)
+    #expect(try open(dir).isEmpty)
+    #expect(try open(dir).isEmpty)  // before the fix: missing_data, the first start had deleted segment 1
+  }
+
   @Test func anItemRecordOutsideItsSegmentsSeqRangeIsDamageNotALaterLoss() throws {
     let dir = Paths.temporaryDirectory()
     var first = SegmentFormat.header
