@@ -56,14 +56,17 @@ public struct ByteCursor {
     p += digits
   }
 
-  /// Runs `body` with a cursor over a temporary buffer of `capacity` bytes, then appends what it wrote to `out`.
+  /// Runs `body` with a cursor over room for `capacity` more bytes at the end of `out`, which then
+  /// holds what it wrote: written in place, with one capacity check.
   @inlinable @inline(__always)
   public static func append(to out: inout [UInt8], capacity: Int, _ body: (inout ByteCursor) -> Void) {
-    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { buffer in
-      var cursor = ByteCursor(buffer.baseAddress!)
-      body(&cursor)
-      precondition(cursor.count <= capacity)
-      out.appendBytes(UnsafeBufferPointer(start: buffer.baseAddress!, count: cursor.count))
+    out.append(addingCapacity: capacity) { span in
+      span.withUnsafeMutableBufferPointer { buffer, initialized in
+        var cursor = ByteCursor(buffer.baseAddress! + initialized)
+        body(&cursor)
+        precondition(cursor.count <= capacity)
+        initialized += cursor.count
+      }
     }
   }
 }
