@@ -75,55 +75,45 @@ struct DirectScan {
   /// The whole line: the envelope's four members, each once, and nothing after it. Each key is
   /// told by its first letter and matched whole with its colon (and `jsonrpc` with its value).
   mutating func request(maxPropertiesBytes: Int) -> Bool {
-    guard take(UInt8(ascii: "{")) else { return false }
-    var seen: UInt8 = 0
-    repeat {
-      guard i + 1 < b.count else { return false }
-      let member: UInt8
-      switch b[i + 1] {
-      case UInt8(ascii: "j"):
-        member = 1
-        guard take("\"jsonrpc\":\"2.0\"") else { return false }
-      case UInt8(ascii: "i"):
-        member = 2
-        guard take("\"id\":"), integerID() else { return false }
-      case UInt8(ascii: "m"):
-        member = 4
-        guard take("\"method\":"), method() else { return false }
+    let seen = members { scan, first in
+      switch first {
+      case UInt8(ascii: "j"): return scan.take("\"jsonrpc\":\"2.0\"") ? 1 : nil
+      case UInt8(ascii: "i"): return scan.take("\"id\":") && scan.integerID() ? 2 : nil
+      case UInt8(ascii: "m"): return scan.take("\"method\":") && scan.method() ? 4 : nil
       case UInt8(ascii: "p"):
-        member = 8
-        guard take("\"params\":"), params(maxPropertiesBytes: maxPropertiesBytes) else { return false }
-      default: return false
+        return scan.take("\"params\":") && scan.params(maxPropertiesBytes: maxPropertiesBytes) ? 8 : nil
+      default: return nil
       }
-      guard seen & member == 0 else { return false }
-      seen |= member
-    } while take(UInt8(ascii: ","))
-    return take(UInt8(ascii: "}")) && i == b.count && seen == 15
+    }
+    return seen == 15 && i == b.count
   }
 
   /// `params`: `name`, and `properties` and `user` when given, each once.
   private mutating func params(maxPropertiesBytes: Int) -> Bool {
-    guard take(UInt8(ascii: "{")) else { return false }
+    let seen = members { scan, first in
+      switch first {
+      case UInt8(ascii: "n"): return scan.take("\"name\":") && scan.eventName() ? 1 : nil
+      case UInt8(ascii: "p"):
+        return scan.take("\"properties\":") && scan.propertiesObject(maxBytes: maxPropertiesBytes) ? 2 : nil
+      case UInt8(ascii: "u"): return scan.take("\"user\":") && scan.userObject() ? 4 : nil
+      default: return nil
+      }
+    }
+    return seen.map { $0 & 1 != 0 } ?? false
+  }
+
+  /// An object whose members `member` reads, given the byte after each key's opening quote: it
+  /// returns the member's bit, or nil to refuse. The bits seen, or nil for a member refused or
+  /// repeated.
+  @inline(__always)
+  private mutating func members(_ member: (inout DirectScan, UInt8) -> UInt8?) -> UInt8? {
+    guard take(UInt8(ascii: "{")) else { return nil }
     var seen: UInt8 = 0
     repeat {
-      guard i + 1 < b.count else { return false }
-      let member: UInt8
-      switch b[i + 1] {
-      case UInt8(ascii: "n"):
-        member = 1
-        guard take("\"name\":"), eventName() else { return false }
-      case UInt8(ascii: "p"):
-        member = 2
-        guard take("\"properties\":"), propertiesObject(maxBytes: maxPropertiesBytes) else { return false }
-      case UInt8(ascii: "u"):
-        member = 4
-        guard take("\"user\":"), userObject() else { return false }
-      default: return false
-      }
-      guard seen & member == 0 else { return false }
-      seen |= member
+      guard i + 1 < b.count, let bit = member(&self, b[i + 1]), seen & bit == 0 else { return nil }
+      seen |= bit
     } while take(UInt8(ascii: ","))
-    return take(UInt8(ascii: "}")) && seen & 1 != 0
+    return take(UInt8(ascii: "}")) ? seen : nil
   }
 
   /// The event name: 1 to 255 bytes with no escape (so 255 characters at most), not starting with `$`.
