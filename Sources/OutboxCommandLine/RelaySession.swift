@@ -59,7 +59,10 @@ struct RelaySession {
         case .progress:
           backoff.reset()
           continue
-        case .stalled(let reason): problem = reason
+        case .stalled(let reason):
+          // A round the deadline cut short (its acks not in yet) says less than the refusal before it.
+          let cutShort = Clock.monotonicSeconds() >= deadline
+          problem = cutShort ? problem.map { $0 + "; the last round, cut short: " + reason } ?? reason : reason
         }
       } catch {
         problem = error.description

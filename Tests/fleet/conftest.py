@@ -246,12 +246,13 @@ def save_items(store: Path, count: int, seed: int, with_user: float = 1.0) -> Sa
 
 
 def relay(
-    store: Path, server: NatsServer, *extra: str, env: Optional[Dict[str, str]] = None
+    store: Path, server: NatsServer, *extra: str, env: Optional[Dict[str, str]] = None, url: Optional[str] = None
 ) -> subprocess.CompletedProcess[str]:
+    """`push-outbox relay` to `server` (or to `url`, a way to it such as a proxy)."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("PUSH_OUTBOX_")}
     full_env.update(env or {})
     return subprocess.run(
-        [binary(), "relay", "--to", server.url, "--store", str(store), *extra],
+        [binary(), "relay", "--to", url or server.url, "--store", str(store), *extra],
         capture_output=True,
         text=True,
         env=full_env,

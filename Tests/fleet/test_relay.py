@@ -7,12 +7,14 @@ import json
 import random
 import socket
 import subprocess
+import threading
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from conftest import NatsServer, binary, pending, relay, save_items, stream_key
+from serving import FreezableProxy
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -195,6 +197,29 @@ def test_a_full_stream_keeps_the_rest_local(tmp_path: Path, nats_server: NatsSer
     assert in_stream and left
     assert in_stream | left == set(saved.items) and not (in_stream & left)
     assert nats_server.stream_config()["max_bytes"] == 16384
+
+
+def test_a_round_the_deadline_cuts_short_still_names_the_full_stream(tmp_path: Path, nats_server: NatsServer) -> None:
+    """The stream fills, then NATS stops answering (a frozen proxy), so the round running then gets no acks
+    before --max-seconds: the summary still names the full stream, and says the last round was cut short.
+    (Before, the cut-short round's "no publish ack" replaced the refusal: the CI run of stop 32's e8436f0
+    failed test_a_full_stream_keeps_the_rest_local that way.)"""
+    store = tmp_path / "store"
+    saved = save_items(store, 400, 9)
+    proxy = FreezableProxy(nats_server.port)
+    freezer = threading.Timer(1.0, proxy.freeze)  # after the first rounds: backoff puts the next at 1.4-2.6 s
+    freezer.start()
+    try:
+        run = relay(store, nats_server, "--nats-max-bytes", "16384", "--max-seconds", "5", url=proxy.url)
+    finally:
+        freezer.cancel()
+        proxy.close()
+    assert run.returncode == 1
+    assert "is full" in run.stderr and "the last round, cut short: no publish ack" in run.stderr, run.stderr
+    in_stream = {p["id"] for _, _, _, p in nats_server.messages()}
+    left = {p["id"] for p in pending(store)}
+    assert in_stream and left
+    assert in_stream | left == set(saved.items) and not (in_stream & left)
 
 
 def test_plain_text_to_a_remote_host_is_refused(tmp_path: Path) -> None:
