@@ -38,21 +38,26 @@ public struct ByteCursor {
     if let base = bytes.baseAddress { put(base, bytes.count) }
   }
 
-  /// A decimal number (at most 20 bytes).
+  /// A decimal number (at most 20 bytes), two digits per division by 100 (the replies of saves
+  /// write three: the request id, the seq and the pending count).
   @inlinable public mutating func put(decimal value: UInt64) {
     var digits = 1
-    var v = value
-    while v >= 10 {
-      v /= 10
+    var power: UInt64 = 10
+    while digits < 20 && value >= power {
       digits += 1
+      power &*= 10
     }
-    v = value
+    var v = value
     var k = digits
-    repeat {
-      k -= 1
-      p[k] = UInt8(truncatingIfNeeded: v % 10) &+ 48
-      v /= 10
-    } while k > 0
+    while k >= 2 {
+      let pair = v % 100
+      v /= 100
+      k -= 2
+      let tens = pair / 10
+      p[k] = UInt8(truncatingIfNeeded: tens) &+ 48
+      p[k + 1] = UInt8(truncatingIfNeeded: pair &- tens &* 10) &+ 48
+    }
+    if k == 1 { p[0] = UInt8(truncatingIfNeeded: v) &+ 48 }
     p += digits
   }
 
