@@ -93,39 +93,39 @@ package enum SegmentFormat {
     recordHeaderSize + 8 + 4 + 3 + (clientID == 0 ? 16 : clientID) + body
   }
 
-  /// Appends an item record: one reservation, the fixed fields and a generated id written on the stack
-  /// and appended at once, the body copied once, then the checksum stored in place.
+  /// Appends an item record, written in place in one pass: the 17-byte record header (length,
+  /// checksum, type, seq), the fixed fields, the id, the body, then the checksum over them.
   static func appendItem(
     seq: UInt64, savedAt: Int64, deliveries: UInt32, kind: ItemKind, hasUser: Bool, id: ItemID,
     body: UnsafeRawBufferPointer, to out: inout [UInt8]
   ) {
     let generated = id.client.isEmpty
     let length = 8 + 4 + 3 + (generated ? 16 : id.clientLength) + body.count
-    let start = out.count
-    if out.capacity < start + recordHeaderSize + length { out.reserveCapacity(2 * (start + recordHeaderSize + length)) }
-    // The 17-byte record header (length, checksum later, type, seq), the fixed fields, the generated id.
-    var head: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0)
-    let headCount = recordHeaderSize + 15 + (generated ? 16 : 0)
-    withUnsafeMutableBytes(of: &head) { raw in
-      raw.storeBytes(of: UInt32(length).littleEndian, toByteOffset: 0, as: UInt32.self)
-      raw[8] = RecordType.item.rawValue
+    let total = recordHeaderSize + length
+    if out.capacity < out.count + total { out.reserveCapacity(2 * (out.count + total)) }
+    ByteCursor.append(to: &out, capacity: total) { cursor in
+      let raw = UnsafeMutableRawPointer(cursor.p)
+      raw.storeBytes(of: UInt32(length).littleEndian, as: UInt32.self)
+      raw.storeBytes(of: RecordType.item.rawValue, toByteOffset: 8, as: UInt8.self)
       raw.storeBytes(of: seq.littleEndian, toByteOffset: 9, as: UInt64.self)
       raw.storeBytes(of: UInt64(bitPattern: savedAt).littleEndian, toByteOffset: 17, as: UInt64.self)
       raw.storeBytes(of: deliveries.littleEndian, toByteOffset: 25, as: UInt32.self)
-      raw[29] = kind.rawValue
-      raw[30] = hasUser ? 1 : 0
-      raw[31] = UInt8(id.clientLength)
+      raw.storeBytes(of: kind.rawValue, toByteOffset: 29, as: UInt8.self)
+      raw.storeBytes(of: hasUser ? 1 : 0, toByteOffset: 30, as: UInt8.self)
+      raw.storeBytes(of: UInt8(id.clientLength), toByteOffset: 31, as: UInt8.self)
+      var at = recordHeaderSize + 15
       if generated {
-        raw.storeBytes(of: id.high.littleEndian, toByteOffset: 32, as: UInt64.self)
-        raw.storeBytes(of: id.low.littleEndian, toByteOffset: 40, as: UInt64.self)
+        raw.storeBytes(of: id.high.littleEndian, toByteOffset: at, as: UInt64.self)
+        raw.storeBytes(of: id.low.littleEndian, toByteOffset: at + 8, as: UInt64.self)
+        at += 16
+      } else {
+        id.client.withUnsafeBytes { (raw + at).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        at += id.clientLength
       }
-      out.appendBytes(UnsafeRawBufferPointer(rebasing: raw[0..<headCount]))
-    }
-    if !generated { out.append(contentsOf: id.client) }
-    out.appendBytes(body)
-    out.withUnsafeMutableBytes { raw in
-      let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[(start + 8)...]))
-      raw.storeBytes(of: crc.littleEndian, toByteOffset: start + 4, as: UInt32.self)
+      if let source = body.baseAddress { (raw + at).copyMemory(from: source, byteCount: body.count) }
+      let crc = CRC32C.checksum(UnsafeRawBufferPointer(start: raw + 8, count: total - 8))
+      raw.storeBytes(of: crc.littleEndian, toByteOffset: 4, as: UInt32.self)
+      cursor.advance(by: total)
     }
   }
 
