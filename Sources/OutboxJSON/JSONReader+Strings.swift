@@ -12,7 +12,7 @@ extension TapeBuilder {
       // Find the next byte that is not printable ASCII other than `"` and `\`: 8 at a time while
       // 8 remain, then one at a time.
       if k + 8 <= count {
-        let special = Self.specialBytes(UnsafeRawPointer(base + k).loadUnaligned(as: UInt64.self))
+        let special = CanonicalJSON.specialBytes(UnsafeRawPointer(base + k).loadUnaligned(as: UInt64.self))
         if special == 0 {
           k += 8
           continue
@@ -49,11 +49,6 @@ extension TapeBuilder {
       k = i
     }
   }
-
-  /// Nonzero when one of the 8 bytes of `w` (little-endian) is `"`, `\`, a control byte or
-  /// non-ASCII; the lowest set bit is in the first such byte (`CanonicalJSON.specialBytes`).
-  @inline(__always)
-  static func specialBytes(_ w: UInt64) -> UInt64 { CanonicalJSON.specialBytes(w) }
 
   private mutating func escape() throws(JSONParseError) {
     guard i + 1 < count else { throw fail("unterminated escape") }

@@ -102,7 +102,6 @@ package enum SegmentFormat {
     let generated = id.client.isEmpty
     let length = 8 + 4 + 3 + (generated ? 16 : id.clientLength) + body.count
     let total = recordHeaderSize + length
-    if out.capacity < out.count + total { out.reserveCapacity(2 * (out.count + total)) }
     ByteCursor.append(to: &out, capacity: total) { cursor in
       let raw = UnsafeMutableRawPointer(cursor.p)
       raw.storeBytes(of: UInt32(length).littleEndian, as: UInt32.self)

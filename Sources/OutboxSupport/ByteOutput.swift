@@ -46,17 +46,7 @@ extension Array where Element == UInt8 {
   }
 
   package mutating func appendUInt(_ value: UInt64) {
-    var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch, enough for 20 digits
-    Swift.withUnsafeMutableBytes(of: &digits) { raw in
-      var n = value
-      var i = raw.count
-      repeat {
-        i -= 1
-        raw[i] = UInt8(truncatingIfNeeded: n % 10) &+ 48
-        n /= 10
-      } while n > 0
-      appendBytes(UnsafeRawBufferPointer(rebasing: raw[i...]))
-    }
+    ByteCursor.append(to: &self, capacity: 20) { $0.put(decimal: value) }
   }
 
   /// Appends `s` as a quoted JSON string. Escapes `"`, `\`, control characters and U+2028/U+2029,
