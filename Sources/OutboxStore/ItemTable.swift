@@ -1,7 +1,7 @@
 package import OutboxJSON
 package import OutboxSupport
 
-/// The held items as a struct of arrays: one row per item, no heap object per item or per field.
+/// The held items as a struct of arrays (`Column`s): one row per item, no heap object per item or per field.
 ///
 /// The bytes of a row (client id, then the body's record, `StoredBody`) live in the `Arena`. Rows stay in seq order;
 /// removing rows at the head moves `head`, removing rows elsewhere leaves a tombstone that a later
@@ -26,14 +26,14 @@ package struct ItemTable {
     static let kindMask: UInt8 = 0b11
   }
 
-  package private(set) var seqs: [UInt64] = []
-  package private(set) var savedAt: [Int64] = []
-  private(set) var locations: [ArenaLocation] = []
+  package private(set) var seqs = Column<UInt64>()
+  package private(set) var savedAt = Column<Int64>()
+  private(set) var locations = Column<ArenaLocation>()
   /// Record length in bytes; the client id, when there is one, is `idLengths` bytes before it.
-  private(set) var lengths: [UInt32] = []
-  private(set) var idLengths: [UInt8] = []
-  package private(set) var flags: [UInt8] = []
-  package var deliveries: [UInt32] = []
+  private(set) var lengths = Column<UInt32>()
+  private(set) var idLengths = Column<UInt8>()
+  package private(set) var flags = Column<UInt8>()
+  package var deliveries = Column<UInt32>()
   /// Rows before `head` are gone.
   private(set) var head = 0
   private(set) var tombstones = 0
@@ -147,13 +147,13 @@ package struct ItemTable {
     let dead = head + tombstones
     guard dead > 4096 && dead * 2 > seqs.count else { return false }
     let keep = rows.filter { !has(.removed, $0) }
-    seqs = keep.map { seqs[$0] }
-    savedAt = keep.map { savedAt[$0] }
-    locations = keep.map { locations[$0] }
-    lengths = keep.map { lengths[$0] }
-    idLengths = keep.map { idLengths[$0] }
-    flags = keep.map { flags[$0] }
-    deliveries = keep.map { deliveries[$0] }
+    seqs = seqs.selecting(keep)
+    savedAt = savedAt.selecting(keep)
+    locations = locations.selecting(keep)
+    lengths = lengths.selecting(keep)
+    idLengths = idLengths.selecting(keep)
+    flags = flags.selecting(keep)
+    deliveries = deliveries.selecting(keep)
     head = 0
     tombstones = 0
     return true
