@@ -13,7 +13,7 @@ enum LeaseRecords {
     let fresh = covers.map { record.seq > $0 } ?? true
     switch record.type {
     case .lease:
-      guard let expires = cursor.u64(), UTCTime.representable.contains(Int64(bitPattern: expires)),
+      guard let expires = cursor.u64(), UTCTime.isRepresentable(Int64(bitPattern: expires)),
         let flushId = flushId(&cursor), let seqs = cursor.seqs(),
         let noteLength = cursor.u32(), let note = cursor.take(Int(noteLength)),
         let origin = LeaseOrigin(rawValue: cursor.u8() ?? 0)

@@ -171,21 +171,29 @@ package struct ItemRecord {
   package var deliveries: UInt32
   package var kind: ItemKind
   package var hasUser: Bool
-  package var id: ItemID
+  /// The generated id's words (zero with a client id).
+  private var high: UInt64 = 0
+  private var low: UInt64 = 0
+  /// The client id's bytes in the payload; empty for a generated id. Held as a view, not an array,
+  /// so a record is plain bytes: recovery reads millions and copies and drops each without a
+  /// reference count.
+  private var client: UnsafeRawBufferPointer
   package var body: UnsafeRawBufferPointer
+
+  package var id: ItemID { client.isEmpty ? ItemID(high: high, low: low) : ItemID(client: Array(client)) }
 
   package init?(_ payload: UnsafeRawBufferPointer) {
     var cursor = PayloadCursor(payload)
-    guard let saved = cursor.u64(), UTCTime.representable.contains(Int64(bitPattern: saved)),
+    guard let saved = cursor.u64(), UTCTime.isRepresentable(Int64(bitPattern: saved)),
       let deliveries = cursor.u32(), let kindRaw = cursor.u8(),
       let kind = ItemKind(rawValue: kindRaw), let flags = cursor.u8(), flags <= 1, let idLength = cursor.u8()
     else { return nil }
     if idLength == 0 {
       guard let high = cursor.u64(), let low = cursor.u64() else { return nil }
-      id = ItemID(high: high, low: low)
+      (self.high, self.low, client) = (high, low, UnsafeRawBufferPointer(start: nil, count: 0))
     } else {
       guard let client = cursor.take(Int(idLength)) else { return nil }
-      id = ItemID(client: Array(client))
+      self.client = client
     }
     self.savedAt = Int64(bitPattern: saved)
     self.deliveries = deliveries

@@ -28,7 +28,13 @@ package enum UTCTime {
   }
 
   /// 0000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z: the instants the fixed-width text can show.
-  package static let representable: ClosedRange<Int64> = -62_167_219_200_000...253_402_300_799_999
+  package static let representable: ClosedRange<Int64> = earliest...latest
+  private static let earliest: Int64 = -62_167_219_200_000
+  private static let latest: Int64 = 253_402_300_799_999
+
+  /// `representable.contains(ms)`, without the range (a lazily made global) on a path taken per record.
+  @inline(__always)
+  package static func isRepresentable(_ ms: Int64) -> Bool { earliest <= ms && ms <= latest }
 
   static func isLeap(_ year: Int) -> Bool {
     (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
