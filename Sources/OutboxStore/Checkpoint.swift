@@ -162,7 +162,7 @@ package struct Checkpoint: Sendable, Equatable {
   private static func lease(_ value: JSONValue) -> Lease? {
     guard case .object(let m) = value, case .string(let flushId)? = m["flushId"],
       case .int(let expires)? = m["expiresAt"],
-      UTCTime.representable.contains(expires),
+      UTCTime.isRepresentable(expires),
       case .array(let seqValues)? = m["seqs"], case .string(let note)? = m["note"]
     else { return nil }
     let seqs = seqValues.compactMap(seq)

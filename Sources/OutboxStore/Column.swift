@@ -15,9 +15,6 @@ import Darwin
 ///
 /// A value with copy-on-write, as `Array` is: a copy shares the storage until either side changes.
 package struct Column<Element: BitwiseCopyable>: RandomAccessCollection {
-  package typealias Index = Int
-  package typealias Indices = Range<Int>
-
   private var storage = Storage()
 
   package init() {}
@@ -32,7 +29,6 @@ package struct Column<Element: BitwiseCopyable>: RandomAccessCollection {
 
   package var startIndex: Int { 0 }
   package var endIndex: Int { storage.count }
-  package var indices: Range<Int> { 0..<storage.count }
   package var capacity: Int { storage.capacity }
 
   @inline(__always)

@@ -177,7 +177,7 @@ package struct ItemRecord {
   /// The client id's bytes in the payload; empty for a generated id. Held as a view, not an array,
   /// so a record is plain bytes: recovery reads millions and copies and drops each without a
   /// reference count.
-  private var client: UnsafeRawBufferPointer
+  private var client = UnsafeRawBufferPointer(start: nil, count: 0)
   package var body: UnsafeRawBufferPointer
 
   package var id: ItemID { client.isEmpty ? ItemID(high: high, low: low) : ItemID(client: Array(client)) }
@@ -190,7 +190,7 @@ package struct ItemRecord {
     else { return nil }
     if idLength == 0 {
       guard let high = cursor.u64(), let low = cursor.u64() else { return nil }
-      (self.high, self.low, client) = (high, low, UnsafeRawBufferPointer(start: nil, count: 0))
+      (self.high, self.low) = (high, low)
     } else {
       guard let client = cursor.take(Int(idLength)) else { return nil }
       self.client = client

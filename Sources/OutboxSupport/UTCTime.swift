@@ -32,7 +32,7 @@ package enum UTCTime {
   private static let earliest: Int64 = -62_167_219_200_000
   private static let latest: Int64 = 253_402_300_799_999
 
-  /// `representable.contains(ms)`, without the range (a lazily made global) on a path taken per record.
+  /// True when `ms` lies in `representable`: two comparisons, without the range (a lazily made global).
   @inline(__always)
   package static func isRepresentable(_ ms: Int64) -> Bool { earliest <= ms && ms <= latest }
 
