@@ -1,11 +1,11 @@
-package import OutboxDelivery
-package import OutboxDomain
-package import OutboxJSON
-package import OutboxJSONRPC
-package import OutboxServer
-package import OutboxStore
-package import OutboxSupport
-package import OutboxTransport
+import OutboxDelivery
+import OutboxDomain
+import OutboxJSON
+import OutboxJSONRPC
+import OutboxServer
+import OutboxStore
+import OutboxSupport
+import OutboxTransport
 
 /// The man page and the shell completions, generated from the option table
 /// (`push-outbox --generate-man`, `--generate-completion bash|zsh|fish`; checked in under

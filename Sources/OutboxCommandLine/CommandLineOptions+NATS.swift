@@ -1,5 +1,5 @@
-package import OutboxNATS
-package import OutboxServer
+import OutboxNATS
+import OutboxServer
 
 /// The NATS settings a serving process (`--relay`), `relay` and `deliver --from` share: service
 /// flags, each with its environment twin (`--nats-stream` ↔ `PUSH_OUTBOX_NATS_STREAM`).

@@ -1,4 +1,4 @@
-package import OutboxServer
+import OutboxServer
 
 /// How the option table reads a flag's value: bounded numbers, booleans, one of a list.
 extension Configuration {

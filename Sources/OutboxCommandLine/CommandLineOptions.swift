@@ -1,12 +1,12 @@
-package import OutboxDelivery
-package import OutboxDomain
-package import OutboxJSON
-package import OutboxJSONRPC
-package import OutboxNATS
+import OutboxDelivery
+import OutboxDomain
+import OutboxJSON
+import OutboxJSONRPC
+import OutboxNATS
 package import OutboxServer
-package import OutboxStore
-package import OutboxSupport
-package import OutboxTransport
+import OutboxStore
+import OutboxSupport
+import OutboxTransport
 
 /// The flags: the service's, each with its environment twin (`--max-line-bytes` ↔
 /// `PUSH_OUTBOX_MAX_LINE_BYTES`) and taken by every subcommand too, and each subcommand's own.

@@ -1,7 +1,7 @@
-package import OutboxDelivery
+import OutboxDelivery
 package import OutboxServer
-package import OutboxStore
-package import OutboxSupport
+import OutboxStore
+import OutboxSupport
 
 /// Reading the command line and the environment twins into an `Invocation`, in one parse.
 extension Invocation {

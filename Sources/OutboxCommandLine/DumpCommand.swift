@@ -1,8 +1,8 @@
-package import OutboxDelivery
-package import OutboxJSON
+import OutboxDelivery
+import OutboxJSON
 package import OutboxServer
-package import OutboxStore
-package import OutboxSupport
+import OutboxStore
+import OutboxSupport
 
 /// `push-outbox dump [--store DIR] [--dead-letters] [--format items|usersTrack]`: prints what the store
 /// holds, read-only and without the lock (`StoreInspector`), one JSON line each:

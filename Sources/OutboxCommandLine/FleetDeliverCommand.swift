@@ -1,5 +1,5 @@
 import OutboxDelivery
-package import OutboxNATS
+import OutboxNATS
 package import OutboxServer
 import OutboxSupport
 

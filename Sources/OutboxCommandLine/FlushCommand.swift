@@ -1,11 +1,11 @@
-package import OutboxDelivery
-package import OutboxDomain
-package import OutboxJSON
-package import OutboxJSONRPC
+import OutboxDelivery
+import OutboxDomain
+import OutboxJSON
+import OutboxJSONRPC
 package import OutboxServer
-package import OutboxStore
-package import OutboxSupport
-package import OutboxTransport
+import OutboxStore
+import OutboxSupport
+import OutboxTransport
 
 #if canImport(Glibc)
 import Glibc

@@ -1,11 +1,11 @@
-package import OutboxDelivery
-package import OutboxDomain
-package import OutboxJSON
-package import OutboxJSONRPC
-package import OutboxServer
-package import OutboxStore
-package import OutboxSupport
-package import OutboxTransport
+import OutboxDelivery
+import OutboxDomain
+import OutboxJSON
+import OutboxJSONRPC
+import OutboxServer
+import OutboxStore
+import OutboxSupport
+import OutboxTransport
 
 /// Calls wire methods of an in-process `Server` exactly as a client would over the pipe: a request
 /// line into the real loop over a memory transport, the reply line out. The one-shot commands use

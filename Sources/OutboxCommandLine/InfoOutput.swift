@@ -1,7 +1,7 @@
-package import OutboxJSONRPC
-package import OutboxServer
-package import OutboxSupport
-package import OutboxTransport
+import OutboxJSONRPC
+import OutboxServer
+import OutboxSupport
+import OutboxTransport
 
 #if canImport(Glibc)
 import Glibc

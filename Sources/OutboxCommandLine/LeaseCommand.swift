@@ -1,8 +1,8 @@
-package import OutboxJSON
-package import OutboxJSONRPC
+import OutboxJSON
+import OutboxJSONRPC
 package import OutboxServer
-package import OutboxStore
-package import OutboxSupport
+import OutboxStore
+import OutboxSupport
 
 /// `push-outbox ack FLUSHID` and `push-outbox release FLUSHID`: end a `flush --lease` lease by the
 /// flushId it printed, through the wire methods `ackFlush` and `releaseFlush` run in process

@@ -1,8 +1,8 @@
-package import OutboxJSONRPC
+import OutboxJSONRPC
 import OutboxNATS
-package import OutboxServer
-package import OutboxSupport
-package import OutboxTransport
+import OutboxServer
+import OutboxSupport
+import OutboxTransport
 
 #if canImport(Glibc)
 import Glibc

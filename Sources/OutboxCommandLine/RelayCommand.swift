@@ -1,10 +1,10 @@
-package import OutboxDelivery
-package import OutboxDomain
-package import OutboxJSON
-package import OutboxNATS
+import OutboxDelivery
+import OutboxDomain
+import OutboxJSON
+import OutboxNATS
 package import OutboxServer
-package import OutboxStore
-package import OutboxSupport
+import OutboxStore
+import OutboxSupport
 
 #if canImport(Glibc)
 import Glibc

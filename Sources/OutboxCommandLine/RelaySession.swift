@@ -1,10 +1,10 @@
-package import OutboxDelivery
-package import OutboxDomain
-package import OutboxJSON
-package import OutboxNATS
-package import OutboxServer
-package import OutboxStore
-package import OutboxSupport
+import OutboxDelivery
+import OutboxDomain
+import OutboxJSON
+import OutboxNATS
+import OutboxServer
+import OutboxStore
+import OutboxSupport
 
 #if canImport(Glibc)
 import Glibc

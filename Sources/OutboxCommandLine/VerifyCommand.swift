@@ -1,7 +1,7 @@
-package import OutboxJSON
-package import OutboxServer
-package import OutboxStore
-package import OutboxSupport
+import OutboxJSON
+import OutboxServer
+import OutboxStore
+import OutboxSupport
 
 /// `push-outbox verify [--store DIR]`: an offline integrity check. It reads every store file
 /// (`StoreInspector`: read-only, no lock, nothing created or changed), checks every record's CRC, the

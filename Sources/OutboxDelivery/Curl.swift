@@ -1,8 +1,4 @@
 import CurlShim
-package import OutboxDomain
-package import OutboxJSON
-package import OutboxStore
-package import OutboxSupport
 
 #if canImport(Glibc)
 import Glibc

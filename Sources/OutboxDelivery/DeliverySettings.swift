@@ -1,8 +1,3 @@
-package import OutboxDomain
-package import OutboxJSON
-package import OutboxStore
-package import OutboxSupport
-
 /// How push-outbox delivers to Braze (`--braze-endpoint`, `--deliver`, `--braze-rate`, …).
 package struct DeliverySettings: Sendable {
   /// The REST endpoint without a trailing slash, e.g. `https://rest.iad-01.braze.com`.

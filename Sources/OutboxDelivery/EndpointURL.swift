@@ -1,8 +1,3 @@
-package import OutboxDomain
-package import OutboxJSON
-package import OutboxStore
-package import OutboxSupport
-
 /// A Braze REST endpoint, parsed once by one strict parser: its host decides whether plain `http://`
 /// is allowed, and the URL libcurl is given is rebuilt from the same parts, so the host that was
 /// checked is the host that receives the API key.

@@ -1,7 +1,3 @@
-package import OutboxDomain
-package import OutboxJSON
-package import OutboxStore
-package import OutboxSupport
 import Synchronization
 
 /// Why a request got no HTTP answer. Messages never hold the API key (it is only in a header).

@@ -1,7 +1,3 @@
-package import OutboxDomain
-package import OutboxJSON
-package import OutboxStore
-package import OutboxSupport
 import Synchronization
 
 /// The client-side limiter: at most `limit.count` requests in any window of `limit.seconds`, as

@@ -1,7 +1,4 @@
-package import OutboxDomain
-package import OutboxJSON
 package import OutboxStore
-package import OutboxSupport
 
 /// The identity of an item's user for per-user ordering: the bytes of the canonical JSON of its
 /// `user` member (compared as bytes, never as Unicode-equivalent text).

@@ -1,7 +1,7 @@
-package import OutboxDomain
-package import OutboxJSON
-package import OutboxStore
-package import OutboxSupport
+import OutboxDomain
+import OutboxJSON
+import OutboxStore
+import OutboxSupport
 
 /// What one `/users/track` answer means for the items of its batch (README "Deliver to Braze").
 package enum Verdict: Equatable {

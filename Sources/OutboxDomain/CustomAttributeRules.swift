@@ -1,5 +1,4 @@
 package import OutboxJSON
-package import OutboxSupport
 
 /// A custom attribute operation (`saveCustomAttribute` `op`), after `user_attributes_object.md`:
 /// a plain value, `{"inc": n}`, `{"add": [...]}`, `{"remove": [...]}`, or `null`.

@@ -1,5 +1,5 @@
 package import OutboxJSON
-package import OutboxSupport
+import OutboxSupport
 
 /// Braze's rules for a custom event: its name, its properties and its time.
 ///

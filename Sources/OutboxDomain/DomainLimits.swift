@@ -1,6 +1,3 @@
-package import OutboxJSON
-package import OutboxSupport
-
 /// What to do with a string value longer than Braze's 255-character limit.
 ///
 /// The iOS and Android SDKs truncate ("longer values will be truncated", Swift docs

@@ -1,5 +1,4 @@
 package import OutboxJSON
-package import OutboxSupport
 
 /// What apps that followed Braze's push guide ("Logging manually") keep in their App Group's
 /// `UserDefaults`: three lists under the guide's `RemoteStorageKey` keys, as `plutil -convert json`

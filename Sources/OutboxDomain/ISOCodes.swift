@@ -1,6 +1,3 @@
-package import OutboxJSON
-package import OutboxSupport
-
 /// ISO code lists for `country` and `language` (`user_attributes_object.md`: "ISO-3166-1 alpha-2",
 /// "ISO-639-1"). Generated once from Debian iso-codes 4.15.0 (`/usr/share/iso-codes/json/iso_3166-1.json`,
 /// the `alpha_2` members of `iso_639-2.json`); the country list equals tzdata's `iso3166.tab`.

@@ -1,5 +1,4 @@
 package import OutboxJSON
-package import OutboxSupport
 
 /// One problem found in request params: where, a stable machine code, and a sentence for people.
 ///

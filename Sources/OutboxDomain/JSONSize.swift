@@ -1,5 +1,4 @@
 package import OutboxJSON
-package import OutboxSupport
 
 /// The length of compact JSON text, computed without writing it.
 ///

@@ -1,5 +1,5 @@
-package import OutboxJSON
-package import OutboxSupport
+import OutboxJSON
+import OutboxSupport
 
 /// Rules for nested custom attributes (objects and arrays of objects), after
 /// `nested_custom_attribute_support.md`: the object is at most 100 KB (`--max-nested-attribute-bytes`

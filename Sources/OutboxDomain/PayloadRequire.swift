@@ -1,5 +1,5 @@
-package import OutboxJSON
-package import OutboxSupport
+import OutboxJSON
+import OutboxSupport
 
 /// A type a `parsePayload` `require` entry can ask for.
 enum PayloadType: String, Sendable, CaseIterable {

@@ -1,5 +1,4 @@
 package import OutboxJSON
-package import OutboxSupport
 
 /// `parsePayload`: reads an iOS push `userInfo` the way Braze's SDK does.
 ///

@@ -1,6 +1,3 @@
-package import OutboxJSON
-package import OutboxSupport
-
 /// IANA time zone names for `time_zone` ("IANA name. Only valid time zone values are set",
 /// `user_attributes_object.md`): every zone and link name (canonical names plus backward-compatible
 /// links such as `US/Eastern`, `Asia/Calcutta`, `UTC`) of tzdata 2025b, without `Factory`.

@@ -1,5 +1,5 @@
 package import OutboxJSON
-package import OutboxSupport
+import OutboxSupport
 
 /// A default Braze user profile field. The raw value is the REST field name
 /// (`user_attributes_object.md`, "Braze user profile fields").

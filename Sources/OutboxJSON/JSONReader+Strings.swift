@@ -1,5 +1,3 @@
-package import OutboxSupport
-
 // Strings: validation while reading (escapes, surrogate pairs, UTF-8), and decoding afterwards.
 extension TapeBuilder {
   /// Reads a string starting at its opening quote and pushes its node; returns its flags

@@ -1,5 +1,3 @@
-package import OutboxSupport
-
 /// Why a JSON text was rejected, and at which byte offset.
 package struct JSONParseError: Error, Sendable, Equatable {
   package var offset: Int

@@ -1,4 +1,4 @@
-package import OutboxSupport
+import OutboxSupport
 
 // Public: the inlinable comparisons call memcmp.
 #if canImport(Glibc)

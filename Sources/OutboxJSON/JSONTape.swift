@@ -1,5 +1,3 @@
-package import OutboxSupport
-
 /// One JSON value of a tape: where its text sits in the input, and how to step over it.
 ///
 /// The kind is the value's first byte (`{`, `[`, `"`, `t`, `f`, `n`, or a number). 12 bytes.

@@ -1,5 +1,3 @@
-package import OutboxSupport
-
 /// A JSON value as read from the wire: exact, ordered and lossless.
 ///
 /// - Integers that fit `Int64` are `.int`. Every other number token (fractions, exponents,

@@ -1,4 +1,4 @@
-package import OutboxSupport
+import OutboxSupport
 
 /// Something that writes itself as compact, single-line JSON into a byte buffer.
 package protocol JSONEncodable {

@@ -1,5 +1,3 @@
-package import OutboxSupport
-
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

@@ -1,5 +1,4 @@
 package import OutboxJSON
-package import OutboxSupport
 
 /// A valid JSON-RPC 2.0 request or notification, pointing into the tape of its line.
 ///

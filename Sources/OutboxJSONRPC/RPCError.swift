@@ -1,5 +1,4 @@
 package import OutboxJSON
-package import OutboxSupport
 
 /// A JSON-RPC error code: the five standard codes plus push-outbox's own in -32000…-32099.
 package struct ErrorCode: RawRepresentable, Sendable, Hashable {

@@ -1,5 +1,4 @@
 package import OutboxJSON
-package import OutboxSupport
 
 /// A request id exactly as the client sent it: integer, string, fractional number or null.
 ///

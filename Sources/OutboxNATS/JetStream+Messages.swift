@@ -1,4 +1,4 @@
-package import OutboxJSON
+import OutboxJSON
 
 /// One message a stream holds, read back by its sequence.
 package struct StoredMessage: Sendable {

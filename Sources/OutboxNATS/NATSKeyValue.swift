@@ -1,4 +1,4 @@
-package import OutboxJSON
+import OutboxJSON
 import OutboxSupport
 
 /// A JetStream key-value bucket (the stream `KV_<bucket>` on subjects `$KV.<bucket>.>`, one value

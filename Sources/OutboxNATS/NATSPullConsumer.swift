@@ -1,4 +1,4 @@
-package import OutboxJSON
+import OutboxJSON
 import OutboxSupport
 
 /// One message fetched from a pull consumer, with what acking it needs.

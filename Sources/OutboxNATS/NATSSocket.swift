@@ -1,4 +1,4 @@
-package import OutboxSupport
+import OutboxSupport
 
 #if canImport(Glibc)
 import Glibc

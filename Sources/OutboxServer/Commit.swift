@@ -1,10 +1,10 @@
-package import OutboxDelivery
-package import OutboxDomain
-package import OutboxJSON
+import OutboxDelivery
+import OutboxDomain
+import OutboxJSON
 package import OutboxJSONRPC
-package import OutboxStore
-package import OutboxSupport
-package import OutboxTransport
+import OutboxStore
+import OutboxSupport
+import OutboxTransport
 
 /// Group commit: the journal records of a burst are written (and, with `--fsync always`, flushed)
 /// before any of the burst's replies. If that fails, the store takes the burst's saves back and their

@@ -1,7 +1,5 @@
 package import OutboxDelivery
 package import OutboxDomain
-package import OutboxJSON
-package import OutboxJSONRPC
 package import OutboxStore
 package import OutboxSupport
 package import OutboxTransport

@@ -1,5 +1,5 @@
 import OutboxJSON
-package import OutboxJSONRPC
+import OutboxJSONRPC
 
 /// The editor lifecycle of LSP: `shutdown` (a request), then `exit` (a notification). Optional:
 /// a client that never sends them ends the process by closing stdin, as before.

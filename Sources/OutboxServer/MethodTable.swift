@@ -1,9 +1,9 @@
-package import OutboxDelivery
-package import OutboxDomain
-package import OutboxJSON
+import OutboxDelivery
+import OutboxDomain
+import OutboxJSON
 package import OutboxJSONRPC
 package import OutboxStore
-package import OutboxSupport
+import OutboxSupport
 
 /// The wire methods by name. The only place that decodes params, maps store refusals to
 /// JSON-RPC errors, and answers "method not found".

@@ -1,6 +1,6 @@
 import Dispatch
 package import OutboxStore
-package import OutboxSupport
+import OutboxSupport
 
 #if canImport(Glibc)
 import Glibc

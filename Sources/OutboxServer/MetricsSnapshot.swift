@@ -1,4 +1,4 @@
-package import OutboxStore
+import OutboxStore
 package import OutboxSupport
 
 /// What `/metrics` and `--metrics-file` show: a plain value the request loop builds from its own

@@ -1,4 +1,4 @@
-package import OutboxSupport
+import OutboxSupport
 
 /// The two text formats a scrape can ask for: Prometheus 0.0.4 (the default) and OpenMetrics 1.0
 /// (when the `Accept` header names `application/openmetrics-text`).

@@ -1,10 +1,6 @@
-package import OutboxDelivery
 package import OutboxDomain
 package import OutboxJSON
 package import OutboxJSONRPC
-package import OutboxStore
-package import OutboxSupport
-package import OutboxTransport
 
 /// Reads a method's by-name params and collects every problem, so one `-32602` lists them all.
 ///

@@ -1,5 +1,5 @@
 package import OutboxJSON
-package import OutboxSupport
+import OutboxSupport
 
 /// Where a long call's progress goes: an LSP `workDoneToken` (`$/progress` begin, report, end) and
 /// an MCP `_meta.progressToken` (`notifications/progress`). Either, both or neither may be set.

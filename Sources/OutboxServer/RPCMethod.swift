@@ -1,9 +1,4 @@
-package import OutboxDelivery
-package import OutboxDomain
 package import OutboxJSON
-package import OutboxJSONRPC
-package import OutboxStore
-package import OutboxSupport
 
 /// One wire method: its name, and a handler that reads params and returns a result.
 ///

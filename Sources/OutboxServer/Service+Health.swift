@@ -1,6 +1,6 @@
 package import OutboxJSON
-package import OutboxStore
-package import OutboxSupport
+import OutboxStore
+import OutboxSupport
 
 /// `status.health` and `status.problems`, and `push_outbox_health` / `push_outbox_problem{reason}`:
 /// one evaluation for both.

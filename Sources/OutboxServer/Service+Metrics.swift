@@ -1,6 +1,6 @@
-package import OutboxDelivery
-package import OutboxStore
-package import OutboxSupport
+import OutboxDelivery
+import OutboxStore
+import OutboxSupport
 
 /// `--metrics-listen` and `--metrics-file`: where the loop's snapshot goes.
 package final class MetricsExport {

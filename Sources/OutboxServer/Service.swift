@@ -1,7 +1,7 @@
 package import OutboxDelivery
 package import OutboxDomain
-package import OutboxJSON
-package import OutboxJSONRPC
+import OutboxJSON
+import OutboxJSONRPC
 package import OutboxStore
 package import OutboxSupport
 

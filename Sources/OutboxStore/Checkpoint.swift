@@ -1,5 +1,5 @@
-package import OutboxJSON
-package import OutboxSupport
+import OutboxJSON
+import OutboxSupport
 
 /// The store's self-describing checkpoint, `checkpoint.json`, written atomically at every snapshot
 /// interval while the store is dirty and at exit:

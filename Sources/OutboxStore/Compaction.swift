@@ -1,6 +1,6 @@
 import Dispatch
-package import OutboxJSON
-package import OutboxSupport
+import OutboxJSON
+import OutboxSupport
 
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,3 @@
-package import OutboxJSON
-package import OutboxSupport
-
 /// The held items as a struct of arrays (`Column`s): one row per item, no heap object per item or per field.
 ///
 /// The bytes of a row (client id, then the body's record, `StoredBody`) live in the `Arena`. Rows stay in seq order;

@@ -1,5 +1,4 @@
 import Dispatch
-package import OutboxJSON
 package import OutboxSupport
 
 #if canImport(Glibc)

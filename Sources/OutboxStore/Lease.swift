@@ -1,5 +1,3 @@
-package import OutboxJSON
-
 /// Who took a lease: a client's `flushPending`, or push-outbox's own delivery to Braze.
 package enum LeaseOrigin: UInt8, Sendable {
   case flush = 0, delivery = 1

@@ -1,5 +1,5 @@
-package import OutboxJSON
-package import OutboxSupport
+import OutboxJSON
+import OutboxSupport
 
 /// Replays lease records onto a lease table. Delivery counts only ever rise, so they are applied
 /// whatever the checkpoint covers; the table itself starts from the checkpoint's, so lease records

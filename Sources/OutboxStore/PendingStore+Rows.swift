@@ -1,4 +1,4 @@
-package import OutboxSupport
+import OutboxSupport
 
 /// Reading a held row: its item, its id, its body (put back together from its `StoredBody` record).
 extension PendingStore {

@@ -1,5 +1,5 @@
-package import OutboxJSON
-package import OutboxSupport
+import OutboxJSON
+import OutboxSupport
 
 /// Why the store refused a change. Mapped to JSON-RPC errors in one place (`MethodTable`).
 package enum StoreError: Error, Sendable, Equatable {

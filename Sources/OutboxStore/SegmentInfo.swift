@@ -1,6 +1,3 @@
-package import OutboxJSON
-package import OutboxSupport
-
 /// Durability of each journal write (see README "Durability").
 package enum FsyncPolicy: String, Sendable, CaseIterable {
   case always, everysec, never

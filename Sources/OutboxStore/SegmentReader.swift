@@ -1,5 +1,5 @@
-package import OutboxJSON
-package import OutboxSupport
+import OutboxJSON
+import OutboxSupport
 
 /// Reads a segment's records back: a scan over bytes with every length checked, never a trap.
 package struct SegmentReader {

@@ -1,6 +1,3 @@
-package import OutboxJSON
-package import OutboxSupport
-
 /// Builds the bytes of a segment file from the held items (a compaction's rewrite, an upgrade).
 /// A dead letter's item record is followed by a `deadLetter` record carrying its seq and reason.
 enum SegmentWriter {

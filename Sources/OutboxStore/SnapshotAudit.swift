@@ -1,5 +1,5 @@
-package import OutboxJSON
-package import OutboxSupport
+import OutboxJSON
+import OutboxSupport
 
 /// Reads a store's files back and checks the snapshot invariant against the rows held in memory:
 /// every held row (pending, leased or dead letter) covered by the checkpoint has its item record in

@@ -1,5 +1,5 @@
 package import OutboxJSON
-package import OutboxSupport
+import OutboxSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -156,7 +156,7 @@ private struct Reading {
     let name = SegmentFormat.name(first: first)
     var info = SegmentInfo(first: first)
     do {
-      let found = try buffer.read(directory + "/" + name) { raw in
+      let found: Void? = try buffer.read(directory + "/" + name) { raw in
         info.bytes = raw.count
         scan(
           SegmentReader(raw), name: name, seqs: first..<(next ?? SegmentFormat.seqLimit), info: &info,

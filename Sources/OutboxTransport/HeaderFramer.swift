@@ -1,4 +1,4 @@
-package import OutboxJSON
+import OutboxJSON
 
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,3 @@
-package import OutboxJSON
-package import OutboxSupport
-
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

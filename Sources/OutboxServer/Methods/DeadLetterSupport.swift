@@ -1,9 +1,9 @@
-package import OutboxDelivery
-package import OutboxDomain
-package import OutboxJSON
-package import OutboxJSONRPC
-package import OutboxStore
-package import OutboxSupport
+import OutboxDelivery
+import OutboxDomain
+import OutboxJSON
+import OutboxJSONRPC
+import OutboxStore
+import OutboxSupport
 
 /// Shared by the dead-letter methods: finding dead letters by item id, and writing them.
 enum DeadLetters {

@@ -1,10 +1,10 @@
-package import OutboxDelivery
-package import OutboxDomain
-package import OutboxJSON
-package import OutboxJSONRPC
-package import OutboxStore
-package import OutboxSupport
-package import OutboxTransport
+import OutboxDelivery
+import OutboxDomain
+import OutboxJSON
+import OutboxJSONRPC
+import OutboxStore
+import OutboxSupport
+import OutboxTransport
 
 /// `deliverPending {max?, workDoneToken?, _meta?}` → `{delivered, deadLettered, retrying, remaining}`:
 /// one delivery pass to Braze, answered when it is done.

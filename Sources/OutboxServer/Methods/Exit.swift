@@ -1,5 +1,4 @@
 package import OutboxJSON
-package import OutboxJSONRPC
 
 /// `exit` (a notification): the process stops reading, takes its final snapshot and ends with exit
 /// code 0 after `shutdown`, 1 without it (LSP's lifecycle). Sent with an id, it is answered `null` first.

@@ -1,9 +1,9 @@
-package import OutboxDelivery
-package import OutboxDomain
-package import OutboxJSON
-package import OutboxJSONRPC
-package import OutboxStore
-package import OutboxSupport
+import OutboxDelivery
+import OutboxDomain
+import OutboxJSON
+import OutboxJSONRPC
+import OutboxStore
+import OutboxSupport
 
 extension FlushPending {
   /// A flush handing out more items than this, or more body bytes than `longCallBytes`, is a

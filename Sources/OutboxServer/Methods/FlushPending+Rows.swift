@@ -1,5 +1,5 @@
-package import OutboxDelivery
-package import OutboxStore
+import OutboxDelivery
+import OutboxStore
 
 extension FlushPending {
   /// `/users/track` bodies written from the held rows, for a drain that writes them before it

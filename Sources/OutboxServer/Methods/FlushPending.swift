@@ -1,10 +1,10 @@
 package import OutboxDelivery
 package import OutboxDomain
-package import OutboxJSON
-package import OutboxJSONRPC
+import OutboxJSON
+import OutboxJSONRPC
 package import OutboxStore
-package import OutboxSupport
-package import OutboxTransport
+import OutboxSupport
+import OutboxTransport
 
 /// `flushPending {max?, format?, leaseMs?, defaultUser?}` hands out pending items in seq order.
 ///

@@ -1,9 +1,9 @@
-package import OutboxDelivery
-package import OutboxDomain
-package import OutboxJSON
-package import OutboxJSONRPC
-package import OutboxStore
-package import OutboxSupport
+import OutboxDelivery
+import OutboxDomain
+import OutboxJSON
+import OutboxJSONRPC
+import OutboxStore
+import OutboxSupport
 
 extension ImportLegacy {
   /// Imports of more elements than this are long calls. Measured with `Tests/bench/loop_stall.py`

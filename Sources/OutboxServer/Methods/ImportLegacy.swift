@@ -1,10 +1,10 @@
-package import OutboxDelivery
+import OutboxDelivery
 package import OutboxDomain
 package import OutboxJSON
 package import OutboxJSONRPC
-package import OutboxStore
-package import OutboxSupport
-package import OutboxTransport
+import OutboxStore
+import OutboxSupport
+import OutboxTransport
 
 /// `importLegacy {pending_custom_events?, pending_custom_attributes?, pending_user_attributes?, user?}`
 /// → `{results, saved, failed, pending}`.

@@ -1,10 +1,10 @@
-package import OutboxDelivery
-package import OutboxDomain
-package import OutboxJSON
-package import OutboxJSONRPC
-package import OutboxStore
-package import OutboxSupport
-package import OutboxTransport
+import OutboxDelivery
+import OutboxDomain
+import OutboxJSON
+import OutboxJSONRPC
+import OutboxStore
+import OutboxSupport
+import OutboxTransport
 
 /// `listDeadLetters {max?, fleet?}` → `{deadLetters, total}`: items Braze refused, or that have no
 /// identifier (`no_identifier`), kept durably out of the pending set with the reason.

@@ -1,10 +1,10 @@
-package import OutboxDelivery
-package import OutboxDomain
-package import OutboxJSON
-package import OutboxJSONRPC
-package import OutboxStore
-package import OutboxSupport
-package import OutboxTransport
+import OutboxDelivery
+import OutboxDomain
+import OutboxJSON
+import OutboxJSONRPC
+import OutboxStore
+import OutboxSupport
+import OutboxTransport
 
 /// `parsePayload {payload, require?, categories?}` → the push's Braze and Apple fields, its extras,
 /// typed `values` for the required keys, and warnings.

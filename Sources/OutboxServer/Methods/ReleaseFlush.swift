@@ -1,10 +1,10 @@
-package import OutboxDelivery
-package import OutboxDomain
-package import OutboxJSON
-package import OutboxJSONRPC
-package import OutboxStore
-package import OutboxSupport
-package import OutboxTransport
+import OutboxDelivery
+import OutboxDomain
+import OutboxJSON
+import OutboxJSONRPC
+import OutboxStore
+import OutboxSupport
+import OutboxTransport
 
 /// `releaseFlush {flushId}` → `{released}`: ends a live lease early; its items are pending again,
 /// with `deliveryCount` raised by one. Transcript: `Protocol/transcripts/lease.txt`.

@@ -1,10 +1,10 @@
-package import OutboxDelivery
-package import OutboxDomain
-package import OutboxJSON
-package import OutboxJSONRPC
-package import OutboxStore
-package import OutboxSupport
-package import OutboxTransport
+import OutboxDelivery
+import OutboxDomain
+import OutboxJSON
+import OutboxJSONRPC
+import OutboxStore
+import OutboxSupport
+import OutboxTransport
 
 /// The fast path for the hot request: a single `saveCustomEvent` line with params `name`,
 /// `properties` and `user` only, that passes every rule, is answered straight from its tape,

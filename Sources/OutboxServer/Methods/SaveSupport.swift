@@ -1,9 +1,9 @@
-package import OutboxDelivery
-package import OutboxDomain
-package import OutboxJSON
-package import OutboxJSONRPC
-package import OutboxStore
-package import OutboxSupport
+import OutboxDelivery
+import OutboxDomain
+import OutboxJSON
+import OutboxJSONRPC
+import OutboxStore
+import OutboxSupport
 
 /// Shared pieces of the three save methods.
 extension Params {

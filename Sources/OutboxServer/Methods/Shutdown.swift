@@ -1,5 +1,4 @@
 package import OutboxJSON
-package import OutboxJSONRPC
 
 /// `shutdown` → `null`, after the journal is committed and a snapshot taken (LSP's lifecycle). Every
 /// later request but `exit` is refused with `-32600` `shutting_down`; the process keeps running until

@@ -1,5 +1,5 @@
 package import OutboxJSON
-package import OutboxSupport
+import OutboxSupport
 
 extension PendingItem {
   /// Names of the header members format 1 wrote before `body`.

@@ -1,6 +1,3 @@
-package import OutboxJSON
-package import OutboxSupport
-
 /// The format-1 journal (`journal.<first seq, 20 digits>`): the record framing of format 2
 /// (`SegmentFormat`, read with `SegmentReader.readFrame`) with format 1's own record types and
 /// JSON payloads.

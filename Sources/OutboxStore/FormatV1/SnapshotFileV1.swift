@@ -1,4 +1,4 @@
-package import OutboxJSON
+import OutboxJSON
 package import OutboxSupport
 
 /// What a snapshot holds: the items, and the seq numbers it covers.

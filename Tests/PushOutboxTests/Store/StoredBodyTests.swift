@@ -116,7 +116,7 @@ import Testing
           var out: [UInt8] = []
           record.withUnsafeBytes { stored.decode($0, savedAt: 0, to: &out) }
           #expect(out == text, "parts \(userEnd)..<\(labelEnd)")
-          record.withUnsafeBytes { stored.release($0) }
+          _ = record.withUnsafeBytes { stored.release($0) }
         }
       }
     }

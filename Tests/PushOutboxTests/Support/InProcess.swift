@@ -101,7 +101,7 @@ extension Service {
       do {
         try openDisk()
         return
-      } catch let error as StartupError {
+      } catch {
         guard error.exit == .locked else { throw error }
         usleep(5000)
       }
