@@ -5,15 +5,26 @@ package typealias ArenaLocation = UInt64
 ///
 /// A chunk is freed as soon as none of its bytes are live, so removing items from the head returns
 /// memory in proportion to what was removed. Freed slots are reused.
+///
+/// An append that fits in the chunk being filled touches no array: where its bytes go, what is
+/// left and what was appended since are kept apart (`next`, `room`, `unsettled`), and added to
+/// `live` before anything reads it (`settle`).
 package final class Arena {
   package static let chunkSize = 1 << 20
 
   private var chunks: [UnsafeMutableRawPointer?] = []
-  private var used: [Int] = []
   private var live: [Int] = []
+  private var sizes: [Int] = []
   private var freeSlots: [Int] = []
-  /// The chunk being filled.
+  /// The chunk being filled (-1: none yet).
   private var current = -1
+  /// Where the next bytes go in it, at `offset`, with `room` bytes left (-1 before the first chunk, so
+  /// that any append, even of nothing, starts one).
+  private var next: UnsafeMutableRawPointer? = nil
+  private var offset = 0
+  private var room = -1
+  /// Bytes appended to the current chunk that `live` does not count yet.
+  private var unsettled = 0
 
   package init() {}
 
@@ -22,7 +33,10 @@ package final class Arena {
   }
 
   /// Bytes held in chunks (for `status` and the memory benchmark).
-  var liveBytes: Int { live.reduce(0, +) }
+  var liveBytes: Int { live.reduce(0, +) + unsettled }
+
+  /// Chunks allocated and not freed (for tests).
+  var heldChunks: Int { chunks.count - freeSlots.count }
 
   /// Copies `first`, `second` then `third` into the arena, contiguously, and returns where they start.
   package func append(
@@ -30,14 +44,19 @@ package final class Arena {
     _ third: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)
   ) -> ArenaLocation {
     let length = first.count + second.count + third.count
-    let slot = reserve(length)
-    let base = chunks[slot]! + used[slot]
+    if length > room {
+      if length > Self.chunkSize { return appendAlone(first, second, third, length: length) }
+      startChunk()
+    }
+    let base = next.unsafelyUnwrapped
     Self.copy(first, to: base)
     Self.copy(second, to: base + first.count)
     Self.copy(third, to: base + first.count + second.count)
-    let location = ArenaLocation(slot) << 32 | ArenaLocation(used[slot])
-    used[slot] += length
-    live[slot] += length
+    let location = ArenaLocation(current) << 32 | ArenaLocation(offset)
+    next = base + length
+    offset += length
+    room -= length
+    unsettled += length
     return location
   }
 
@@ -56,55 +75,62 @@ package final class Arena {
 
   /// Marks `length` bytes at `location` as no longer needed; frees the chunk when nothing in it is live.
   package func release(_ location: ArenaLocation, length: Int) {
+    settle()
     let slot = Int(location >> 32)
     live[slot] -= length
     guard live[slot] == 0 else { return }
-    if slot == current {
-      used[slot] = 0  // reuse the current chunk from its start
+    if slot == current {  // reuse the current chunk from its start
+      (next, offset, room) = (chunks[slot], 0, sizes[slot])
       return
     }
+    free(slot)
+  }
+
+  /// Brings `live` up to date with the appends to the current chunk.
+  private func settle() {
+    guard unsettled > 0 else { return }
+    live[current] += unsettled
+    unsettled = 0
+  }
+
+  /// Makes a new chunk the one being filled; the previous one is freed if nothing in it is live.
+  private func startChunk() {
+    settle()
+    let memory = UnsafeMutableRawPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
+    let previous = current
+    current = place(memory, size: Self.chunkSize)
+    (next, offset, room) = (memory, 0, Self.chunkSize)
+    if previous >= 0 && live[previous] == 0 { free(previous) }
+  }
+
+  /// An item larger than a chunk, in a chunk of its own that is never the one being filled.
+  private func appendAlone(
+    _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, _ third: UnsafeRawBufferPointer, length: Int
+  ) -> ArenaLocation {
+    let memory = UnsafeMutableRawPointer.allocate(byteCount: length, alignment: 16)
+    Self.copy(first, to: memory)
+    Self.copy(second, to: memory + first.count)
+    Self.copy(third, to: memory + first.count + second.count)
+    let slot = place(memory, size: length)
+    live[slot] = length
+    return ArenaLocation(slot) << 32
+  }
+
+  /// A slot for a new chunk of `size` bytes at `memory`, nothing in it used yet: a freed one if any.
+  private func place(_ memory: UnsafeMutableRawPointer, size: Int) -> Int {
+    if let slot = freeSlots.popLast() {
+      (chunks[slot], live[slot], sizes[slot]) = (memory, 0, size)
+      return slot
+    }
+    chunks.append(memory)
+    live.append(0)
+    sizes.append(size)
+    return chunks.count - 1
+  }
+
+  private func free(_ slot: Int) {
     chunks[slot]?.deallocate()
     chunks[slot] = nil
-    used[slot] = 0
     freeSlots.append(slot)
-  }
-
-  /// A slot with room for `length` more bytes.
-  private func reserve(_ length: Int) -> Int {
-    if current >= 0 && used[current] + length <= capacity(current) { return current }
-    let size = max(Self.chunkSize, length)
-    let memory = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
-    let slot: Int
-    if let reused = freeSlots.popLast() {
-      slot = reused
-      chunks[slot] = memory
-      used[slot] = 0
-      live[slot] = 0
-      sizes[slot] = size
-    } else {
-      slot = chunks.count
-      chunks.append(memory)
-      used.append(0)
-      live.append(0)
-      sizes.append(size)
-    }
-    // A chunk sized for one large item is never the one being filled.
-    if size == Self.chunkSize || current < 0 { retire(current, next: slot) }
-    return slot
-  }
-
-  private var sizes: [Int] = []
-
-  private func capacity(_ slot: Int) -> Int { sizes[slot] }
-
-  /// Makes `next` the chunk being filled; the previous one is freed if nothing in it is live.
-  private func retire(_ previous: Int, next: Int) {
-    current = next
-    if previous >= 0 && live[previous] == 0 && previous != next {
-      chunks[previous]?.deallocate()
-      chunks[previous] = nil
-      used[previous] = 0
-      freeSlots.append(previous)
-    }
   }
 }
