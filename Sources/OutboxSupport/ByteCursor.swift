@@ -64,7 +64,7 @@ public struct ByteCursor {
     8081828384858687888990919293949596979899
     """
 
-  /// The count of decimal digits of `value` (1 for 0). `bits * 1233 >> 12` is ⌊bits · log10 2⌋: the
+  /// The count of decimal digits of `value` (1 for 0). `(bits · 1233) >> 12` is ⌊bits · log10 2⌋: the
   /// digits less one of the smallest number of that bit length; one more when `value` reaches the
   /// next power of ten (`| 1` changes no comparison with an even power, and makes 0 count as 1).
   @inlinable @inline(__always) static func decimalDigits(_ value: UInt64) -> Int {
