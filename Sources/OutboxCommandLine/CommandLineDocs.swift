@@ -1,11 +1,4 @@
-import OutboxDelivery
-import OutboxDomain
-import OutboxJSON
-import OutboxJSONRPC
 import OutboxServer
-import OutboxStore
-import OutboxSupport
-import OutboxTransport
 
 /// The man page and the shell completions, generated from the option table
 /// (`push-outbox --generate-man`, `--generate-completion bash|zsh|fish`; checked in under

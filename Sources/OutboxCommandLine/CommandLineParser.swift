@@ -1,6 +1,5 @@
 import OutboxDelivery
 package import OutboxServer
-import OutboxStore
 import OutboxSupport
 
 /// Reading the command line and the environment twins into an `Invocation`, in one parse.

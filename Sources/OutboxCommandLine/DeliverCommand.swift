@@ -1,11 +1,9 @@
 import OutboxDelivery
 import OutboxDomain
-import OutboxJSON
 import OutboxJSONRPC
 import OutboxServer
 import OutboxStore
 import OutboxSupport
-import OutboxTransport
 
 #if canImport(Glibc)
 import Glibc

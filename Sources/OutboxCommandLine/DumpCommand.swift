@@ -1,5 +1,4 @@
 import OutboxDelivery
-import OutboxJSON
 package import OutboxServer
 import OutboxStore
 import OutboxSupport

@@ -1,11 +1,5 @@
-import OutboxDelivery
-import OutboxDomain
-import OutboxJSON
-import OutboxJSONRPC
 package import OutboxServer
-import OutboxStore
 import OutboxSupport
-import OutboxTransport
 
 #if canImport(Glibc)
 import Glibc

@@ -1,9 +1,7 @@
-import OutboxDelivery
 import OutboxDomain
 import OutboxJSON
 import OutboxJSONRPC
 import OutboxServer
-import OutboxStore
 import OutboxSupport
 import OutboxTransport
 

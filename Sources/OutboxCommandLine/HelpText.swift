@@ -1,11 +1,4 @@
-import OutboxDelivery
-import OutboxDomain
-import OutboxJSON
-import OutboxJSONRPC
 import OutboxServer
-import OutboxStore
-import OutboxSupport
-import OutboxTransport
 
 /// The `--help` text, built from the option table so it never drifts from the parser.
 package enum HelpText {

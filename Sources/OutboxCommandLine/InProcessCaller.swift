@@ -1,10 +1,6 @@
-import OutboxDelivery
-import OutboxDomain
 import OutboxJSON
 import OutboxJSONRPC
 import OutboxServer
-import OutboxStore
-import OutboxSupport
 import OutboxTransport
 
 /// Calls wire methods of an in-process `Server` exactly as a client would over the pipe: a request

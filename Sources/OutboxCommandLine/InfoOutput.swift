@@ -1,5 +1,4 @@
 import OutboxJSONRPC
-import OutboxServer
 import OutboxSupport
 import OutboxTransport
 

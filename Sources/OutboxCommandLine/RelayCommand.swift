@@ -1,9 +1,7 @@
-import OutboxDelivery
 import OutboxDomain
 import OutboxJSON
 import OutboxNATS
 package import OutboxServer
-import OutboxStore
 import OutboxSupport
 
 #if canImport(Glibc)

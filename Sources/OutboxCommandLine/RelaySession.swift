@@ -1,9 +1,6 @@
-import OutboxDelivery
 import OutboxDomain
-import OutboxJSON
 import OutboxNATS
 import OutboxServer
-import OutboxStore
 import OutboxSupport
 
 #if canImport(Glibc)

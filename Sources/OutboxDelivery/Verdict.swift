@@ -1,7 +1,4 @@
-import OutboxDomain
 import OutboxJSON
-import OutboxStore
-import OutboxSupport
 
 /// What one `/users/track` answer means for the items of its batch (README "Deliver to Braze").
 package enum Verdict: Equatable {

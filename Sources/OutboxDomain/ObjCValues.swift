@@ -1,5 +1,4 @@
 import OutboxJSON
-import OutboxSupport
 
 /// Objective-C's lenient `boolValue` / `intValue`, which Braze's `ABKPushUtils.m` uses on payload
 /// values, so `parsePayload` classifies a push exactly as the SDK would (`"1"`, `1`, `true` and `"YES"`

@@ -1,10 +1,6 @@
-import OutboxDelivery
-import OutboxDomain
-import OutboxJSON
 package import OutboxJSONRPC
 import OutboxStore
 import OutboxSupport
-import OutboxTransport
 
 /// Group commit: the journal records of a burst are written (and, with `--fsync always`, flushed)
 /// before any of the burst's replies. If that fails, the store takes the burst's saves back and their

@@ -1,9 +1,6 @@
-import OutboxDelivery
-import OutboxDomain
 import OutboxJSON
 package import OutboxJSONRPC
 package import OutboxStore
-import OutboxSupport
 
 /// The wire methods by name. The only place that decodes params, maps store refusals to
 /// JSON-RPC errors, and answers "method not found".

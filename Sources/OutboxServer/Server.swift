@@ -2,7 +2,6 @@ import OutboxDelivery
 import OutboxDomain
 import OutboxJSON
 import OutboxJSONRPC
-import OutboxStore
 import OutboxSupport
 package import OutboxTransport
 

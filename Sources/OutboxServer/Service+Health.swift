@@ -1,5 +1,4 @@
 package import OutboxJSON
-import OutboxStore
 import OutboxSupport
 
 /// `status.health` and `status.problems`, and `push_outbox_health` / `push_outbox_problem{reason}`:

@@ -1,4 +1,3 @@
-import OutboxDelivery
 import OutboxStore
 import OutboxSupport
 

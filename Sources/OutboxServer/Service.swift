@@ -1,7 +1,6 @@
 package import OutboxDelivery
 package import OutboxDomain
 import OutboxJSON
-import OutboxJSONRPC
 package import OutboxStore
 package import OutboxSupport
 

@@ -1,4 +1,3 @@
-import OutboxJSON
 import OutboxSupport
 import Synchronization
 

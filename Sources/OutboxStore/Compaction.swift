@@ -1,5 +1,4 @@
 import Dispatch
-import OutboxJSON
 import OutboxSupport
 
 #if canImport(Glibc)

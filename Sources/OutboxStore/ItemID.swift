@@ -1,4 +1,3 @@
-import OutboxJSON
 import OutboxSupport
 
 /// An item's id: a generated UUIDv7 held as two words, or the client's own id held as its UTF-8 bytes.

@@ -1,4 +1,3 @@
-import OutboxJSON
 import OutboxSupport
 
 /// Replays lease records onto a lease table. Delivery counts only ever rise, so they are applied

@@ -1,4 +1,3 @@
-import OutboxJSON
 import OutboxSupport
 
 /// The binary layout of the store's log segments (format version 2).

@@ -1,4 +1,3 @@
-import OutboxJSON
 import OutboxSupport
 
 /// Reads a segment's records back: a scan over bytes with every length checked, never a trap.

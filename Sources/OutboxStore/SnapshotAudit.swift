@@ -1,4 +1,3 @@
-import OutboxJSON
 import OutboxSupport
 
 /// Reads a store's files back and checks the snapshot invariant against the rows held in memory:

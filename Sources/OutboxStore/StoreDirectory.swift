@@ -1,4 +1,3 @@
-import OutboxJSON
 import OutboxSupport
 
 #if canImport(Glibc)

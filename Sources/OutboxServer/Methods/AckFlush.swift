@@ -1,10 +1,4 @@
-import OutboxDelivery
-import OutboxDomain
 import OutboxJSON
-import OutboxJSONRPC
-import OutboxStore
-import OutboxSupport
-import OutboxTransport
 
 /// `ackFlush {flushId}` → `{acked}`: removes exactly the items of a live lease, durably.
 ///

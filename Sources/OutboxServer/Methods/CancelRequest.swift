@@ -1,9 +1,5 @@
-import OutboxDelivery
-import OutboxDomain
 import OutboxJSON
 import OutboxJSONRPC
-import OutboxStore
-import OutboxSupport
 
 /// `$/cancelRequest {id}` (LSP), a notification: a long call in progress with that request id is
 /// answered at once with `-32800` and starts nothing new (`LongCalls.cancel`). An unknown or

@@ -1,9 +1,5 @@
-import OutboxDelivery
-import OutboxDomain
 import OutboxJSON
-import OutboxJSONRPC
 import OutboxStore
-import OutboxSupport
 
 /// Shared by the dead-letter methods: finding dead letters by item id, and writing them.
 enum DeadLetters {

@@ -1,10 +1,6 @@
 import OutboxDelivery
-import OutboxDomain
 import OutboxJSON
 import OutboxJSONRPC
-import OutboxStore
-import OutboxSupport
-import OutboxTransport
 
 /// `deliverPending {max?, workDoneToken?, _meta?}` → `{delivered, deadLettered, retrying, remaining}`:
 /// one delivery pass to Braze, answered when it is done.

@@ -1,9 +1,7 @@
 import OutboxDelivery
-import OutboxDomain
 import OutboxJSON
 import OutboxJSONRPC
 import OutboxStore
-import OutboxSupport
 import OutboxTransport
 
 /// `rpc.discover {}` → the OpenRPC document `Protocol/openrpc.json`, exactly.

@@ -1,10 +1,5 @@
-import OutboxDelivery
-import OutboxDomain
 import OutboxJSON
 import OutboxJSONRPC
-import OutboxStore
-import OutboxSupport
-import OutboxTransport
 
 /// `dropDeadLetters {ids, fleet?}` → `{dropped}`: deletes the named dead letters for good.
 enum DropDeadLetters: RPCMethod {

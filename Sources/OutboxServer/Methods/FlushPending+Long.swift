@@ -1,8 +1,6 @@
 import OutboxDelivery
-import OutboxDomain
 import OutboxJSON
 import OutboxJSONRPC
-import OutboxStore
 import OutboxSupport
 
 extension FlushPending {

@@ -1,10 +1,8 @@
 package import OutboxDelivery
 package import OutboxDomain
 import OutboxJSON
-import OutboxJSONRPC
 package import OutboxStore
 import OutboxSupport
-import OutboxTransport
 
 /// `flushPending {max?, format?, leaseMs?, defaultUser?}` hands out pending items in seq order.
 ///

@@ -1,9 +1,7 @@
-import OutboxDelivery
 import OutboxDomain
 import OutboxJSON
 import OutboxJSONRPC
 import OutboxStore
-import OutboxSupport
 
 extension ImportLegacy {
   /// Imports of more elements than this are long calls. Measured with `Tests/bench/loop_stall.py`

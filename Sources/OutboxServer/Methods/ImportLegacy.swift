@@ -1,10 +1,7 @@
-import OutboxDelivery
 package import OutboxDomain
 package import OutboxJSON
 package import OutboxJSONRPC
 import OutboxStore
-import OutboxSupport
-import OutboxTransport
 
 /// `importLegacy {pending_custom_events?, pending_custom_attributes?, pending_user_attributes?, user?}`
 /// → `{results, saved, failed, pending}`.

@@ -1,10 +1,4 @@
-import OutboxDelivery
-import OutboxDomain
-import OutboxJSON
 import OutboxJSONRPC
-import OutboxStore
-import OutboxSupport
-import OutboxTransport
 
 /// `listDeadLetters {max?, fleet?}` → `{deadLetters, total}`: items Braze refused, or that have no
 /// identifier (`no_identifier`), kept durably out of the pending set with the reason.

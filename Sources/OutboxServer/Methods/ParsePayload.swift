@@ -1,10 +1,5 @@
-import OutboxDelivery
 import OutboxDomain
 import OutboxJSON
-import OutboxJSONRPC
-import OutboxStore
-import OutboxSupport
-import OutboxTransport
 
 /// `parsePayload {payload, require?, categories?}` → the push's Braze and Apple fields, its extras,
 /// typed `values` for the required keys, and warnings.

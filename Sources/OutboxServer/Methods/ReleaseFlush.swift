@@ -1,10 +1,4 @@
-import OutboxDelivery
-import OutboxDomain
 import OutboxJSON
-import OutboxJSONRPC
-import OutboxStore
-import OutboxSupport
-import OutboxTransport
 
 /// `releaseFlush {flushId}` → `{released}`: ends a live lease early; its items are pending again,
 /// with `deliveryCount` raised by one. Transcript: `Protocol/transcripts/lease.txt`.

@@ -1,10 +1,5 @@
-import OutboxDelivery
-import OutboxDomain
 import OutboxJSON
 import OutboxJSONRPC
-import OutboxStore
-import OutboxSupport
-import OutboxTransport
 
 /// `requeueDeadLetters {ids?, fleet?}` → `{requeued}`: dead letters (those named, or all) are pending again.
 enum RequeueDeadLetters: RPCMethod {

@@ -1,10 +1,5 @@
-import OutboxDelivery
 import OutboxDomain
-import OutboxJSON
 import OutboxJSONRPC
-import OutboxStore
-import OutboxSupport
-import OutboxTransport
 
 /// `saveCustomAttribute {key, value, op?, user?, id?}` → `{id, seq, pending}`.
 ///

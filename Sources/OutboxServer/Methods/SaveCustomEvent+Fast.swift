@@ -1,10 +1,7 @@
-import OutboxDelivery
 import OutboxDomain
 import OutboxJSON
 import OutboxJSONRPC
 import OutboxStore
-import OutboxSupport
-import OutboxTransport
 
 /// The fast path for the hot request: a single `saveCustomEvent` line with params `name`,
 /// `properties` and `user` only, that passes every rule, is answered straight from its tape,

@@ -1,10 +1,6 @@
-import OutboxDelivery
 import OutboxDomain
 import OutboxJSON
 import OutboxJSONRPC
-import OutboxStore
-import OutboxSupport
-import OutboxTransport
 
 /// `saveCustomEvent {name, properties?, time?, user?, id?}` → `{id, seq, pending}`.
 ///

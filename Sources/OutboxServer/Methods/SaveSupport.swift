@@ -1,8 +1,5 @@
-import OutboxDelivery
 import OutboxDomain
 import OutboxJSON
-import OutboxJSONRPC
-import OutboxStore
 import OutboxSupport
 
 /// Shared pieces of the three save methods.

@@ -1,10 +1,6 @@
-import OutboxDelivery
 import OutboxDomain
 import OutboxJSON
 import OutboxJSONRPC
-import OutboxStore
-import OutboxSupport
-import OutboxTransport
 
 /// `saveUserAttribute {field, value, user?, id?}` → `{id, seq, pending}`.
 ///

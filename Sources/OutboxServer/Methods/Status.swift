@@ -1,10 +1,6 @@
-import OutboxDelivery
-import OutboxDomain
 import OutboxJSON
-import OutboxJSONRPC
 import OutboxStore
 import OutboxSupport
-import OutboxTransport
 
 /// `status {}` → the version, the store, pending counts and bytes, snapshot and journal facts,
 /// the live lease and any recovery warnings. Transcript: `Protocol/transcripts/basic.txt`.
