@@ -14,7 +14,6 @@ package final class Arena {
 
   private var chunks: [UnsafeMutableRawPointer?] = []
   private var live: [Int] = []
-  private var sizes: [Int] = []
   private var freeSlots: [Int] = []
   /// The chunk being filled (-1: none yet).
   private var current = -1
@@ -80,7 +79,7 @@ package final class Arena {
     live[slot] -= length
     guard live[slot] == 0 else { return }
     if slot == current {  // reuse the current chunk from its start
-      (next, offset, room) = (chunks[slot], 0, sizes[slot])
+      (next, offset, room) = (chunks[slot], 0, Self.chunkSize)  // the current chunk is never a large item's
       return
     }
     free(slot)
@@ -98,7 +97,7 @@ package final class Arena {
     settle()
     let memory = UnsafeMutableRawPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
     let previous = current
-    current = place(memory, size: Self.chunkSize)
+    current = place(memory)
     (next, offset, room) = (memory, 0, Self.chunkSize)
     if previous >= 0 && live[previous] == 0 { free(previous) }
   }
@@ -111,20 +110,19 @@ package final class Arena {
     Self.copy(first, to: memory)
     Self.copy(second, to: memory + first.count)
     Self.copy(third, to: memory + first.count + second.count)
-    let slot = place(memory, size: length)
+    let slot = place(memory)
     live[slot] = length
     return ArenaLocation(slot) << 32
   }
 
-  /// A slot for a new chunk of `size` bytes at `memory`, nothing in it used yet: a freed one if any.
-  private func place(_ memory: UnsafeMutableRawPointer, size: Int) -> Int {
+  /// A slot for a new chunk at `memory`, nothing in it live yet: a freed one if any.
+  private func place(_ memory: UnsafeMutableRawPointer) -> Int {
     if let slot = freeSlots.popLast() {
-      (chunks[slot], live[slot], sizes[slot]) = (memory, 0, size)
+      (chunks[slot], live[slot]) = (memory, 0)
       return slot
     }
     chunks.append(memory)
     live.append(0)
-    sizes.append(size)
     return chunks.count - 1
   }
 

@@ -27,12 +27,12 @@ package enum UTCTime {
     return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
   }
 
-  /// 0000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z: the instants the fixed-width text can show.
-  package static let representable: ClosedRange<Int64> = earliest...latest
-  private static let earliest: Int64 = -62_167_219_200_000
-  private static let latest: Int64 = 253_402_300_799_999
+  /// 0000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z: the first and last instants the
+  /// fixed-width text can show.
+  package static let earliest: Int64 = -62_167_219_200_000
+  package static let latest: Int64 = 253_402_300_799_999
 
-  /// True when `ms` lies in `representable`: two comparisons, without the range (a lazily made global).
+  /// True when `ms` lies in `earliest...latest`: two comparisons, without a range (a lazily made global).
   @inline(__always)
   package static func isRepresentable(_ ms: Int64) -> Bool { earliest <= ms && ms <= latest }
 

@@ -39,7 +39,7 @@ package enum FlushPending: RPCMethod {
     let flushId = service.newID(at: service.clock.now())
     guard !items.isEmpty else { return .now(result(flushId, [], shape, skipped, nil, service)) }  // nothing to lease
     let (sum, overflow) = service.clock.now().addingReportingOverflow(leaseMs)
-    let expires = overflow ? UTCTime.representable.upperBound : min(sum, UTCTime.representable.upperBound)
+    let expires = overflow ? UTCTime.latest : min(sum, UTCTime.latest)
     let lease = Lease(
       flushId: flushId, seqs: items.map(\.seq), expiresAt: expires,
       note: shape.encode(skipped: skipped))
