@@ -21,11 +21,12 @@ extension TrackObject {
   ) -> Outcome {
     guard parts.timeFollows, let nameEnd = labelNameEnd(parts.label, known: known),
       let end = known ? CanonicalJSON.knownValueEnd(parts.rest, 0) : CanonicalJSON.valueEnd(parts.rest, 0),
-      end == parts.rest.count, parts.user.count > userKey.count, hasPrefix(parts.user, userKey)
+      end == parts.rest.count, parts.user.count > userKey.utf8CodeUnitCount, hasPrefix(parts.user, userKey)
     else { return .unknown }
     let start = out.count
     out.append(UInt8(ascii: "{"))
-    guard appendIdentifier(UnsafeRawBufferPointer(rebasing: parts.user[userKey.count...]), into: &out) else {
+    guard appendIdentifier(UnsafeRawBufferPointer(rebasing: parts.user[userKey.utf8CodeUnitCount...]), into: &out)
+    else {
       out.removeSubrange(start...)
       return .unknown
     }
@@ -40,16 +41,17 @@ extension TrackObject {
 
   /// The end of `,"name":"…"` in a label that is exactly that and `,"properties":`.
   private static func labelNameEnd(_ label: UnsafeRawBufferPointer, known: Bool) -> Int? {
-    let at = nameKey.count
-    guard label.count > at + propertiesKey.count, hasPrefix(label, nameKey), label[at] == UInt8(ascii: "\""),
+    let at = nameKey.utf8CodeUnitCount
+    guard label.count > at + propertiesKey.utf8CodeUnitCount, hasPrefix(label, nameKey),
+      label[at] == UInt8(ascii: "\""),
       let end = known ? CanonicalJSON.knownStringEnd(label, at) : CanonicalJSON.stringEnd(label, at),
-      end + propertiesKey.count == label.count,
-      memcmp(label.baseAddress! + end, propertiesKey, propertiesKey.count) == 0
+      end + propertiesKey.utf8CodeUnitCount == label.count,
+      memcmp(label.baseAddress! + end, propertiesKey.utf8Start, propertiesKey.utf8CodeUnitCount) == 0
     else { return nil }
     return end
   }
 
-  private static let userKey = Array(#","user":"#.utf8)
-  private static let nameKey = Array(#","name":"#.utf8)
-  private static let propertiesKey = Array(#","properties":"#.utf8)
+  private static let userKey: StaticString = #","user":"#
+  private static let nameKey: StaticString = #","name":"#
+  private static let propertiesKey: StaticString = #","properties":"#
 }

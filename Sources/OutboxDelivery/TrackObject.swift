@@ -143,13 +143,13 @@ enum TrackObject {
     out.append(contentsOf: UnsafeRawBufferPointer(rebasing: body[key]))
     out.append(UInt8(ascii: ":"))
     let op = m.op.map { UnsafeRawBufferPointer(rebasing: body[$0]) }
-    if let op, op.elementsEqual(#""unset""#.utf8) {
+    if let op, named(op, #""unset""#) {
       out.appendASCII("null")
       return true
     }
-    for name in wrappingOps where op?.elementsEqual(name) == true {
+    if let op, named(op, #""inc""#) || named(op, #""add""#) || named(op, #""remove""#) {
       out.append(UInt8(ascii: "{"))
-      out.append(contentsOf: name)
+      out.append(contentsOf: op)
       out.append(UInt8(ascii: ":"))
       append(m.value, body, or: "null", into: &out)
       out.append(UInt8(ascii: "}"))
@@ -171,41 +171,44 @@ enum TrackObject {
   /// `{"alias":{"name":"n","label":"l"}}` → `"user_alias":{"alias_name":"n","alias_label":"l"}`.
   /// False for any other form (the tree decides what it means).
   static func appendIdentifier(_ user: UnsafeRawBufferPointer, into out: inout [UInt8]) -> Bool {
-    for (wire, track) in plainIdentifiers where hasPrefix(user, wire) {
-      let at = wire.count
+    if let (wire, track) = plainIdentifier(user) {
+      let at = wire.utf8CodeUnitCount
       guard let end = nonEmptyStringEnd(user, at), end + 1 == user.count else { return false }
-      out.append(contentsOf: track)
+      out.appendASCII(track)
       out.append(contentsOf: UnsafeRawBufferPointer(rebasing: user[at..<end]))
       return true
     }
-    let (alias, label) = aliasParts
-    guard hasPrefix(user, alias), let nameEnd = nonEmptyStringEnd(user, alias.count),
+    let (alias, label): (StaticString, StaticString) = (#"{"alias":{"name":"#, #","label":"#)
+    guard hasPrefix(user, alias), let nameEnd = nonEmptyStringEnd(user, alias.utf8CodeUnitCount),
       hasPrefix(UnsafeRawBufferPointer(rebasing: user[nameEnd...]), label),
-      let labelEnd = nonEmptyStringEnd(user, nameEnd + label.count), labelEnd + 2 == user.count
+      let labelEnd = nonEmptyStringEnd(user, nameEnd + label.utf8CodeUnitCount), labelEnd + 2 == user.count
     else { return false }
     out.appendASCII("\"user_alias\":{\"alias_name\":")
-    out.append(contentsOf: UnsafeRawBufferPointer(rebasing: user[alias.count..<nameEnd]))
+    out.append(contentsOf: UnsafeRawBufferPointer(rebasing: user[alias.utf8CodeUnitCount..<nameEnd]))
     out.appendASCII(",\"alias_label\":")
-    out.append(contentsOf: UnsafeRawBufferPointer(rebasing: user[(nameEnd + label.count)..<labelEnd]))
+    out.append(contentsOf: UnsafeRawBufferPointer(rebasing: user[(nameEnd + label.utf8CodeUnitCount)..<labelEnd]))
     out.append(UInt8(ascii: "}"))
     return true
   }
 
-  /// The one-string identifiers: the stored wire form's start and the `/users/track` member's.
-  private static let plainIdentifiers: [(wire: [UInt8], track: [UInt8])] = [
-    (#"{"externalId":"#, #""external_id":"#), (#"{"brazeId":"#, #""braze_id":"#), (#"{"email":"#, #""email":"#),
-    (#"{"phone":"#, #""phone":"#),
-  ].map { (Array($0.0.utf8), Array($0.1.utf8)) }
-
-  /// A stored alias up to its name's string, and between the name and the label's string.
-  private static let aliasParts = (Array(#"{"alias":{"name":"#.utf8), Array(#","label":"#.utf8))
-
-  static func hasPrefix(_ b: UnsafeRawBufferPointer, _ prefix: [UInt8]) -> Bool {
-    b.count >= prefix.count && prefix.withUnsafeBytes { memcmp(b.baseAddress!, $0.baseAddress!, prefix.count) == 0 }
+  /// The one-string identifier `user` starts as: the stored wire form's start and the `/users/track`
+  /// member's. Told apart by their first letters, then checked whole (no table: this runs once an event).
+  private static func plainIdentifier(_ user: UnsafeRawBufferPointer) -> (wire: StaticString, track: StaticString)? {
+    guard user.count > 3 else { return nil }
+    let form: (wire: StaticString, track: StaticString)
+    switch (user[2], user[3]) {
+    case (UInt8(ascii: "e"), UInt8(ascii: "x")): form = (#"{"externalId":"#, #""external_id":"#)
+    case (UInt8(ascii: "e"), _): form = (#"{"email":"#, #""email":"#)
+    case (UInt8(ascii: "b"), _): form = (#"{"brazeId":"#, #""braze_id":"#)
+    case (UInt8(ascii: "p"), _): form = (#"{"phone":"#, #""phone":"#)
+    default: return nil
+    }
+    return hasPrefix(user, form.wire) ? form : nil
   }
 
-  /// The `op` values that wrap the value in an object, as canonical strings.
-  private static let wrappingOps: [[UInt8]] = [#""inc""#, #""add""#, #""remove""#].map { Array($0.utf8) }
+  static func hasPrefix(_ b: UnsafeRawBufferPointer, _ prefix: StaticString) -> Bool {
+    b.count >= prefix.utf8CodeUnitCount && memcmp(b.baseAddress!, prefix.utf8Start, prefix.utf8CodeUnitCount) == 0
+  }
 
   /// The end of a canonical, non-empty string at `at` (a quote).
   private static func nonEmptyStringEnd(_ b: UnsafeRawBufferPointer, _ at: Int) -> Int? {

@@ -26,15 +26,20 @@ struct WrittenEvents {
     DispatchQueue.concurrentPerform(iterations: shared.halves.count) { shared.halves[$0].write(shared.store) }
   }
 
-  /// Calls `use` with the object written for the row at `index` of the pick; false (and `use` is not
-  /// called) when that row's body is not a custom event in a layout `writeEvent` takes.
-  func withObject(_ index: Int, _ use: (UnsafeRawBufferPointer) -> Void) -> Bool {
-    let half = index < halves[0].rows.endIndex ? halves[0] : halves[1]
-    let offset = index - half.rows.startIndex
-    let span = half.offsets[offset]..<half.offsets[offset + 1]
-    guard !span.isEmpty else { return false }  // an object is never empty: "{…}"
-    half.bytes.withUnsafeBytes { use(UnsafeRawBufferPointer(rebasing: $0[span])) }
-    return true
+  /// Calls `use` for each row of the pick, in order, with its index in the pick and the object
+  /// written for it: nil when that row's body is not a custom event in a layout `writeEvent` takes.
+  /// (Each half's buffers are opened once, not once a row.)
+  func forEachObject(_ use: (Int, UnsafeRawBufferPointer?) -> Void) {
+    for half in halves {
+      half.bytes.withUnsafeBytes { bytes in
+        half.offsets.withUnsafeBufferPointer { offsets in
+          for offset in 0..<half.rows.count {
+            let span = offsets[offset]..<offsets[offset + 1]  // an object is never empty: "{…}"
+            use(half.rows.startIndex + offset, span.isEmpty ? nil : UnsafeRawBufferPointer(rebasing: bytes[span]))
+          }
+        }
+      }
+    }
   }
 
   /// One thread's rows and what it wrote: row `rows.startIndex + i`'s object is

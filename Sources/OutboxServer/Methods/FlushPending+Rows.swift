@@ -19,11 +19,13 @@ extension FlushPending {
     var builder = trackBuilder(result, shape, service)
     var copied = attributes.makeIterator()  // in row order: written from these copies, not read again
     let events = WrittenEvents(rows: pick.rows, store: store, threads: service.config.threads)
-    for (index, row) in pick.rows.enumerated() {
+    events.forEachObject { index, event in
+      let row = pick.rows[index]
       let seq = store.seq(row: row)
-      if events.withObject(index, { builder.add(seq: seq, event: $0) }) {
+      if let event {
+        builder.add(seq: seq, event: event)
         result.seqs.append(seq)
-        continue
+        return
       }
       let copy = store.kind(row: row) == .userAttribute ? copied.next() : nil
       if add(row, copy, store, &builder) { result.seqs.append(seq) } else { result.dropped += 1 }
