@@ -27,6 +27,19 @@ package struct Column<Element: BitwiseCopyable>: RandomAccessCollection {
     return selected
   }
 
+  /// The elements in `range`, copied as one block (what a compaction keeps when only the head went).
+  package func selecting(_ range: Range<Int>) -> Column {
+    precondition(range.lowerBound >= 0 && range.upperBound <= storage.count, "Column range out of bounds")
+    var selected = Column()
+    selected.reserveCapacity(range.count)
+    if !range.isEmpty {
+      selected.storage.base.unsafelyUnwrapped.initialize(
+        from: storage.base.unsafelyUnwrapped + range.lowerBound, count: range.count)
+    }
+    selected.storage.count = range.count
+    return selected
+  }
+
   package var startIndex: Int { 0 }
   package var endIndex: Int { storage.count }
   package var capacity: Int { storage.capacity }

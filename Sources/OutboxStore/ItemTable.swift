@@ -100,6 +100,14 @@ package struct ItemTable {
     return low
   }
 
+  /// The row holding `seq`, if it is held, looked for at `guess` first: a drain removes rows in seq
+  /// order, so the row after the last one found is most often the next (no search then).
+  @inline(__always)
+  func row(of seq: UInt64, guess: Int) -> Int? {
+    guard guess >= head && guess < seqs.count && seqs[guess] == seq else { return row(of: seq) }
+    return has(.removed, guess) ? nil : guess
+  }
+
   /// Rows in `rows` that are held (not removed): the truth a snapshot lists segments by.
   func heldCount(in rows: Range<Int>) -> Int {
     guard tombstones > 0 else { return rows.count }
@@ -143,6 +151,14 @@ package struct ItemTable {
   private mutating func compactIfNeeded() -> Bool {
     let dead = head + tombstones
     guard dead > 4096 && dead * 2 > seqs.count else { return false }
+    guard tombstones > 0 else {  // only the head went: the rest is one block
+      let keep = rows
+      (seqs, savedAt, locations) = (seqs.selecting(keep), savedAt.selecting(keep), locations.selecting(keep))
+      (lengths, idLengths, flags) = (lengths.selecting(keep), idLengths.selecting(keep), flags.selecting(keep))
+      deliveries = deliveries.selecting(keep)
+      head = 0
+      return true
+    }
     let keep = rows.filter { !has(.removed, $0) }
     seqs = seqs.selecting(keep)
     savedAt = savedAt.selecting(keep)

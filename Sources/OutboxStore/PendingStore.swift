@@ -196,16 +196,21 @@ package final class PendingStore {
   package func remove(seqs: [UInt64]) -> [UInt64] {
     var removed: [UInt64] = []
     removed.reserveCapacity(seqs.count)
+    var guess = table.head  // the row after the last one found (`ItemTable.row(of:guess:)`)
     for start in stride(from: 0, to: seqs.count, by: Self.warmRun) {
       let run = seqs[start..<min(start + Self.warmRun, seqs.count)]
-      let rows = run.map(table.row(of:))
+      let rows = run.map { seq in
+        let row = table.row(of: seq, guess: guess)
+        if let row { guess = row + 1 }
+        return row
+      }
       warmRemoval(rows: rows.compactMap { $0 })
       var stale = false
       for (found, seq) in zip(rows, run) {
         // After a renumbering (the table compacted) the rest are looked up again; a repeated seq goes once.
         guard let row = stale ? table.row(of: seq) : found, !table.has(.removed, row) else { continue }
         forget(row)
-        if table.remove(row) { stale = true }
+        if table.remove(row) { (stale, guess) = (true, 0) }
         removed.append(seq)
       }
     }

@@ -3,7 +3,8 @@ import Testing
 @testable import OutboxStore
 
 /// `Column` against `Array` as the model: seeded random appends, writes, removals, reservations and
-/// selections, with copies taken along the way that must keep the values they had (copy-on-write).
+/// selections (by index and by block), with copies taken along the way that must keep the values
+/// they had (copy-on-write).
 @Suite struct ColumnTests {
   @Test(arguments: [1, 2, 3, 4]) func randomOperationsMatchAnArray(seed: UInt64) {
     var generator = SeededGenerator(seed: seed)  // a failure replays from its seed
@@ -31,6 +32,11 @@ import Testing
         let indices = model.indices.filter { _ in generator.next() % 3 != 0 }
         column = column.selecting(indices)
         model = indices.map { model[$0] }
+      case 9 where generator.next() % 3 == 0:  // a block, as a compaction keeps when only the head went
+        let start = Int(generator.next() % UInt64(model.count + 1))
+        let range = start..<(start + Int(generator.next() % UInt64(model.count - start + 1)))
+        column = column.selecting(range)
+        model = Array(model[range])
       default:
         copies.append((column, model))
         if copies.count > 8 { copies.removeFirst() }
