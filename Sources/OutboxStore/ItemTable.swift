@@ -151,22 +151,17 @@ package struct ItemTable {
   private mutating func compactIfNeeded() -> Bool {
     let dead = head + tombstones
     guard dead > 4096 && dead * 2 > seqs.count else { return false }
-    guard tombstones > 0 else {  // only the head went: the rest is one block
-      let keep = rows
-      (seqs, savedAt, locations) = (seqs.selecting(keep), savedAt.selecting(keep), locations.selecting(keep))
-      (lengths, idLengths, flags) = (lengths.selecting(keep), idLengths.selecting(keep), flags.selecting(keep))
-      deliveries = deliveries.selecting(keep)
-      head = 0
-      return true
-    }
-    let keep = rows.filter { !has(.removed, $0) }
-    seqs = seqs.selecting(keep)
-    savedAt = savedAt.selecting(keep)
-    locations = locations.selecting(keep)
-    lengths = lengths.selecting(keep)
-    idLengths = idLengths.selecting(keep)
-    flags = flags.selecting(keep)
-    deliveries = deliveries.selecting(keep)
+    // Only the head went: the rest is one block. Else the rows without tombstones, one at a time.
+    let block = rows
+    let kept = tombstones > 0 ? rows.filter { !has(.removed, $0) } : nil
+    func keep<T>(_ column: Column<T>) -> Column<T> { kept.map { column.selecting($0) } ?? column.selecting(block) }
+    seqs = keep(seqs)
+    savedAt = keep(savedAt)
+    locations = keep(locations)
+    lengths = keep(lengths)
+    idLengths = keep(idLengths)
+    flags = keep(flags)
+    deliveries = keep(deliveries)
     head = 0
     tombstones = 0
     return true
