@@ -72,6 +72,12 @@ extension Configuration {
       .init(name: "--snapshot-interval", valueName: "SECONDS", help: "snapshot period when dirty (default 1)") {
         c, v throws(UsageError) in c.snapshotInterval = try number(v, min: 0.01, max: 86_400)
       },
+      .init(
+        name: "--load-image-min-bytes", valueName: "N",
+        help:
+          "at a clean exit, write load.image for a fast next start when the items come to N bytes (default 268435456; off)"
+      ) { c, v throws(UsageError) in c.loadImageMinBytes = v == "off" ? nil : try int(v, min: 0, max: Limits.storeBytes)
+      },
       .init(name: "--max-line-bytes", valueName: "N", help: "longest accepted line or message body (default 16777216)")
       {
         c, v throws(UsageError) in c.maxLineBytes = try int(v, min: 64, max: Limits.bytes)

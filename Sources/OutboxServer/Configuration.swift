@@ -11,6 +11,9 @@ package struct Configuration: Sendable {
   /// `--memory`: keep everything in memory and write no files.
   package var memory = false
   package var snapshotInterval = 1.0
+  /// `--load-image-min-bytes`: a clean exit writes `load.image` when the held items come to at least
+  /// this many bytes (nil: never).
+  package var loadImageMinBytes: Int? = DiskOptions.defaultLoadImageMinBytes
   /// `--accept-loss`: start even when recovery finds store files missing.
   package var acceptLoss = false
   package var maxLineBytes = 16 * 1024 * 1024

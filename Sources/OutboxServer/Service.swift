@@ -61,7 +61,8 @@ package final class Service {
     try startMetrics()
     guard let path = config.effectiveStorePath else { return }
     let options = DiskOptions(
-      directory: path, fsync: config.fsync, snapshotInterval: config.snapshotInterval, acceptLoss: config.acceptLoss)
+      directory: path, fsync: config.fsync, snapshotInterval: config.snapshotInterval, acceptLoss: config.acceptLoss,
+      loadImageMinBytes: config.loadImageMinBytes)
     disk = try Disk(options, store: store, log: log)
   }
 

@@ -10,12 +10,21 @@ package struct DiskOptions: Sendable {
   package var snapshotInterval: Double
   /// Start even when recovery finds data missing, reporting it as `recoveredWithLoss`.
   package var acceptLoss: Bool
+  /// A clean exit writes `load.image` (`LoadImage`) when the held items come to at least this many
+  /// bytes, so the next start reads them at once instead of replaying the segments; nil: never.
+  package var loadImageMinBytes: Int?
+  /// Below it, a replay takes about as long as writing and reading an image would.
+  package static let defaultLoadImageMinBytes = 256 << 20
 
-  package init(directory: String, fsync: FsyncPolicy, snapshotInterval: Double, acceptLoss: Bool = false) {
+  package init(
+    directory: String, fsync: FsyncPolicy, snapshotInterval: Double, acceptLoss: Bool = false,
+    loadImageMinBytes: Int? = defaultLoadImageMinBytes
+  ) {
     self.directory = directory
     self.fsync = fsync
     self.snapshotInterval = snapshotInterval
     self.acceptLoss = acceptLoss
+    self.loadImageMinBytes = loadImageMinBytes
   }
 }
 
@@ -37,6 +46,7 @@ package final class Disk {
   private let lock: StoreLock
   private let journal: Journal
   private let interval: Double
+  private let loadImageMinBytes: Int?
   private var savedVersion: UInt64
   private var nextDue: Double
   private let queue = DispatchQueue(label: "push-outbox.snapshot")
@@ -59,6 +69,7 @@ package final class Disk {
   package init(_ options: DiskOptions, store: Store, log: Log) throws(StartupError) {
     directory = options.directory
     interval = options.snapshotInterval
+    loadImageMinBytes = options.loadImageMinBytes
     nextDue = Clock.monotonicSeconds() + interval
     self.log = log
     #if DEBUG
@@ -133,6 +144,26 @@ package final class Disk {
       inFlightVersion = store.version
       finished.put(DurationHistogram.snapshot.time { work.run(directory: directory, policy: journal.policy) })
       collect()
+    }
+    writeLoadImage(store)
+  }
+
+  /// `load.image` for the next start, when the store is large and its last checkpoint describes it as
+  /// it is (the final snapshot succeeded), and the image fits under `--max-store-bytes`.
+  private func writeLoadImage(_ store: Store) {
+    guard let minimum = loadImageMinBytes, store.version == savedVersion, inFlight == nil else { return }
+    let size = LoadImage.estimatedBytes(store.items)
+    guard size >= minimum else { return }
+    if let cap = store.cap, size > cap.max - StoreCap.measure(directory) {
+      log.info("no \(LoadImage.fileName): it would pass --max-store-bytes")
+      return
+    }
+    do {
+      guard let checkpoint = try FileIO.read(directory + "/" + Checkpoint.fileName) else { return }
+      try LoadImage.write(store.items, segments: journal.segments, checkpoint: checkpoint, directory: directory)
+      log.info("wrote \(LoadImage.fileName): \(store.items.table.liveCount) rows")
+    } catch {
+      log.warn("no \(LoadImage.fileName): \(error)")
     }
   }
 

@@ -1,3 +1,5 @@
+import OutboxSupport
+
 /// Byte strings held once, each with a count of the rows that use it: the users and event names a
 /// store repeats millions of times, kept once each (`StoredBody`).
 ///
@@ -140,6 +142,54 @@ struct InternTable {
     let entry = entries[Int(entry)]
     out.appendBytes(storage.bytes(Int(entry.start), Int(entry.length)))
   }
+
+  // MARK: - Load image (`LoadImage`)
+
+  /// Each entry number in order, with its bytes (nil: a free number).
+  func forEachEntry(_ body: (UnsafeRawBufferPointer?) throws(FileError) -> Void) throws(FileError) {
+    var isFree = [Bool](repeating: false, count: entries.count)
+    for number in free { isFree[Int(number)] = true }
+    for (number, entry) in entries.enumerated() {
+      try body(isFree[number] ? nil : storage.bytes(Int(entry.start), Int(entry.length)))
+    }
+  }
+
+  /// Adds the next entry number of a table being rebuilt (nil: a free number), with no use yet;
+  /// false when the table is full. `finishRestoring` makes the index.
+  mutating func restore(_ bytes: UnsafeRawBufferPointer?) -> Bool {
+    guard entries.count < Self.maxEntries else { return false }
+    guard let bytes else {
+      entries.append(Entry(start: 0, hash: 0, length: 0))
+      return true
+    }
+    guard storage.canAppend(bytes.count) else { return false }
+    entries.append(Entry(start: UInt32(storage.append(bytes)), hash: Self.hash(bytes), length: UInt8(bytes.count)))
+    return true
+  }
+
+  /// Builds the index of a rebuilt table with the uses of each entry, as the rows counted them: an
+  /// entry no row uses is free (its bytes are garbage).
+  mutating func finishRestoring(uses: [UInt32]) {
+    var size = 64
+    while size < uses.count * 2 { size *= 2 }
+    slots = [Slot](repeating: Slot(), count: size)
+    let mask = size - 1
+    for (number, count) in uses.enumerated() {
+      let entry = entries[number]
+      guard count > 0 else {
+        free.append(UInt32(number))
+        garbage += Int(entry.length)
+        continue
+      }
+      var index = Int(entry.hash) & mask
+      while slots[index].entry != 0 { index = (index + 1) & mask }
+      slots[index] = Slot(
+        hash: entry.hash, entry: UInt32(number + 1) | UInt32(entry.length) << 24, start: entry.start, uses: count)
+    }
+  }
+
+  /// Entry numbers handed out (free ones included): a record may name only those below it.
+  var numbers: Int { entries.count }
 
   /// Compares eight bytes at a time (entries are short: no call out).
   @inline(__always)

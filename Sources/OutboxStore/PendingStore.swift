@@ -26,7 +26,7 @@ package struct StoreLimits: Sendable {
 /// every change it makes here.
 package final class PendingStore {
   package private(set) var table = ItemTable()
-  let arena = Arena()
+  private(set) var arena = Arena()
   package private(set) var nextSeq: UInt64 = 1
   package private(set) var bytes = 0
   /// Pending items per kind (dead letters not included).
@@ -54,6 +54,12 @@ package final class PendingStore {
   package func reserve(_ count: Int) {
     guard count > 0 else { return }
     table.reserve(table.seqs.count + count)
+  }
+
+  /// Takes what a load image held (recovery, into an empty store, before any row is loaded).
+  func install(_ image: LoadedImage) {
+    (table, arena, bodies, nextSeq, bytes) = (image.table, image.arena, image.bodies, image.nextSeq, image.bytes)
+    (counts, deadCount, deadReasons, clientIDs) = (image.counts, image.deadCount, image.deadReasons, image.clientIDs)
   }
 
   // MARK: - Saving

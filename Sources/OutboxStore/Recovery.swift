@@ -19,6 +19,8 @@ struct RecoveryOutcome {
   package var warnings: [JSONValue] = []
   /// Something was repaired or upgraded: write a checkpoint soon.
   package var dirty = false
+  /// The rows came from `load.image`, not a replay of the segments.
+  package var fromImage = false
 }
 
 /// Rebuilds the store at start from `checkpoint.json` and the `segment.*` files (format 2), after
@@ -47,6 +49,8 @@ struct Recovery {
   /// Segments recovery found damaged or cut: their loss is reported already.
   var damagedOrCut: Set<UInt64> = []
   private var prefetch = true
+  /// The checkpoint file's bytes, which a load image names.
+  var checkpointBytes: [UInt8]?
 
   /// `prefetch`: read the segments ahead on a second thread (`SegmentPrefetch`); false reads each in turn.
   package static func run(
@@ -77,22 +81,15 @@ struct Recovery {
     }
     let firsts = try list().compactMap(SegmentFormat.first(ofName:)).sorted()
     try checkForMissingSegments(firsts)
-    // Room for the rows at once; never more than the files could hold (a checkpoint may be hostile).
-    let root = self.directory
-    let fileBytes = firsts.reduce(0) { $0 + FileIO.size(root + "/" + SegmentFormat.name(first: $1)) }
-    store.items.reserve(min(outcome.checkpoint?.items ?? 0, fileBytes / (SegmentFormat.recordHeaderSize + 31)))
     leaseTable = outcome.checkpoint?.leases ?? []
     outcome.finished = outcome.checkpoint?.finished ?? []
-    let prefetch =
-      self.prefetch ? SegmentPrefetch(paths: firsts.map { root + "/" + SegmentFormat.name(first: $0) }) : nil
-    defer { prefetch?.cancel() }
-    for (n, first) in firsts.enumerated() {
-      try replay(first: first, next: n + 1 < firsts.count ? firsts[n + 1] : nil, prefetch: prefetch)
+    if !loadImage(firsts) {
+      try replayAll(firsts)
+      countDead()
     }
     if let checkpoint = outcome.checkpoint { store.items.advanceSeq(to: checkpoint.nextSeq) }
     // The log has records the checkpoint does not cover (a crash, or none yet): settle at the next snapshot.
     if !firsts.isEmpty && store.items.nextSeq - 1 > (outcome.checkpoint?.coversSeq ?? 0) { outcome.dirty = true }
-    countDead()
     try checkAgainstCheckpoint(firsts)
     outcome.leases = leaseTable
     // Empty segments go, except those the checkpoint lists, and the first one when it holds the
@@ -111,6 +108,19 @@ struct Recovery {
     }
   }
 
+  private mutating func replayAll(_ firsts: [UInt64]) throws(StartupError) {
+    // Room for the rows at once; never more than the files could hold (a checkpoint may be hostile).
+    let root = self.directory
+    let fileBytes = firsts.reduce(0) { $0 + FileIO.size(root + "/" + SegmentFormat.name(first: $1)) }
+    store.items.reserve(min(outcome.checkpoint?.items ?? 0, fileBytes / (SegmentFormat.recordHeaderSize + 31)))
+    let prefetch =
+      self.prefetch ? SegmentPrefetch(paths: firsts.map { root + "/" + SegmentFormat.name(first: $0) }) : nil
+    defer { prefetch?.cancel() }
+    for (n, first) in firsts.enumerated() {
+      try replay(first: first, next: n + 1 < firsts.count ? firsts[n + 1] : nil, prefetch: prefetch)
+    }
+  }
+
   private func list() throws(StartupError) -> [String] {
     do { return try FileIO.list(directory) } catch {
       throw .refused("unreadable_store", "cannot list the store: \(error)")
@@ -124,7 +134,9 @@ struct Recovery {
     let path = directory + "/" + Checkpoint.fileName
     do {
       guard let bytes = try FileIO.read(path) else { return nil }
-      return try Checkpoint.decode(bytes)
+      let checkpoint = try Checkpoint.decode(bytes)
+      checkpointBytes = bytes
+      return checkpoint
     } catch {
       StoreFiles.quarantine(directory: directory, name: Checkpoint.fileName)
       warn("checkpointCorrupt", "\(Checkpoint.fileName) is unreadable (\(error)); rebuilt from the segments")

@@ -56,6 +56,14 @@ struct StoredBody {
   private(set) var users = InternTable()
   private(set) var labels = InternTable()
   private var timeText = UTCTimeText()
+
+  init() {}
+
+  /// Bodies whose intern tables were rebuilt (`LoadImage`).
+  init(users: InternTable, labels: InternTable) {
+    self.users = users
+    self.labels = labels
+  }
   private static let timeKey: StaticString = ",\"time\":\""
   /// `,"time":"2026-01-02T03:04:05.678Z"`
   static let timeMemberLength = 9 + UTCTimeText.length + 1
@@ -168,6 +176,23 @@ struct StoredBody {
     private(set) var user: UInt32?
     private(set) var label: UInt32?
     private(set) var offset = 1
+
+    /// The reader of a record from a file that may be hostile: nil unless its header is known and
+    /// its id and entry numbers (varints of at most five bytes) lie within it.
+    static func checked(_ record: UnsafeRawBufferPointer) -> Reader? {
+      guard let first = record.first, first & ~0x0F == 0 else { return nil }
+      let header = Header(rawValue: first)
+      var offset = header.contains(.explicitID) ? 17 : 1
+      for part in [Header.user, .label] where header.contains(part) {
+        var length = 0
+        while offset < record.count && record[offset] >= 0x80 && length < 4 {
+          (offset, length) = (offset + 1, length + 1)
+        }
+        guard offset < record.count, record[offset] < (length == 4 ? 0x10 : 0x80) else { return nil }
+        offset += 1
+      }
+      return offset <= record.count ? Reader(record) : nil
+    }
 
     init(_ record: UnsafeRawBufferPointer) {
       header = Header(rawValue: record[0])

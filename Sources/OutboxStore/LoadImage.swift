@@ -1,0 +1,163 @@
+import OutboxSupport
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `load.image`: the held items as memory holds them, written at a clean exit of a large store so
+/// that the next start reads them in one pass instead of replaying every segment.
+///
+/// It is a cache of the segments, never the truth. It names the checkpoint it was written after (its
+/// length and checksum) and every segment with its size; a start uses it only when the files are
+/// exactly those, and deletes it either way before anything is written, so it is read at most once.
+/// A checksum covers it whole. Nothing in it is trusted: entry numbers, record headers, seq order,
+/// kinds and lengths are checked as it is read, and counts, uses, client ids and the `leased` and
+/// `verified` flags are rebuilt, not read. Any doubt and the start replays the segments as always.
+///
+///     "POLOADIM" u32 version, u32 0, u64 checkpoint length, u32 checkpoint crc32c, u32 0,
+///     u64 nextSeq, u64 rows, u64 segments, u64 dead reasons
+///     per segment: u64 first, bytes, items, dead, changed, otherBytes, damaged (0 or 1)
+///     per dead reason: u64 seq, u32 length, its bytes
+///     the user table, then the label table: u64 numbers, per number: u8 0 (free) or 1, u8 length, bytes
+///     per row, in seq order: u64 seq, i64 savedAt, u32 deliveries, u32 length, u8 client id length,
+///       u8 flags, then the client id and the record (`StoredBody`)
+///     u32 crc32c of everything before, "POIMGEND"
+///
+/// All integers are little-endian.
+enum LoadImage {
+  static let fileName = "load.image"
+  static let magic = Array("POLOADIM".utf8)
+  static let endMagic = Array("POIMGEND".utf8)
+  static let version: UInt32 = 1
+  static let trailerSize = 12
+  static let rowHeaderSize = 26
+  /// Flags a row keeps from the image; `leased` comes from the checkpoint's leases and `verified`
+  /// from checking the body again (`PendingStore.wellFormed`), as after a replay.
+  static let keptFlags =
+    ItemTable.Flags.hasUser.rawValue | ItemTable.Flags.clientID.rawValue
+    | ItemTable.Flags.dead.rawValue | ItemTable.Flags.kindMask
+
+  /// The image's size for these items, about (the threshold of `DiskOptions.loadImageMinBytes`).
+  static func estimatedBytes(_ store: PendingStore) -> Int {
+    store.table.seqs.count * rowHeaderSize + store.arena.liveBytes
+  }
+
+  /// Writes the image of `store` beside `checkpoint` (the bytes of the checkpoint file the
+  /// segments were last described by), through a temporary file and a rename. No fsync: an image a
+  /// crash tore fails its checksum, and the segments are replayed.
+  static func write(
+    _ store: PendingStore, segments: [SegmentInfo], checkpoint: [UInt8], directory: String
+  ) throws(FileError) {
+    let path = directory + "/" + fileName
+    let temp = path + ".tmp." + String(getpid())
+    unlink(temp)
+    var out = ImageOutput(fd: try FileIO.createExclusive(temp, append: false), path: temp)
+    do throws(FileError) {
+      try writeBody(store, segments: segments, checkpoint: checkpoint, to: &out)
+      close(out.fd)
+    } catch {
+      close(out.fd)
+      unlink(temp)
+      throw error
+    }
+    if rename(temp, path) != 0 {
+      let code = errno
+      unlink(temp)
+      throw FileError(operation: "rename", path: temp, code: code)
+    }
+  }
+
+  private static func writeBody(
+    _ store: PendingStore, segments: [SegmentInfo], checkpoint: [UInt8], to out: inout ImageOutput
+  ) throws(FileError) {
+    let table = store.table
+    let rows = table.rows.filter { !table.has(.removed, $0) }
+    out.bytes(magic)
+    out.int(UInt64(version), size: 4)
+    out.int(0, size: 4)
+    out.int(UInt64(checkpoint.count))
+    out.int(UInt64(CRC32C.checksum(checkpoint)), size: 4)
+    out.int(0, size: 4)
+    for value in [store.nextSeq, UInt64(rows.count), UInt64(segments.count), UInt64(store.deadReasons.count)] {
+      out.int(value)
+    }
+    for info in segments {
+      for value in [info.first, UInt64(info.bytes), UInt64(info.items), UInt64(info.dead), UInt64(info.changed)] {
+        out.int(value)
+      }
+      out.int(UInt64(info.otherBytes))
+      out.int(info.damaged ? 1 : 0)
+    }
+    for (seq, reason) in store.deadReasons.sorted(by: { $0.key < $1.key }) {
+      out.int(seq)
+      out.int(UInt64(reason.utf8.count), size: 4)
+      out.bytes(Array(reason.utf8))
+    }
+    for intern in [store.bodies.users, store.bodies.labels] {
+      out.int(UInt64(intern.numbers))
+      try intern.forEachEntry { (bytes) throws(FileError) in
+        out.int(bytes == nil ? 0 : 1, size: 1)
+        out.int(UInt64(bytes?.count ?? 0), size: 1)
+        if let bytes { out.bytes(bytes) }
+        try out.flushIfFull()
+      }
+    }
+    for row in rows {
+      out.int(table.seqs[row])
+      out.int(UInt64(bitPattern: table.savedAt[row]))
+      out.int(UInt64(table.deliveries[row]), size: 4)
+      out.int(UInt64(table.lengths[row]), size: 4)
+      out.int(UInt64(table.idLengths[row]), size: 1)
+      out.int(UInt64(table.flags[row]), size: 1)
+      out.bytes(
+        store.arena.bytes(at: table.locations[row], length: Int(table.idLengths[row]) + Int(table.lengths[row])))
+      try out.flushIfFull()
+    }
+    try out.finish()
+  }
+}
+
+/// The image being written: a buffer flushed to the file every few MiB, and the checksum so far.
+private struct ImageOutput {
+  let fd: Int32
+  let path: String
+  var buffer: [UInt8] = []
+  var crc: UInt32 = 0
+
+  init(fd: Int32, path: String) {
+    self.fd = fd
+    self.path = path
+    buffer.reserveCapacity(Self.flushAt + (1 << 16))
+  }
+
+  static let flushAt = 4 << 20
+
+  mutating func int(_ value: UInt64, size: Int = 8) {
+    withUnsafeBytes(of: value.littleEndian) { buffer.append(contentsOf: $0.prefix(size)) }
+  }
+
+  mutating func bytes(_ bytes: [UInt8]) { buffer.append(contentsOf: bytes) }
+  mutating func bytes(_ bytes: UnsafeRawBufferPointer) { buffer.appendBytes(bytes) }
+
+  mutating func flushIfFull() throws(FileError) {
+    if buffer.count >= Self.flushAt { try flush() }
+  }
+
+  private mutating func flush() throws(FileError) {
+    crc = CRC32C.checksum(buffer, continuing: crc)
+    try FileIO.writeAll(fd, buffer, path: path)
+    buffer.removeAll(keepingCapacity: true)
+  }
+
+  mutating func finish() throws(FileError) {
+    try flush()
+    int(UInt64(crc), size: 4)
+    bytes(LoadImage.endMagic)
+    try FileIO.writeAll(fd, buffer, path: path)
+    buffer.removeAll()
+  }
+}

@@ -1,0 +1,36 @@
+import OutboxSupport
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension Recovery {
+  /// Loads the rows from `load.image` when it describes exactly these files (`LoadImage`), and
+  /// deletes it, used or not, before anything is written. False: replay the segments.
+  mutating func loadImage(_ firsts: [UInt64]) -> Bool {
+    let path = directory + "/" + LoadImage.fileName
+    defer { unlink(path) }
+    guard let checkpoint = outcome.checkpoint, let bytes = checkpointBytes else { return false }
+    let files = firsts.map { (first: $0, bytes: FileIO.size(directory + "/" + SegmentFormat.name(first: $0))) }
+    do throws(LoadImage.Refusal) {
+      guard
+        let image = try LoadImage.read(directory: directory, checkpoint: bytes, decoded: checkpoint, segments: files)
+      else { return false }
+      store.items.install(image)
+      outcome.segments = image.segments
+      outcome.fromImage = true
+      log.info("loaded \(image.table.seqs.count) rows from \(LoadImage.fileName)")
+      return true
+    } catch {
+      switch error {
+      case .stale(let why): log.info("\(LoadImage.fileName) not used, \(why): replaying the segments")
+      case .damaged(let why): log.warn("\(LoadImage.fileName) not used, \(why): replaying the segments")
+      }
+      return false
+    }
+  }
+}
