@@ -421,6 +421,7 @@ class Session:
             self.stats.count(self.stats.ops, "server --deliver (process)")
         args = ["--fsync", fsync, "--snapshot-interval", interval, *self.delivery_flags()]
         args += ["--deliver"] if self.background else []
+        args += self.image_flag()
         shown = args[args.index("--braze-max-in-flight") :]  # what the binary really gets
         self.log(
             f"start --fsync {fsync} --snapshot-interval {interval} {' '.join(shown)}"
@@ -900,7 +901,16 @@ class Session:
 
     # -- one-shots between server processes
 
+    def image_flag(self) -> List[str]:
+        """Half the processes write `load.image` at a clean exit whatever the store's size, so the
+        next start loads from it (the side generator: the main draws stay put)."""
+        if self.side_rng.random() >= 0.5:
+            return []
+        self.stats.count(self.stats.ops, "--load-image-min-bytes 0 (process)")
+        return ["--load-image-min-bytes", "0"]
+
     def one_shot(self, args: List[str], point_chance: float = 0.25) -> Tuple[Any, Optional[str]]:
+        args = args + self.image_flag()
         env = dict(self.env)
         point = self.kill_point(env, point_chance)
         run = subprocess.run(

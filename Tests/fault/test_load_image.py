@@ -1,0 +1,152 @@
+"""`load.image` over the real binary: a clean exit (EOF or SIGTERM) writes it, the next start loads the
+rows from it and deletes it, a kill -9 leaves none, and a damaged one is not used. Seeded random
+sessions of saves, drains, leases, acks and releases, each process started with
+`--load-image-min-bytes 0`, are compared after every restart and at the end with a plain model of
+what was acknowledged: nothing acknowledged is lost and nothing removed comes back, whichever way
+the rows were loaded.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+from pathlib import Path
+
+import pytest
+from conftest import Outbox, flush_all, rpc
+
+IMAGE = "load.image"
+LOADED = "from load.image"
+
+
+def start(binary: Path, store: Path, *args: str) -> Outbox:
+    return Outbox(binary, store, "--load-image-min-bytes", "0", "--log-level", "info", *args, snapshot_interval=0.05)
+
+
+def save_many(ob: Outbox, rng: random.Random, model: dict, count: int) -> None:
+    sent = {}
+    for _ in range(count):
+        rid = ob.new_id()
+        user = rng.choice([{"externalId": f"u{rng.randrange(30)}"}, {"brazeId": f"{rng.getrandbits(64):016x}"}, None])
+        params = {"name": f"e{rng.randrange(6)}", "properties": {"n": rid, "s": "x" * rng.randrange(0, 200)}}
+        if user:
+            params["user"] = user
+        sent[rid] = params
+        ob.send(rpc("saveCustomEvent", params, id=rid))
+    for reply in ob.wait_ids(sent):
+        assert "result" in reply, reply
+        model[reply["result"]["id"]] = dict(sent[reply["id"]], deliveries=0)
+
+
+def check_held(ob: Outbox, model: dict) -> None:
+    status = ob.result("status")
+    assert status["pending"]["total"] == len(model), (status["pending"], len(model))
+
+
+def release(ob: Outbox, flush_id: str, ids: list[str], model: dict) -> None:
+    assert ob.result("releaseFlush", {"flushId": flush_id})["released"] == len(ids)
+    for item_id in ids:
+        model[item_id]["deliveries"] += 1
+
+
+def one_session(binary: Path, store: Path, rng: random.Random, model: dict, expect_image: bool) -> bool:
+    """One process: returns True when it ended cleanly (an image is then expected)."""
+    ob = start(binary, store)
+    leased: dict[str, list[str]] = {}
+    try:
+        check_held(ob, model)
+        assert not (store / IMAGE).exists(), "the image is deleted at start"
+        for _ in range(rng.randrange(3, 12)):
+            roll = rng.random()
+            if roll < 0.5:
+                save_many(ob, rng, model, rng.randrange(1, 60))
+            elif roll < 0.7 and not leased:
+                for item in ob.result("flushPending", {"max": rng.randrange(1, 20)})["items"]:
+                    del model[item["id"]]
+            elif roll < 0.85 and not leased:
+                lease = ob.result("flushPending", {"max": rng.randrange(1, 20), "leaseMs": 600_000})
+                if lease["items"]:
+                    leased[lease["flushId"]] = [item["id"] for item in lease["items"]]
+            elif leased:
+                flush_id, ids = leased.popitem()
+                if rng.random() < 0.5:
+                    assert ob.result("ackFlush", {"flushId": flush_id})["acked"] == len(ids)
+                    for item_id in ids:
+                        del model[item_id]
+                else:
+                    release(ob, flush_id, ids, model)
+        for flush_id, ids in leased.items():  # settled before the end, so the model knows what is held
+            release(ob, flush_id, ids, model)
+        how = rng.choice(["eof", "eof", "term", "kill"])
+        if how == "kill":
+            ob.kill9()
+        elif how == "term":
+            ob.proc.send_signal(signal.SIGTERM)
+            assert ob.proc.wait(30) == 0
+            ob.join()
+        else:
+            ob.close(expect=0)
+        assert (LOADED in ob.stderr) == expect_image, f"expected the rows from the image: {expect_image}\n{ob.stderr}"
+        assert (store / IMAGE).exists() == (how != "kill"), f"ended by {how}"
+        return how != "kill"
+    finally:
+        ob.ensure_dead()
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_sessions_through_load_images_keep_exactly_what_was_acknowledged(
+    outbox_bin: Path, tmp_path: Path, seed: int
+) -> None:
+    rng = random.Random(seed)
+    store = tmp_path / "store"
+    model: dict[str, dict] = {}
+    clean = False
+    images = 0
+    for _ in range(10):
+        clean = one_session(outbox_bin, store, rng, model, expect_image=clean)
+        images += clean
+    assert images >= 3, f"seed {seed}: only {images} clean exits"
+    flushed = flush_all(outbox_bin, store, "--log-level", "info")
+    assert (LOADED in flushed.stderr) == clean
+    got = {item["id"]: item for item in flushed.items}
+    assert set(got) == set(model), (
+        f"seed {seed}: lost {sorted(set(model) - set(got))[:5]}, invented {sorted(set(got) - set(model))[:5]}"
+    )
+    for item_id, params in model.items():
+        body = got[item_id]
+        assert body["name"] == params["name"] and body["properties"] == params["properties"], item_id
+        assert body.get("user") == params.get("user"), item_id
+        assert body["deliveryCount"] == params["deliveries"], item_id
+
+
+def test_a_damaged_image_is_not_used_and_nothing_is_lost(outbox_bin: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    model: dict[str, dict] = {}
+    ob = start(outbox_bin, store)
+    try:
+        save_many(ob, random.Random(9), model, 400)
+        ob.close(expect=0)
+    finally:
+        ob.ensure_dead()
+    image = store / IMAGE
+    data = bytearray(image.read_bytes())
+    data[len(data) // 2] ^= 0x40
+    image.write_bytes(bytes(data))
+    flushed = flush_all(outbox_bin, store, "--log-level", "info")
+    assert LOADED not in flushed.stderr and "load.image not used" in flushed.stderr, flushed.stderr
+    assert not image.exists()
+    assert {item["id"] for item in flushed.items} == set(model)
+
+
+@pytest.mark.parametrize("flag", [[], ["--load-image-min-bytes", "off"]])
+def test_a_small_store_or_off_writes_no_image(outbox_bin: Path, tmp_path: Path, flag: list[str]) -> None:
+    """The default writes one only for 256 MiB of items or more; `off` never."""
+    store = tmp_path / "store"
+    ob = Outbox(outbox_bin, store, *flag)
+    try:
+        save_many(ob, random.Random(3), {}, 50)
+        ob.close(expect=0)
+    finally:
+        ob.ensure_dead()
+    assert not (store / IMAGE).exists(), os.listdir(store)
