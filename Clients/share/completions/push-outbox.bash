@@ -4,6 +4,7 @@ _push_outbox() {
   case $prev in
     --store) COMPREPLY=($(compgen -d -- "$cur")); return ;;
     --snapshot-interval) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --load-image-min-bytes) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --max-line-bytes) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --framing) COMPREPLY=($(compgen -W "auto newline content-length" -- "$cur")); return ;;
     --max-depth) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
@@ -57,7 +58,7 @@ _push_outbox() {
   if [ "${COMP_WORDS[1]}" = import ] && [[ $cur != -* ]]; then
     COMPREPLY=($(compgen -f -- "$cur")); return
   fi
-  local flags="--store --memory --accept-loss --snapshot-interval --max-line-bytes --framing --max-depth --max-batch --threads --log-level --log-format --strings --array-limit --max-properties-bytes --max-nested-attribute-bytes --track-batch-limit --fsync --max-pending --max-pending-bytes --max-store-bytes --max-pending-age --max-retry-age --max-item-bytes --fixed-clock --id-seed --track-batch-mode --braze-endpoint --braze-api-key-file --deliver --braze-rate --braze-max-in-flight --braze-timeout-ms --braze-backoff-ms --metrics-listen --metrics-file --relay --relay-default-user --from --leader-lease --nats-stream --nats-creds --nats-allow-plaintext --nats-max-bytes -h --help -V --version"
+  local flags="--store --memory --accept-loss --snapshot-interval --load-image-min-bytes --max-line-bytes --framing --max-depth --max-batch --threads --log-level --log-format --strings --array-limit --max-properties-bytes --max-nested-attribute-bytes --track-batch-limit --fsync --max-pending --max-pending-bytes --max-store-bytes --max-pending-age --max-retry-age --max-item-bytes --fixed-clock --id-seed --track-batch-mode --braze-endpoint --braze-api-key-file --deliver --braze-rate --braze-max-in-flight --braze-timeout-ms --braze-backoff-ms --metrics-listen --metrics-file --relay --relay-default-user --from --leader-lease --nats-stream --nats-creds --nats-allow-plaintext --nats-max-bytes -h --help -V --version"
   case ${COMP_WORDS[1]} in
     deliver) flags+=" --follow" ;;
     flush) flags+=" --format --lease --default-user --max" ;;

@@ -3,6 +3,7 @@ complete -c push-outbox -l store -d 'store directory' -r -a '(__fish_complete_di
 complete -c push-outbox -l memory -d 'keep everything in memory; write no files'
 complete -c push-outbox -l accept-loss -d 'start even if store files are missing; report the loss'
 complete -c push-outbox -l snapshot-interval -d 'snapshot period when dirty (default 1)' -r -f
+complete -c push-outbox -l load-image-min-bytes -d 'at a clean exit, write load.image for a fast next start when the items come to N bytes (default 268435456; off)' -r -f
 complete -c push-outbox -l max-line-bytes -d 'longest accepted line or message body (default 16777216)' -r -f
 complete -c push-outbox -l framing -d 'auto, newline or content-length (default auto: from the first byte)' -r -f -a 'auto newline content-length'
 complete -c push-outbox -l max-depth -d 'deepest JSON nesting (default 128, at most 1000)' -r -f
