@@ -14,7 +14,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from conftest import Outbox, flush_all, rpc
+from conftest import Outbox, file_size_limit, flush_all, rpc
 
 IMAGE = "load.image"
 LOADED = "from load.image"
@@ -150,3 +150,25 @@ def test_a_small_store_or_off_writes_no_image(outbox_bin: Path, tmp_path: Path, 
     finally:
         ob.ensure_dead()
     assert not (store / IMAGE).exists(), os.listdir(store)
+
+
+def test_an_image_the_disk_refuses_is_skipped_and_nothing_is_lost(outbox_bin: Path, tmp_path: Path) -> None:
+    """A file-size limit above every segment (4 MiB at most) and below the image: the exit still
+    succeeds, says why there is no image, leaves no temporary file, and the next start replays."""
+    store = tmp_path / "store"
+    model: dict[str, dict] = {}
+    limit = 4_500_000
+    ob = Outbox(
+        outbox_bin, store, "--load-image-min-bytes", "0", "--log-level", "info", preexec_fn=file_size_limit(limit)
+    )
+    try:
+        save_many(ob, random.Random(11), model, 30_000)
+        ob.close(expect=0)
+    finally:
+        ob.ensure_dead()
+    assert "no load.image" in ob.stderr, ob.stderr[-2000:]
+    assert sorted(p.name for p in store.iterdir() if "image" in p.name) == []
+    assert max(p.stat().st_size for p in store.iterdir() if p.is_file()) <= limit
+    flushed = flush_all(outbox_bin, store, "--log-level", "info")
+    assert LOADED not in flushed.stderr
+    assert {item["id"] for item in flushed.items} == set(model)
