@@ -31,6 +31,16 @@ package final class Arena {
     for chunk in chunks { chunk?.deallocate() }
   }
 
+  /// Takes over everything `other` holds (an empty arena's, filled elsewhere: `LoadImage`), leaving
+  /// it empty.
+  func take(_ other: Arena) {
+    for chunk in chunks { chunk?.deallocate() }
+    (chunks, live, freeSlots, current) = (other.chunks, other.live, other.freeSlots, other.current)
+    (next, offset, room, unsettled) = (other.next, other.offset, other.room, other.unsettled)
+    (other.chunks, other.live, other.freeSlots, other.current) = ([], [], [], -1)
+    (other.next, other.offset, other.room, other.unsettled) = (nil, 0, -1, 0)
+  }
+
   /// Bytes held in chunks (for `status` and the memory benchmark).
   var liveBytes: Int { live.reduce(0, +) + unsettled }
 

@@ -26,7 +26,7 @@ package struct StoreLimits: Sendable {
 /// every change it makes here.
 package final class PendingStore {
   package private(set) var table = ItemTable()
-  private(set) var arena = Arena()
+  let arena = Arena()
   package private(set) var nextSeq: UInt64 = 1
   package private(set) var bytes = 0
   /// Pending items per kind (dead letters not included).
@@ -47,7 +47,6 @@ package final class PendingStore {
   var scratchInUse = false
 
   package init() {}
-
   package var count: Int { table.liveCount }
 
   /// Makes room for `count` more rows at once (recovery knows the count from the checkpoint).
@@ -58,7 +57,8 @@ package final class PendingStore {
 
   /// Takes what a load image held (recovery, into an empty store, before any row is loaded).
   func install(_ image: LoadedImage) {
-    (table, arena, bodies, nextSeq, bytes) = (image.table, image.arena, image.bodies, image.nextSeq, image.bytes)
+    arena.take(image.arena)
+    (table, bodies, nextSeq, bytes) = (image.table, image.bodies, image.nextSeq, image.bytes)
     (counts, deadCount, deadReasons, clientIDs) = (image.counts, image.deadCount, image.deadReasons, image.clientIDs)
   }
 

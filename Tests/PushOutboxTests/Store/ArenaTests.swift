@@ -32,6 +32,29 @@ import Testing
     #expect(arena.heldChunks <= 1, "seed \(seed): chunks left with nothing live")
   }
 
+  /// `take` (a load image's arena into the store's): the bytes read back from the taker, which goes
+  /// on appending and releasing as the model says, and the arena taken from is left empty.
+  @Test(arguments: [5, 6]) func takingAnArenaKeepsEveryByteAndEmptiesTheOther(seed: UInt64) {
+    var generator = SeededGenerator(seed: seed)
+    let (filled, taker) = (Arena(), Arena())
+    var held: [Held] = []
+    for _ in 0..<300 {
+      let bytes = randomBytes(&generator)
+      held.append(Held(location: append(bytes, to: filled, &generator), bytes: bytes))
+    }
+    _ = append(randomBytes(&generator), to: taker, &generator)  // what the taker held before is gone
+    taker.take(filled)
+    #expect(filled.heldChunks == 0 && filled.liveBytes == 0)
+    check(taker, held, "seed \(seed), taken")
+    for _ in 0..<300 {
+      let bytes = randomBytes(&generator)
+      held.append(Held(location: append(bytes, to: taker, &generator), bytes: bytes))
+    }
+    check(taker, held, "seed \(seed), appended after")
+    for victim in held.shuffled(using: &generator) { taker.release(victim.location, length: victim.bytes.count) }
+    #expect(taker.liveBytes == 0 && taker.heldChunks <= 1)
+  }
+
   private func check(_ arena: Arena, _ held: [Held], _ context: String) {
     for item in held {
       let same = arena.bytes(at: item.location, length: item.bytes.count).elementsEqual(item.bytes)
