@@ -2,6 +2,14 @@ import Dispatch
 package import OutboxJSON
 package import OutboxSupport
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Where and how the store keeps its files.
 package struct DiskOptions: Sendable {
   package var directory: String
@@ -78,6 +86,7 @@ package final class Disk {
     try StoreDirectory.prepare(directory)
     lock = try StoreLock(directory: directory)
     let outcome = try Recovery.run(directory: directory, store: store, acceptLoss: options.acceptLoss, log: log)
+    if let image = outcome.discardedImage { queue.async { unlink(image) } }
     journal = Journal(
       directory: directory, policy: options.fsync, segments: outcome.segments,
       rotateAt: store.cap?.segmentLimit ?? Journal.segmentLimit)
@@ -134,7 +143,7 @@ package final class Disk {
 
   /// Waits for a background snapshot, closes the journal, and takes a final snapshot if anything changed.
   package func finish(_ store: Store, now: Int64) {
-    if inFlight != nil { queue.sync {} }
+    queue.sync {}  // a snapshot in flight, or the unlink of the image this start loaded
     collect()
     journal.close()
     if store.version != savedVersion || journal.segments.contains(where: \.needsRewrite),
@@ -178,7 +187,7 @@ package final class Disk {
 
   /// Waits for a snapshot in flight and records its outcome (for tests and shutdown).
   package func settle() {
-    if inFlight != nil { queue.sync {} }
+    queue.sync {}
     collect()
   }
 

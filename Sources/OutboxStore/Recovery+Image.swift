@@ -34,16 +34,16 @@ extension Recovery {
     }
   }
 
-  /// Deletes the image: renamed away at once, unlinked on a thread of its own. Freeing a GB of cached
-  /// pages, and waiting for any of them being written back, took 0.2 s and more of a start. A renamed
-  /// image a kill leaves is a temporary file, removed at the next start. Under `--max-store-bytes` it
-  /// goes in place: the cap counts every file.
-  private func discardImage(_ path: String) {
+  /// Takes the image off its path: renamed at once, for `Disk` to unlink on its background queue
+  /// (`RecoveryOutcome.discardedImage`). Freeing a GB of cached pages, and waiting for any of them
+  /// being written back, took 0.2 s and more of a start. A renamed image a kill leaves is a temporary
+  /// file, removed at the next start. Under `--max-store-bytes` it goes at once: the cap counts every file.
+  private mutating func discardImage(_ path: String) {
     let temp = path + ".old.tmp." + String(getpid())  // not the name this process writes its image under
-    guard store.cap == nil, rename(path, temp) == 0, DetachedThread.detach({ unlink(temp) }) else {
+    if store.cap == nil && rename(path, temp) == 0 {
+      outcome.discardedImage = temp
+    } else {
       unlink(path)
-      unlink(temp)
-      return
     }
   }
 }

@@ -21,6 +21,8 @@ struct RecoveryOutcome {
   package var dirty = false
   /// The rows came from `load.image`, not a replay of the segments.
   package var fromImage = false
+  /// Where the image was moved to be deleted off the start's path (`Recovery.discardImage`).
+  package var discardedImage: String?
 }
 
 /// Rebuilds the store at start from `checkpoint.json` and the `segment.*` files (format 2), after
