@@ -4,7 +4,8 @@
 // Checks: opening the store never traps (it opens or refuses with a start-up error); every item it
 // holds has the body of some CRC-valid item record present in the files (scanned independently:
 // nothing is invented from bytes that fail their CRC); and a store that opened, once closed (final
-// snapshot), opens again without `--accept-loss` and holds the same item bodies.
+// snapshot, and a `load.image`), opens again without `--accept-loss` (from that image, when it describes
+// the files) and holds the same item bodies.
 import FuzzSupport
 import OutboxCommandLine
 import OutboxDelivery
@@ -57,6 +58,7 @@ private func open(_ path: String, acceptLoss: Bool, input: [UInt8]) -> [[UInt8]]
   config.acceptLoss = acceptLoss
   config.fixedClock = 1_767_225_600_000
   config.idSeed = 1
+  config.loadImageMinBytes = 0  // every close writes load.image: the reopen loads from it, and must hold the same
   let service = Service(config: config, log: Log(level: .error))
   do { try service.openDisk() } catch {
     if getenv("PUSH_OUTBOX_FUZZ_VERBOSE") != nil { Log.stderr("open refused: \(error.message)") }

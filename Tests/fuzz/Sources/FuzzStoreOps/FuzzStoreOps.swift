@@ -11,7 +11,8 @@
 //   9   expire: leases end as at clock + a * 500 ms
 //   10  snapshot, settled: the disk tick as the loop would take it, waited for, then the files checked
 //   11  snapshot left running while the next operations go on
-//   12  reopen: clean finish (final snapshot), open again with the clock a * 500 ms later
+//   12  reopen: clean finish (final snapshot and load.image), open again (from the image) with the
+//       clock a * 500 ms later
 //   13  crash: no final snapshot (a snapshot in flight is waited for, the journal dropped unclosed),
 //       open again with the clock a * 500 ms later
 // At most 4 reopens or crashes per input (later ones are taken as op 10).
@@ -95,6 +96,7 @@ final class Session {
     config.snapshotInterval = 0.000_001  // every tick may snapshot
     config.fixedClock = clock
     config.idSeed = UInt64(clock)
+    config.loadImageMinBytes = 0  // a reopen after a clean finish loads the rows from load.image
     let service = Service(config: config, log: Log(level: .error))
     do { try service.openDisk() } catch {
       fail("the store did not open: \(error.message)", input)
