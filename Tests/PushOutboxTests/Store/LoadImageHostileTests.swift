@@ -46,6 +46,14 @@ import Testing
     return (rows, outcome.fromImage, store)
   }
 
+  /// A new scratch directory with `makeStore`'s store in it.
+  private func scratchStore(seed: UInt64) throws -> (root: URL, dir: URL) {
+    let root = Paths.temporaryDirectory()
+    let dir = root.appendingPathComponent("store")
+    try makeStore(dir, seed: seed)
+    return (root, dir)
+  }
+
   private func copy(_ dir: URL, to name: String, in root: URL) throws -> URL {
     let target = root.appendingPathComponent(name)
     try? FileManager.default.removeItem(at: target)
@@ -55,10 +63,8 @@ import Testing
 
   @Test(arguments: 1...4 as ClosedRange<UInt64>)
   func aDamagedImageIsNeverUsed(seed: UInt64) throws {
-    let root = Paths.temporaryDirectory()
+    let (root, dir) = try scratchStore(seed: seed)
     defer { try? FileManager.default.removeItem(at: root) }
-    let dir = root.appendingPathComponent("store")
-    try makeStore(dir, seed: seed)
     let replayed = try copy(dir, to: "replayed", in: root)
     try FileManager.default.removeItem(at: replayed.appendingPathComponent(LoadImage.fileName))
     let want = try load(replayed).rows
@@ -87,10 +93,8 @@ import Testing
 
   @Test(arguments: 1...4 as ClosedRange<UInt64>)
   func aCraftedImageWithAValidChecksumNeverTraps(seed: UInt64) throws {
-    let root = Paths.temporaryDirectory()
+    let (root, dir) = try scratchStore(seed: seed)
     defer { try? FileManager.default.removeItem(at: root) }
-    let dir = root.appendingPathComponent("store")
-    try makeStore(dir, seed: seed)
     let intact = [UInt8](try Data(contentsOf: dir.appendingPathComponent(LoadImage.fileName)))
     var rng = SeededGenerator(seed: seed)
     var used = 0
@@ -122,10 +126,8 @@ import Testing
   /// A segment that grew or shrank since the image was written (a write of another process, a cut
   /// tail, a hand edit): the image does not describe it, and the start replays the files.
   @Test func anImageBesideResizedSegmentsIsNeverUsed() throws {
-    let root = Paths.temporaryDirectory()
+    let (root, dir) = try scratchStore(seed: 8)
     defer { try? FileManager.default.removeItem(at: root) }
-    let dir = root.appendingPathComponent("store")
-    try makeStore(dir, seed: 8)
     let segments = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("segment.") }
     #expect(!segments.isEmpty)
     #expect(try load(copy(dir, to: "intact", in: root)).fromImage, "the intact image is used")
@@ -144,10 +146,8 @@ import Testing
   /// An image kept from before the store changed (put back by hand, or an unlink lost in a crash) no
   /// longer describes the files: the start replays them and loses nothing saved since.
   @Test func aStaleImageIsNeverUsed() throws {
-    let root = Paths.temporaryDirectory()
+    let (root, dir) = try scratchStore(seed: 7)
     defer { try? FileManager.default.removeItem(at: root) }
-    let dir = root.appendingPathComponent("store")
-    try makeStore(dir, seed: 7)
     let old = try Data(contentsOf: dir.appendingPathComponent(LoadImage.fileName))
     for clean in [false, true] {
       let store = Store()
