@@ -30,11 +30,13 @@ extension LoadImage {
   }
 
   /// Reads the image in `directory` if it describes exactly these files: `checkpoint` (its bytes,
-  /// decoded as `decoded`) and the segments (first seq and size, in order). nil when there is none.
+  /// decoded as `decoded`) and the segments of these first seqs, in order, as large as they are now.
+  /// nil when there is none (the segments are then not looked at).
   static func read(
-    directory: String, checkpoint: [UInt8], decoded: Checkpoint, segments files: [(first: UInt64, bytes: Int)]
+    directory: String, checkpoint: [UInt8], decoded: Checkpoint, segments firsts: [UInt64]
   ) throws(Refusal) -> LoadedImage? {
     guard let input = ImageInput(path: directory + "/" + fileName) else { return nil }
+    let files = firsts.map { (first: $0, bytes: FileIO.size(directory + "/" + SegmentFormat.name(first: $0))) }
     var reader = ImageReader(input: input)
     let image = try reader.header(checkpoint: checkpoint, decoded: decoded, files: files)
     return try reader.body(image, decoded: decoded)
@@ -123,7 +125,7 @@ private struct ImageReader {
         labelUses[Int(entry)] += 1
       }
       let location = image.arena.append(bytes, UnsafeRawBufferPointer(start: nil, count: 0))
-      let extra = ItemTable.Flags(rawValue: flags & LoadImage.keptFlags & ~ItemTable.Flags.kindMask)
+      let extra = ItemTable.Flags(rawValue: flags & LoadImage.keptFlags.rawValue)
       image.table.append(
         seq: seq, savedAt: savedAt, location: location, length: length, clientIDLength: idLength, kind: kind,
         flags: extra, deliveries: deliveries)

@@ -37,9 +37,7 @@ enum LoadImage {
   static let rowHeaderSize = 26
   /// Flags a row keeps from the image; `leased` comes from the checkpoint's leases and `verified`
   /// from checking the body again (`PendingStore.wellFormed`), as after a replay.
-  static let keptFlags =
-    ItemTable.Flags.hasUser.rawValue | ItemTable.Flags.clientID.rawValue
-    | ItemTable.Flags.dead.rawValue | ItemTable.Flags.kindMask
+  static let keptFlags: ItemTable.Flags = [.hasUser, .clientID, .dead]
 
   /// The image's size for these items, about (the threshold of `DiskOptions.loadImageMinBytes`).
   static func estimatedBytes(_ store: PendingStore) -> Int {
@@ -75,14 +73,13 @@ enum LoadImage {
     _ store: PendingStore, segments: [SegmentInfo], checkpoint: [UInt8], to out: inout ImageOutput
   ) throws(FileError) {
     let table = store.table
-    let rows = table.rows.filter { !table.has(.removed, $0) }
     out.bytes(magic)
     out.int(UInt64(version), size: 4)
     out.int(0, size: 4)
     out.int(UInt64(checkpoint.count))
     out.int(UInt64(CRC32C.checksum(checkpoint)), size: 4)
     out.int(0, size: 4)
-    for value in [store.nextSeq, UInt64(rows.count), UInt64(segments.count), UInt64(store.deadReasons.count)] {
+    for value in [store.nextSeq, UInt64(table.liveCount), UInt64(segments.count), UInt64(store.deadReasons.count)] {
       out.int(value)
     }
     for info in segments {
@@ -106,7 +103,7 @@ enum LoadImage {
         try out.flushIfFull()
       }
     }
-    for row in rows {
+    for row in table.rows where !table.has(.removed, row) {
       out.int(table.seqs[row])
       out.int(UInt64(bitPattern: table.savedAt[row]))
       out.int(UInt64(table.deliveries[row]), size: 4)
@@ -137,7 +134,7 @@ private struct ImageOutput {
   static let flushAt = 4 << 20
 
   mutating func int(_ value: UInt64, size: Int = 8) {
-    withUnsafeBytes(of: value.littleEndian) { buffer.append(contentsOf: $0.prefix(size)) }
+    withUnsafeBytes(of: value.littleEndian) { buffer.appendBytes(UnsafeRawBufferPointer(rebasing: $0.prefix(size))) }
   }
 
   mutating func bytes(_ bytes: [UInt8]) { buffer.append(contentsOf: bytes) }

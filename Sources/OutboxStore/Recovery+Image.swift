@@ -9,16 +9,15 @@ import Darwin
 #endif
 
 extension Recovery {
-  /// Loads the rows from `load.image` when it describes exactly these files (`LoadImage`), and
-  /// deletes it, used or not, before anything is written. False: replay the segments.
+  /// Loads the rows from `load.image` when it describes exactly these files (`LoadImage`), and takes
+  /// it off its path, used or not, before anything is written. False: replay the segments.
   mutating func loadImage(_ firsts: [UInt64]) -> Bool {
     let path = directory + "/" + LoadImage.fileName
     defer { discardImage(path) }
     guard let checkpoint = outcome.checkpoint, let bytes = checkpointBytes else { return false }
-    let files = firsts.map { (first: $0, bytes: FileIO.size(directory + "/" + SegmentFormat.name(first: $0))) }
     do throws(LoadImage.Refusal) {
       guard
-        let image = try LoadImage.read(directory: directory, checkpoint: bytes, decoded: checkpoint, segments: files)
+        let image = try LoadImage.read(directory: directory, checkpoint: bytes, decoded: checkpoint, segments: firsts)
       else { return false }
       store.items.install(image)
       outcome.segments = image.segments

@@ -177,28 +177,43 @@ struct StoredBody {
     private(set) var label: UInt32?
     private(set) var offset = 1
 
-    /// The reader of a record from a file that may be hostile: nil unless its header is known and
-    /// its id and entry numbers (varints of at most five bytes) lie within it.
+    /// The reader of a record from a file that may be hostile, read once: nil unless its header is
+    /// known and its id and entry numbers (varints of at most five bytes) lie within it.
     static func checked(_ record: UnsafeRawBufferPointer) -> Reader? {
       guard let first = record.first, first & ~0x0F == 0 else { return nil }
-      let header = Header(rawValue: first)
-      var offset = header.contains(.explicitID) ? 17 : 1
-      for part in [Header.user, .label] where header.contains(part) {
-        var length = 0
-        while offset < record.count && record[offset] >= 0x80 && length < 4 {
-          (offset, length) = (offset + 1, length + 1)
-        }
-        guard offset < record.count, record[offset] < (length == 4 ? 0x10 : 0x80) else { return nil }
-        offset += 1
+      var reader = Reader(header: Header(rawValue: first))
+      reader.offset = reader.header.contains(.explicitID) ? 17 : 1
+      if reader.header.contains(.user) {
+        guard let entry = checkedVarint(record, &reader.offset) else { return nil }
+        reader.user = entry
       }
-      return offset <= record.count ? Reader(record) : nil
+      if reader.header.contains(.label) {
+        guard let entry = checkedVarint(record, &reader.offset) else { return nil }
+        reader.label = entry
+      }
+      return reader.offset <= record.count ? reader : nil
     }
+
+    private init(header: Header) { self.header = header }
 
     init(_ record: UnsafeRawBufferPointer) {
       header = Header(rawValue: record[0])
       if header.contains(.explicitID) { offset += 16 }
       if header.contains(.user) { user = Self.varint(record, &offset) }
       if header.contains(.label) { label = Self.varint(record, &offset) }
+    }
+
+    /// `varint` within the record, and fitting 32 bits; nil otherwise.
+    private static func checkedVarint(_ record: UnsafeRawBufferPointer, _ offset: inout Int) -> UInt32? {
+      var value: UInt32 = 0
+      for shift in stride(from: UInt32(0), through: 28, by: 7) {
+        guard offset < record.count, shift < 28 || record[offset] < 0x10 else { return nil }
+        let byte = record[offset]
+        offset += 1
+        value |= UInt32(byte & 0x7F) << shift
+        if byte < 0x80 { return value }
+      }
+      return nil
     }
 
     private static func varint(_ record: UnsafeRawBufferPointer, _ offset: inout Int) -> UInt32 {

@@ -195,4 +195,44 @@ import Testing
     #expect(long.withUnsafeBytes { table.intern($0) } == nil)
     #expect(table.count == 0)
   }
+
+  /// `Reader.checked` (records read from a load image) against a plain parse: random short records,
+  /// most with a real header, are accepted exactly when the header is known, the 16-byte id fits, and
+  /// each entry number is a varint of at most five bytes (fitting 32 bits) inside the record; then
+  /// with the same numbers and offset.
+  @Test(arguments: [1, 2, 3] as [UInt64])
+  func checkedReadersAgreeWithAPlainParse(seed: UInt64) {
+    var random = SeededGenerator(seed: seed)
+    for _ in 0..<20_000 {
+      let count = Int(random.next() % 24)
+      var record = (0..<count).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+      if count > 0 && random.next() % 4 != 0 { record[0] &= 0x0F }
+      for i in record.indices.dropFirst() where random.next() % 3 == 0 { record[i] &= 0x7F }
+      let want = Self.plainParse(record)
+      let got = record.withUnsafeBytes { StoredBody.Reader.checked($0) }
+      #expect(got.map { [$0.user.map(Int.init), $0.label.map(Int.init), $0.offset] } == want, "\(record)")
+    }
+  }
+
+  /// The record's user, label and kept-bytes offset, or nil when it is not one.
+  private static func plainParse(_ record: [UInt8]) -> [Int?]? {
+    guard let first = record.first, first < 16 else { return nil }
+    var offset = first & 1 != 0 ? 17 : 1
+    var numbers: [Int?] = [nil, nil]
+    for (slot, bit) in [(0, 2), (1, 4)] where Int(first) & bit != 0 {
+      var value = 0
+      var length = 0
+      while true {
+        guard offset < record.count, length < 5 else { return nil }
+        let byte = Int(record[offset])
+        value |= (byte & 0x7F) << (7 * length)
+        offset += 1
+        length += 1
+        if byte < 0x80 { break }
+      }
+      guard value <= Int(UInt32.max) else { return nil }
+      numbers[slot] = value
+    }
+    return offset <= record.count ? numbers + [offset] : nil
+  }
 }
