@@ -18,6 +18,7 @@ struct InternTable {
   static let maxEntries = 1 << 22
 
   /// One index slot: `entry` is the number + 1 in the low 24 bits (0: empty) and the length above.
+  /// An empty slot is all zeros (`ZeroedArray`).
   private struct Slot {
     var hash: UInt32 = 0
     var entry: UInt32 = 0
@@ -38,7 +39,7 @@ struct InternTable {
   private var storage = InternBytes()
   private var entries: [Entry] = []
   /// The count is a power of two at least twice the entries.
-  private var slots = [Slot](repeating: Slot(), count: 64)
+  private var slots = ZeroedArray<Slot>(count: 64)
   private var free: [UInt32] = []
   private var garbage = 0
   /// How many times `storage` was compacted (for tests).
@@ -172,7 +173,7 @@ struct InternTable {
   mutating func finishRestoring(uses: [UInt32]) {
     var size = 64
     while size < uses.count * 2 { size *= 2 }
-    slots = [Slot](repeating: Slot(), count: size)
+    slots = ZeroedArray<Slot>(count: size)
     let mask = size - 1
     for (number, count) in uses.enumerated() {
       let entry = entries[number]
@@ -245,12 +246,15 @@ struct InternTable {
   }
 
   private mutating func grow() {
-    var bigger = [Slot](repeating: Slot(), count: slots.count * 2)
+    var bigger = ZeroedArray<Slot>(count: slots.count * 2)
     let mask = bigger.count - 1
-    for slot in slots where slot.entry != 0 {
-      var index = Int(slot.hash) & mask
-      while bigger[index].entry != 0 { index = (index + 1) & mask }
-      bigger[index] = slot
+    bigger.withUnsafeMutableBufferPointer { bigger in
+      for index in slots.indices where slots[index].entry != 0 {
+        let slot = slots[index]
+        var index = Int(slot.hash) & mask
+        while bigger[index].entry != 0 { index = (index + 1) & mask }
+        bigger[index] = slot
+      }
     }
     slots = bigger
   }
