@@ -1,0 +1,41 @@
+#if arch(x86_64)
+internal import _Builtin_intrinsics.intel
+#endif
+
+/// Sixteen bytes at a time, the bytes that end a plain run of string contents: a quote, a backslash,
+/// a control byte or non-ASCII (`CanonicalJSON.stringEndAndPlain`). SSE2, which every x86-64 CPU
+/// has, on x86-64; elsewhere two 8-byte words of `CanonicalJSON.specialBytes`.
+package enum PlainRun {
+  package static let width = 16
+
+  /// A bit per byte of the 16 at `p` that is special, bit k for byte k; 0 when none is. Only the
+  /// lowest set bit is exact: a bit above it may be set for a byte that is not special.
+  @inline(__always)
+  package static func special(_ p: UnsafeRawPointer) -> UInt32 {
+    #if arch(x86_64)
+    let v = p.loadUnaligned(as: __m128i.self)
+    let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(0x22))
+    let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(0x5C))
+    // Signed: bytes 0x80 and above are negative, so below 0x20 means a control byte or non-ASCII.
+    let low = _mm_cmplt_epi8(v, _mm_set1_epi8(0x20))
+    return UInt32(truncatingIfNeeded: _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), low)))
+    #else
+    return portable(p)
+    #endif
+  }
+
+  /// `special` without SIMD: what other CPUs run, and what tests hold the SSE2 one to.
+  @inline(__always)
+  package static func portable(_ p: UnsafeRawPointer) -> UInt32 {
+    let first = CanonicalJSON.specialBytes(p.loadUnaligned(as: UInt64.self))
+    let second = CanonicalJSON.specialBytes(p.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+    return UInt32(truncatingIfNeeded: highBits(first)) | UInt32(truncatingIfNeeded: highBits(second)) << 8
+  }
+
+  /// The high bit of each byte of `w`, gathered into 8 bits (byte k's to bit k) by one multiply:
+  /// each bit lands on its own place in the top byte, with no carries between them.
+  @inline(__always)
+  private static func highBits(_ w: UInt64) -> UInt64 {
+    ((w >> 7) &* 0x0102_0408_1020_4080) >> 56
+  }
+}
