@@ -2,6 +2,7 @@ import OutboxDomain
 import OutboxJSON
 import OutboxJSONRPC
 import OutboxStore
+import OutboxSupport
 
 /// The fast path for the hot request: a single `saveCustomEvent` line with params `name`,
 /// `properties` and `user` only, that passes every rule, is answered straight from its tape,
@@ -29,8 +30,12 @@ extension Server {
   /// with nothing changed, when the store refuses it (before any change: the general path then
   /// answers, with the refusal).
   func commitFastSave(_ save: FastSave, body: inout [UInt8], now: Int64) -> Bool {
-    body.appendRaw(",\"time\":")
-    body.appendTime(ms: now, &service.timeText)
+    ByteCursor.append(to: &body, capacity: 10 + UTCTimeText.length) { out in
+      out.put(",\"time\":\"")
+      service.timeText.write(ms: now, to: out.p)
+      out.advance(by: UTCTimeText.length)
+      out.put(UInt8(ascii: "\""))
+    }
     guard
       let result = try? service.save(
         kind: .customEvent, clientID: nil, hasUser: save.hasUser, body: body, warnings: [], now: now,
