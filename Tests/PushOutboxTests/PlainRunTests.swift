@@ -14,7 +14,8 @@ import Testing
     let alphabet: [UInt8] = [0x22, 0x5C, 0x00, 0x1F, 0x20, 0x21, 0x7E, 0x7F, 0x80, 0xC3, 0xFF, 0x61]
     for _ in 0..<20_000 {
       let block = (0..<16).map { _ in
-        Int.random(in: 0..<4, using: &rng) == 0 ? alphabet.randomElement(using: &rng)! : UInt8.random(in: 0x20...0x7E, using: &rng)
+        Int.random(in: 0..<4, using: &rng) == 0
+          ? alphabet.randomElement(using: &rng)! : UInt8.random(in: 0x20...0x7E, using: &rng)
       }
       let exact = block.withUnsafeBytes { PlainRun.special($0.baseAddress!) }
       let portable = block.withUnsafeBytes { PlainRun.portable($0.baseAddress!) }
@@ -32,14 +33,18 @@ import Testing
     var rng = SeededGenerator(seed: seed)
     for _ in 0..<3_000 {
       let length = Int.random(in: 0...48, using: &rng)
-      var contents = (0..<length).map { _ in UInt8.random(in: 0x20...0x7E, using: &rng) }.filter { $0 != 0x22 && $0 != 0x5C }
+      var contents = (0..<length).map { _ in UInt8.random(in: 0x20...0x7E, using: &rng) }.filter {
+        $0 != 0x22 && $0 != 0x5C
+      }
       if !contents.isEmpty, Bool.random(using: &rng) {
         let special: [[UInt8]] = [[0x5C, 0x22], [0x5C, 0x6E], [0x01], [0xC3, 0xA9], [0xE2, 0x80, 0xA8], [0xFF]]
-        contents.insert(contentsOf: special.randomElement(using: &rng)!, at: Int.random(in: 0...contents.count, using: &rng))
+        contents.insert(
+          contentsOf: special.randomElement(using: &rng)!, at: Int.random(in: 0...contents.count, using: &rng))
       }
       let lead = Int.random(in: 0...20, using: &rng)
       let after = Int.random(in: 0...24, using: &rng)
-      let buffer = [UInt8](repeating: 0x20, count: lead) + [0x22] + contents + [0x22] + [UInt8](repeating: 0x7D, count: after)
+      let buffer =
+        [UInt8](repeating: 0x20, count: lead) + [0x22] + contents + [0x22] + [UInt8](repeating: 0x7D, count: after)
       buffer.withUnsafeBytes { b in
         let found = CanonicalJSON.stringEndAndPlain(b, lead)
         let end = CanonicalJSON.stringEnd(b, lead)
