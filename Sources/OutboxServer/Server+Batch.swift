@@ -97,9 +97,10 @@ extension Server {
       return false
     }
     if !service.lifecycle.shutDown {
-      resetFastBody()
+      trimFastBody()
+      let start = fastBody.count
       fastBody.appendBytes(prepared.body(index))
-      if commitFastSave(save, body: &fastBody, now: now) {
+      if commitFastSave(save, body: &fastBody, from: start, now: now) {
         preparedSaves += 1
         return true
       }

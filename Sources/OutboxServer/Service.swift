@@ -178,8 +178,23 @@ extension Service {
   ///   - now: the time already read for this save (its body's `time`), else the clock is read here.
   ///   - parts: where the body's user and label end, as its writer knows them (`BodyParts`).
   package func save(
-    kind: ItemKind, clientID: String?, hasUser: Bool, body: [UInt8], warnings: [Issue], now: Int64? = nil,
-    parts: BodyParts? = nil
+    kind: ItemKind, clientID: String?, hasUser: Bool, body: [UInt8], warnings: [Issue], now: Int64? = nil
+  ) throws(StoreError) -> SaveResult {
+    let outcome: Result<SaveResult, StoreError> = body.withUnsafeBytes { body in
+      do throws(StoreError) {
+        return .success(
+          try save(kind: kind, clientID: clientID, hasUser: hasUser, body: body, warnings: warnings, now: now))
+      } catch {
+        return .failure(error)
+      }
+    }
+    return try outcome.get()
+  }
+
+  /// `save` of a body in memory the caller holds (the fast save's reused buffer).
+  package func save(
+    kind: ItemKind, clientID: String?, hasUser: Bool, body: UnsafeRawBufferPointer, warnings: [Issue],
+    now: Int64? = nil, parts: BodyParts? = nil
   ) throws(StoreError) -> SaveResult {
     let now = now ?? clock.now()
     let id: ItemID
@@ -189,14 +204,8 @@ extension Service {
       let words = IDGenerator.words(key: store.items.idKey, ms: now, counter: store.items.nextSeq)
       id = ItemID(high: words.high, low: words.low)
     }
-    let outcome: Result<SaveReceipt, StoreError> = body.withUnsafeBytes { body in
-      do throws(StoreError) {
-        return .success(try store.save(kind: kind, id: id, savedAt: now, hasUser: hasUser, body: body, parts: parts))
-      } catch {
-        return .failure(error)
-      }
-    }
-    let receipt = try outcome.get()
+    let receipt = try store.save(kind: kind, id: id, savedAt: now, hasUser: hasUser, body: body, parts: parts)
     return SaveResult(receipt: receipt, warnings: receipt.duplicate ? [] : warnings, kind: kind)
   }
+
 }
