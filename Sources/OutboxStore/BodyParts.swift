@@ -20,8 +20,9 @@ package struct BodyParts: Sendable {
     guard 0 <= userEnd, userEnd <= labelEnd, labelEnd <= body.count else { return }
     self.userEnd = userEnd
     self.labelEnd = labelEnd
-    userHash = InternTable.hash(UnsafeRawBufferPointer(rebasing: body[0..<userEnd]))
-    labelHash = InternTable.hash(UnsafeRawBufferPointer(rebasing: body[userEnd..<labelEnd]))
+    let seed = InternTable.seed
+    userHash = InternTable.hash(UnsafeRawBufferPointer(rebasing: body[0..<userEnd]), seed: seed)
+    labelHash = InternTable.hash(UnsafeRawBufferPointer(rebasing: body[userEnd..<labelEnd]), seed: seed)
   }
 
   /// The parts of `body[range]`, looked for (scans that assume canonical bytes and stay in bounds
