@@ -58,6 +58,24 @@ extension Server {
   package func render() {
     commit()
     takeLongCallOutput()
+    if output.isEmpty, settlement.refused.isEmpty, writtenHoles == holes.count {
+      // Every reply of the burst is in `draft` as it stands: it becomes the output as it is.
+      countSaves()
+      swap(&output, &draft)
+    } else {
+      renderHoles()
+    }
+    ledger.rendered += holes.count
+    ledger.check(service.log, awaitingLongReplies: service.longCalls.awaitingReply)
+    holes.removeAll(keepingCapacity: true)
+    writtenHoles = 0
+    settlement = Settlement()
+    draft.removeAll(keepingCapacity: draft.capacity <= 1 << 22)
+  }
+
+  /// Writes `draft` into `output` with each hole filled: a save's reply as written, or its refusal;
+  /// another result as it renders.
+  private func renderHoles() {
     output.reserveCapacity(output.count + draft.count + (holes.count - writtenHoles) * 112)
     draft.withUnsafeBufferPointer { draft in
       // `draft[cursor..<n]` is ready to go out as it is: the text between holes and the saves'
@@ -76,12 +94,13 @@ extension Server {
       }
       if draft.count > cursor { output.appendBytes(UnsafeBufferPointer(rebasing: draft[cursor...])) }
     }
-    ledger.rendered += holes.count
-    ledger.check(service.log, awaitingLongReplies: service.longCalls.awaitingReply)
-    holes.removeAll(keepingCapacity: true)
-    writtenHoles = 0
-    settlement = Settlement()
-    draft.removeAll(keepingCapacity: draft.capacity <= 1 << 22)
+  }
+
+  /// Counts the burst's saves for `/metrics` (all of them stand).
+  private func countSaves() {
+    for n in holes.indices {  // by index: a copy of each hole would retain and release its id
+      if case .save(_, let kind, let counted) = holes[n].reply, counted { service.counters.countSave(kind) }
+    }
   }
 
   /// Writes a save's reply into `draft` now, as a hole its commit may still refuse.
