@@ -23,6 +23,11 @@ struct IDTextTests {
       var bytes = [UInt8](repeating: 0, count: IDGenerator.length)
       bytes.withUnsafeMutableBufferPointer { IDGenerator.writeText(high: high, low: low, to: $0.baseAddress!) }
       #expect(String(decoding: bytes, as: UTF8.self) == Self.reference(high: high, low: low))
+      var portable = [UInt8](repeating: 0, count: IDGenerator.length)
+      portable.withUnsafeMutableBufferPointer {
+        IDGenerator.writePortableText(high: high, low: low, to: $0.baseAddress!)
+      }
+      #expect(portable == bytes)
     }
   }
 }
