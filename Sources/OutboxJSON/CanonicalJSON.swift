@@ -158,32 +158,40 @@ package enum CanonicalJSON {
   }
 
   /// `stringEnd`, and whether the string is plain: printable ASCII without an escape, found 16 bytes
-  /// at a time with SSE2 on x86-64 (`PlainRun`), else 8 at a time; a string with anything else takes
-  /// `stringEnd`'s full check (out of line), and is not called plain.
+  /// at a time with SSE2 on x86-64 (`PlainRun`), the last ones by a block that ends with the buffer
+  /// (a buffer under 16 bytes: 8 at a time); a string with anything else takes `stringEnd`'s full
+  /// check (out of line), and is not called plain.
   package static func stringEndAndPlain(_ b: UnsafeRawBufferPointer, _ start: Int) -> (end: Int, plain: Bool)? {
     var j = start + 1
-    if let base = b.baseAddress {
-      let n = b.count
-      while j + PlainRun.width <= n {
-        let special = PlainRun.special(base + j)
-        if special == 0 {
-          j += PlainRun.width
-          continue
-        }
-        j += special.trailingZeroBitCount
-        guard base.load(fromByteOffset: j, as: UInt8.self) == 0x22 else { return stringEndNotPlain(b, start) }
-        return (j + 1, true)
+    guard let base = b.baseAddress else { return stringEndNotPlain(b, start) }
+    let n = b.count
+    while j + PlainRun.width <= n {
+      let special = PlainRun.special(base + j)
+      if special == 0 {
+        j += PlainRun.width
+        continue
       }
-      while j + 8 <= n {
-        let special = specialBytes(base.loadUnaligned(fromByteOffset: j, as: UInt64.self))
-        if special == 0 {
-          j += 8
-          continue
-        }
-        j += special.trailingZeroBitCount >> 3
-        guard base.load(fromByteOffset: j, as: UInt8.self) == 0x22 else { return stringEndNotPlain(b, start) }
-        return (j + 1, true)
+      j += special.trailingZeroBitCount
+      guard base.load(fromByteOffset: j, as: UInt8.self) == 0x22 else { return stringEndNotPlain(b, start) }
+      return (j + 1, true)
+    }
+    if j < n && n >= PlainRun.width {
+      // The block that ends with the buffer, its bits for the bytes before `j` shifted out.
+      let special = PlainRun.special(base + (n - PlainRun.width)) >> UInt32(PlainRun.width - (n - j))
+      guard special != 0 else { return stringEndNotPlain(b, start) }
+      j += special.trailingZeroBitCount
+      guard base.load(fromByteOffset: j, as: UInt8.self) == 0x22 else { return stringEndNotPlain(b, start) }
+      return (j + 1, true)
+    }
+    while j + 8 <= n {
+      let special = specialBytes(base.loadUnaligned(fromByteOffset: j, as: UInt64.self))
+      if special == 0 {
+        j += 8
+        continue
       }
+      j += special.trailingZeroBitCount >> 3
+      guard base.load(fromByteOffset: j, as: UInt8.self) == 0x22 else { return stringEndNotPlain(b, start) }
+      return (j + 1, true)
     }
     return stringEndNotPlain(b, start)
   }
