@@ -95,6 +95,7 @@ struct DirectScan {
   }
 
   /// `params`: `name`, and `properties` and `user` when given, each once.
+  @inline(__always)
   private mutating func params(maxPropertiesBytes: Int) -> Bool {
     let seen = members { scan, first in
       switch first {
@@ -123,6 +124,7 @@ struct DirectScan {
   }
 
   /// The event name: 1 to 255 bytes with no escape (so 255 characters at most), not starting with `$`.
+  @inline(__always)
   private mutating func eventName() -> Bool {
     let start = i
     guard let contents = plainString(), !contents.isEmpty, b[contents.lowerBound] != UInt8(ascii: "$") else {
@@ -134,6 +136,7 @@ struct DirectScan {
 
   /// The properties object, at most `maxBytes` long; its keys are compared with each other only
   /// when a 64-bit sketch of their lengths and bytes says they might repeat.
+  @inline(__always)
   private mutating func propertiesObject(maxBytes: Int) -> Bool {
     let start = i
     guard take(UInt8(ascii: "{")) else { return false }
@@ -159,6 +162,7 @@ struct DirectScan {
 
   /// A property key and its colon: no escape, 1 to 255 bytes, no leading `$`, not `time` or
   /// `event_name` (every key rule, on the raw bytes); the key's contents.
+  @inline(__always)
   private mutating func propertyKey() -> Range<Int>? {
     guard let key = plainString(), take(UInt8(ascii: ":")), !key.isEmpty,
       b[key.lowerBound] != UInt8(ascii: "$"), !isKey(key, "time"), !isKey(key, "event_name")
@@ -168,6 +172,7 @@ struct DirectScan {
 
   /// A property value: a string of at most 255 bytes as sent, a number, a boolean, or an array of
   /// those. Null, objects and nested arrays are left to the tape path (rules apply inside them).
+  @inline(__always)
   private mutating func propertyValue() -> Bool {
     guard i < b.count else { return false }
     if b[i] == UInt8(ascii: "[") {
@@ -183,6 +188,7 @@ struct DirectScan {
 
   /// A string, number or boolean. In an array, a string that could be a date-time (16 bytes or
   /// more with `-` fifth, or escaped) is left to the tape path, where the rules look at it.
+  @inline(__always)
   private mutating func scalar(inArray: Bool) -> Bool {
     guard i < b.count else { return false }
     switch b[i] {
@@ -208,6 +214,7 @@ struct DirectScan {
   /// The `user` param in its wire form (`UserIdentifier.isWireForm`): one of `externalId`,
   /// `brazeId`, `email`, `phone` with a non-empty string, or `alias` with `name` then `label`, both
   /// non-empty strings; no escapes.
+  @inline(__always)
   private mutating func userObject() -> Bool {
     let start = i
     guard take(UInt8(ascii: "{")) else { return false }
@@ -224,6 +231,7 @@ struct DirectScan {
   }
 
   /// The request id: a non-negative integer of at most 18 digits, without a leading zero.
+  @inline(__always)
   private mutating func integerID() -> Bool {
     let start = i
     var value: Int64 = 0
@@ -238,6 +246,7 @@ struct DirectScan {
   }
 
   /// `"saveCustomEvent"`, its bytes compared with the method's one name.
+  @inline(__always)
   private mutating func method() -> Bool {
     var wire = SaveCustomEvent.name
     return wire.withUTF8 { name in

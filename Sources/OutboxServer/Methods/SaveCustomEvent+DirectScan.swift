@@ -16,6 +16,7 @@ extension DirectScan {
   func string(_ start: Int) -> (end: Int, plain: Bool)? { CanonicalJSON.stringEndAndPlain(b, start) }
 
   /// A canonical string without escapes, at most 255 bytes; its contents.
+  @inline(__always)
   mutating func plainString() -> Range<Int>? {
     let start = i
     guard i < b.count, b[i] == 0x22, let (end, plain) = string(start) else { return nil }
@@ -27,6 +28,7 @@ extension DirectScan {
 
   /// A canonical string with at least one character and no escape (a user's string with one
   /// is left to the tape path, which writes it again).
+  @inline(__always)
   mutating func nonEmptyString() -> Bool {
     let start = i
     guard i < b.count, b[i] == 0x22, let (end, plain) = string(start), end - start > 2,
