@@ -3,7 +3,7 @@
 /// `appendJSONString` escapes them, valid UTF-8). Such bytes can be copied where the tree would
 /// have been written: a drain renders from stored bytes with it, and falls back to the tree for
 /// anything it does not accept (nil), so both give the same bytes.
-package enum CanonicalJSON {
+public enum CanonicalJSON {
   /// Containers nested deeper than this are left to the tree (the reader's own limit is larger).
   static let maxDepth = 512
 
@@ -157,51 +157,6 @@ package enum CanonicalJSON {
     return i > start ? i : nil
   }
 
-  /// `stringEnd`, and whether the string is plain: printable ASCII without an escape, found 16 bytes
-  /// at a time with SSE2 on x86-64 (`PlainRun`), the last ones by a block that ends with the buffer
-  /// (a buffer under 16 bytes: 8 at a time); a string with anything else takes `stringEnd`'s full
-  /// check (out of line), and is not called plain.
-  package static func stringEndAndPlain(_ b: UnsafeRawBufferPointer, _ start: Int) -> (end: Int, plain: Bool)? {
-    var j = start + 1
-    guard let base = b.baseAddress else { return stringEndNotPlain(b, start) }
-    let n = b.count
-    while j + PlainRun.width <= n {
-      let special = PlainRun.special(base + j)
-      if special == 0 {
-        j += PlainRun.width
-        continue
-      }
-      j += special.trailingZeroBitCount
-      guard base.load(fromByteOffset: j, as: UInt8.self) == 0x22 else { return stringEndNotPlain(b, start) }
-      return (j + 1, true)
-    }
-    if j < n && n >= PlainRun.width {
-      // The block that ends with the buffer, its bits for the bytes before `j` shifted out.
-      let special = PlainRun.special(base + (n - PlainRun.width)) >> UInt32(PlainRun.width - (n - j))
-      guard special != 0 else { return stringEndNotPlain(b, start) }
-      j += special.trailingZeroBitCount
-      guard base.load(fromByteOffset: j, as: UInt8.self) == 0x22 else { return stringEndNotPlain(b, start) }
-      return (j + 1, true)
-    }
-    while j + 8 <= n {
-      let special = specialBytes(base.loadUnaligned(fromByteOffset: j, as: UInt64.self))
-      if special == 0 {
-        j += 8
-        continue
-      }
-      j += special.trailingZeroBitCount >> 3
-      guard base.load(fromByteOffset: j, as: UInt8.self) == 0x22 else { return stringEndNotPlain(b, start) }
-      return (j + 1, true)
-    }
-    return stringEndNotPlain(b, start)
-  }
-
-  /// `stringEndAndPlain`'s slow path, out of line so the fast one stays small.
-  @inline(never)
-  private static func stringEndNotPlain(_ b: UnsafeRawBufferPointer, _ start: Int) -> (end: Int, plain: Bool)? {
-    stringEnd(b, start).map { ($0, false) }
-  }
-
   /// The index past the closing quote of the canonical string starting at `start` (a quote), or nil.
   @inline(__always)
   package static func stringEnd(_ b: UnsafeRawBufferPointer, _ start: Int) -> Int? {
@@ -232,23 +187,11 @@ package enum CanonicalJSON {
   private static func plainRunEnd(_ b: UnsafeRawBufferPointer, _ start: Int) -> Int {
     var i = start
     while i + 8 <= b.count {
-      let special = specialBytes(b.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+      let special = PlainRun.specialBytes(b.loadUnaligned(fromByteOffset: i, as: UInt64.self))
       if special != 0 { return i + special.trailingZeroBitCount >> 3 }
       i += 8
     }
     return i
-  }
-
-  /// The high bit of each byte of `w` that is a quote, a backslash, a control byte or non-ASCII
-  /// (the lowest set bit is exact: borrows only run upward).
-  @inline(__always)
-  package static func specialBytes(_ w: UInt64) -> UInt64 {
-    let ones: UInt64 = 0x0101_0101_0101_0101
-    let high: UInt64 = 0x8080_8080_8080_8080
-    let quote = w ^ (ones &* 0x22)
-    let backslash = w ^ (ones &* 0x5C)
-    let control = (w &- ones &* 0x20) & ~w  // some byte below 0x20
-    return (control | ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | w) & high
   }
 
   private static let ones: UInt64 = 0x0101_0101_0101_0101

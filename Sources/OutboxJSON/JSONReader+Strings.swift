@@ -10,7 +10,7 @@ extension TapeBuilder {
       // Find the next byte that is not printable ASCII other than `"` and `\`: 8 at a time while
       // 8 remain, then one at a time.
       if k + 8 <= count {
-        let special = CanonicalJSON.specialBytes(UnsafeRawPointer(base + k).loadUnaligned(as: UInt64.self))
+        let special = PlainRun.specialBytes(UnsafeRawPointer(base + k).loadUnaligned(as: UInt64.self))
         if special == 0 {
           k += 8
           continue

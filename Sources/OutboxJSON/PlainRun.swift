@@ -1,17 +1,17 @@
 #if arch(x86_64)
-internal import _Builtin_intrinsics.intel
+public import _Builtin_intrinsics.intel
 #endif
 
 /// Sixteen bytes at a time, the bytes that end a plain run of string contents: a quote, a backslash,
 /// a control byte or non-ASCII (`CanonicalJSON.stringEndAndPlain`). SSE2, which every x86-64 CPU
-/// has, on x86-64; elsewhere two 8-byte words of `CanonicalJSON.specialBytes`.
-package enum PlainRun {
-  package static let width = 16
+/// has, on x86-64; elsewhere two 8-byte words of `specialBytes`.
+public enum PlainRun {
+  @inlinable public static var width: Int { 16 }
 
   /// A bit per byte of the 16 at `p` that is special, bit k for byte k; 0 when none is. Only the
   /// lowest set bit is exact: a bit above it may be set for a byte that is not special.
-  @inline(__always)
-  package static func special(_ p: UnsafeRawPointer) -> UInt32 {
+  @inlinable @inline(__always)
+  public static func special(_ p: UnsafeRawPointer) -> UInt32 {
     #if arch(x86_64)
     let v = p.loadUnaligned(as: __m128i.self)
     let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(0x22))
@@ -25,17 +25,29 @@ package enum PlainRun {
   }
 
   /// `special` without SIMD: what other CPUs run, and what tests hold the SSE2 one to.
-  @inline(__always)
-  package static func portable(_ p: UnsafeRawPointer) -> UInt32 {
-    let first = CanonicalJSON.specialBytes(p.loadUnaligned(as: UInt64.self))
-    let second = CanonicalJSON.specialBytes(p.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+  @inlinable @inline(__always)
+  public static func portable(_ p: UnsafeRawPointer) -> UInt32 {
+    let first = specialBytes(p.loadUnaligned(as: UInt64.self))
+    let second = specialBytes(p.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
     return UInt32(truncatingIfNeeded: highBits(first)) | UInt32(truncatingIfNeeded: highBits(second)) << 8
+  }
+
+  /// The high bit of each byte of `w` that is a quote, a backslash, a control byte or non-ASCII
+  /// (SWAR; the lowest set bit is exact: borrows only run upward).
+  @inlinable @inline(__always)
+  public static func specialBytes(_ w: UInt64) -> UInt64 {
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    let high: UInt64 = 0x8080_8080_8080_8080
+    let quote = w ^ (ones &* 0x22)
+    let backslash = w ^ (ones &* 0x5C)
+    let control = (w &- ones &* 0x20) & ~w  // some byte below 0x20
+    return (control | ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | w) & high
   }
 
   /// The high bit of each byte of `w`, gathered into 8 bits (byte k's to bit k) by one multiply:
   /// each bit lands on its own place in the top byte, with no carries between them.
-  @inline(__always)
-  private static func highBits(_ w: UInt64) -> UInt64 {
+  @inlinable @inline(__always)
+  static func highBits(_ w: UInt64) -> UInt64 {
     ((w >> 7) &* 0x0102_0408_1020_4080) >> 56
   }
 }
