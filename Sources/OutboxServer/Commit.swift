@@ -96,10 +96,14 @@ extension Server {
     }
   }
 
-  /// Counts the burst's saves for `/metrics` (all of them stand).
+  /// Counts the burst's saves for `/metrics` (all of them stand), tallied per kind first.
   private func countSaves() {
+    var perKind = SIMD4<Int>()  // `ItemKind` raw values are 0...2
     for n in holes.indices {  // by index: a copy of each hole would retain and release its id
-      if case .save(_, let kind, let counted) = holes[n].reply, counted { service.counters.countSave(kind) }
+      if case .save(_, let kind, let counted) = holes[n].reply, counted { perKind[Int(kind.rawValue)] &+= 1 }
+    }
+    for kind in ItemKind.allCases where perKind[Int(kind.rawValue)] > 0 {
+      service.counters.countSaves(kind, perKind[Int(kind.rawValue)])
     }
   }
 

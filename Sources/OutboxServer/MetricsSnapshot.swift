@@ -40,9 +40,11 @@ package struct MetricCounters: Sendable {
 
   package init() {}
 
-  mutating func countSave(_ kind: ItemKind) {
-    saves[Int(kind.rawValue)] &+= 1
-    events &+= 1
+  mutating func countSave(_ kind: ItemKind) { countSaves(kind, 1) }
+
+  mutating func countSaves(_ kind: ItemKind, _ count: Int) {
+    saves[Int(kind.rawValue)] &+= UInt64(count)
+    events &+= UInt64(count)
   }
 
   mutating func countRefusal(_ reason: String) {

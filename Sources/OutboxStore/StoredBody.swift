@@ -66,7 +66,7 @@ struct StoredBody {
   }
   private static let timeKey: StaticString = ",\"time\":\""
   /// `,"time":"2026-01-02T03:04:05.678Z"`
-  static let timeMemberLength = 9 + UTCTimeText.length + 1
+  static var timeMemberLength: Int { 9 + UTCTimeText.length + 1 }
 
   /// The record's prefix for `body`, and the range of `body` kept after it. `parts`: where the
   /// writer knows the user member and the label end; else they are looked for.
