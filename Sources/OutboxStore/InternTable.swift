@@ -59,10 +59,11 @@ struct InternTable {
     let hash = hash ?? Self.hash(bytes)
     let mask = slots.count - 1
     var index = Int(hash) & mask
-    while slots[index].entry != 0 {
-      let slot = slots[index]
+    while true {  // `index` is masked to the power-of-two count: reads need no bounds check
+      let slot = slots[unchecked: index]
+      guard slot.entry != 0 else { break }
       if slot.hash == hash && slot.length == bytes.count && equals(Int(slot.start), bytes) {
-        slots[index].uses += 1
+        slots[index].uses = slot.uses + 1
         return UInt32(slot.number)
       }
       index = (index + 1) & mask

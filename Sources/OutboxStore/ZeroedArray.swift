@@ -34,6 +34,10 @@ struct ZeroedArray<Element: BitwiseCopyable> {
     }
   }
 
+  /// The element at `index`, read without a bounds check: for an index already masked to the count.
+  @inline(__always)
+  subscript(unchecked index: Int) -> Element { storage.base[index] }
+
   /// The elements to change in place, made unique once (for loops that write many).
   mutating func withUnsafeMutableBufferPointer<T>(_ body: (UnsafeMutableBufferPointer<Element>) -> T) -> T {
     if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
