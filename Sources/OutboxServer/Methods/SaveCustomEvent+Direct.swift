@@ -78,31 +78,65 @@ struct DirectScan {
 
   init(_ bytes: UnsafeRawBufferPointer) { b = bytes }
 
-  /// The whole line: the envelope's four members, each once, and nothing after it. Each key is
-  /// told by its first letter and matched whole with its colon (and `jsonrpc` with its value).
+  /// The whole line: the envelope's four members, each once, and nothing after it. The order nearly
+  /// every client writes is read straight through (`commonLayout`); any other, member by member,
+  /// each key told by its first letter and matched whole with its colon (and `jsonrpc` with its
+  /// value).
   mutating func request(maxPropertiesBytes: Int) -> Bool {
+    let start = self
+    if commonLayout(maxPropertiesBytes: maxPropertiesBytes) { return true }
+    self = start
+    return anyLayout(maxPropertiesBytes: maxPropertiesBytes)
+  }
+
+  /// The envelope in any layout, member by member (out of line, off the common layout's path).
+  @inline(never)
+  private mutating func anyLayout(maxPropertiesBytes: Int) -> Bool {
     let seen = members { scan, first in
       switch first {
-      case UInt8(ascii: "j"): return scan.take("\"jsonrpc\":\"2.0\"") ? 1 : nil
-      case UInt8(ascii: "i"): return scan.take("\"id\":") && scan.integerID() ? 2 : nil
-      case UInt8(ascii: "m"): return scan.take("\"method\":") && scan.method() ? 4 : nil
+      case UInt8(ascii: "j"): return scan.take(Key.jsonrpc) ? 1 : nil
+      case UInt8(ascii: "i"): return scan.take(Key.id) && scan.integerID() ? 2 : nil
+      case UInt8(ascii: "m"): return scan.take(Key.method) && scan.method() ? 4 : nil
       case UInt8(ascii: "p"):
-        return scan.take("\"params\":") && scan.params(maxPropertiesBytes: maxPropertiesBytes) ? 8 : nil
+        return scan.take(Key.params) && scan.params(maxPropertiesBytes: maxPropertiesBytes) ? 8 : nil
       default: return nil
       }
     }
     return seen == 15 && i == b.count
   }
 
-  /// `params`: `name`, and `properties` and `user` when given, each once.
+  /// The members' keys with their colons (and `jsonrpc` with its value), as both layouts match them.
+  private enum Key {
+    static var jsonrpc: StaticString { "\"jsonrpc\":\"2.0\"" }
+    static var id: StaticString { "\"id\":" }
+    static var method: StaticString { "\"method\":" }
+    static var params: StaticString { "\"params\":" }
+    static var name: StaticString { "\"name\":" }
+    static var properties: StaticString { "\"properties\":" }
+    static var user: StaticString { "\"user\":" }
+  }
+
+  /// The envelope as nearly every client writes it: its members in the order the specification lists
+  /// them, read straight through with no dispatch per member (params' members in any order). False
+  /// for any other layout (the caller starts over).
   @inline(__always)
+  private mutating func commonLayout(maxPropertiesBytes: Int) -> Bool {
+    let comma = UInt8(ascii: ",")
+    guard take(UInt8(ascii: "{")), take(Key.jsonrpc), take(comma), take(Key.id), integerID() else { return false }
+    guard take(comma), take(Key.method), method(), take(comma), take(Key.params) else { return false }
+    return params(maxPropertiesBytes: maxPropertiesBytes) && take(UInt8(ascii: "}")) && i == b.count
+  }
+
+  /// `params`: `name`, and `properties` and `user` when given, each once (out of line: both
+  /// layouts call it, and its readers are inline in it).
+  @inline(never)
   private mutating func params(maxPropertiesBytes: Int) -> Bool {
     let seen = members { scan, first in
       switch first {
-      case UInt8(ascii: "n"): return scan.take("\"name\":") && scan.eventName() ? 1 : nil
+      case UInt8(ascii: "n"): return scan.take(Key.name) && scan.eventName() ? 1 : nil
       case UInt8(ascii: "p"):
-        return scan.take("\"properties\":") && scan.propertiesObject(maxBytes: maxPropertiesBytes) ? 2 : nil
-      case UInt8(ascii: "u"): return scan.take("\"user\":") && scan.userObject() ? 4 : nil
+        return scan.take(Key.properties) && scan.propertiesObject(maxBytes: maxPropertiesBytes) ? 2 : nil
+      case UInt8(ascii: "u"): return scan.take(Key.user) && scan.userObject() ? 4 : nil
       default: return nil
       }
     }
