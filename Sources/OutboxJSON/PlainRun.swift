@@ -8,8 +8,7 @@ public import _Builtin_intrinsics.intel
 public enum PlainRun {
   @inlinable public static var width: Int { 16 }
 
-  /// A bit per byte of the 16 at `p` that is special, bit k for byte k; 0 when none is. Only the
-  /// lowest set bit is exact: a bit above it may be set for a byte that is not special.
+  /// A bit per byte of the 16 at `p` that is special, bit k for byte k; 0 when none is.
   @inlinable @inline(__always)
   public static func special(_ p: UnsafeRawPointer) -> UInt32 {
     #if arch(x86_64)
@@ -32,16 +31,18 @@ public enum PlainRun {
     return UInt32(truncatingIfNeeded: highBits(first)) | UInt32(truncatingIfNeeded: highBits(second)) << 8
   }
 
-  /// The high bit of each byte of `w` that is a quote, a backslash, a control byte or non-ASCII
-  /// (SWAR; the lowest set bit is exact: borrows only run upward).
+  /// The high bit of each byte of `w` that is a quote, a backslash, a control byte or non-ASCII, exact
+  /// for every byte (SWAR on the low seven bits, whose sums never carry into the next byte): the block
+  /// that ends a buffer shifts out the bytes before a string, and a borrow from one of those must not
+  /// mark a byte after it.
   @inlinable @inline(__always)
   public static func specialBytes(_ w: UInt64) -> UInt64 {
-    let ones: UInt64 = 0x0101_0101_0101_0101
-    let high: UInt64 = 0x8080_8080_8080_8080
-    let quote = w ^ (ones &* 0x22)
-    let backslash = w ^ (ones &* 0x5C)
-    let control = (w &- ones &* 0x20) & ~w  // some byte below 0x20
-    return (control | ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | w) & high
+    let low7: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
+    let x = w & low7
+    let control = ~(x &+ 0x6060_6060_6060_6060)  // the sum's high bit is clear where x < 0x20
+    let quote = ~((x ^ 0x2222_2222_2222_2222) &+ low7)  // clear where x == 0x22
+    let backslash = ~((x ^ 0x5C5C_5C5C_5C5C_5C5C) &+ low7)  // clear where x == 0x5C
+    return (w | control | quote | backslash) & 0x8080_8080_8080_8080
   }
 
   /// The high bit of each byte of `w`, gathered into 8 bits (byte k's to bit k) by one multiply:
