@@ -176,7 +176,6 @@ extension Service {
   ///   - clientID: the optional client-supplied `id`; a repeat returns the first item and stores nothing.
   ///   - body: the item's members after the header, each preceded by a comma.
   ///   - now: the time already read for this save (its body's `time`), else the clock is read here.
-  ///   - parts: where the body's user and label end, as its writer knows them (`BodyParts`).
   package func save(
     kind: ItemKind, clientID: String?, hasUser: Bool, body: [UInt8], warnings: [Issue], now: Int64? = nil
   ) throws(StoreError) -> SaveResult {
@@ -191,7 +190,8 @@ extension Service {
     return try outcome.get()
   }
 
-  /// `save` of a body in memory the caller holds (the fast save's reused buffer).
+  /// `save` of a body in memory the caller holds (the fast save's reused buffer); `parts`: where the
+  /// body's user and label end, as its writer knows them (`BodyParts`).
   package func save(
     kind: ItemKind, clientID: String?, hasUser: Bool, body: UnsafeRawBufferPointer, warnings: [Issue],
     now: Int64? = nil, parts: BodyParts? = nil
