@@ -2,7 +2,6 @@ import OutboxDomain
 import OutboxJSON
 import OutboxJSONRPC
 import OutboxStore
-import OutboxSupport
 
 /// The fast path for the hot request: a single `saveCustomEvent` line with params `name`,
 /// `properties` and `user` only, that passes every rule, is answered straight from its tape,
@@ -31,12 +30,7 @@ extension Server {
   /// False, with nothing changed, when the store refuses it (before any change: the general path
   /// then answers, with the refusal).
   func commitFastSave(_ save: FastSave, body: inout [UInt8], from start: Int, now: Int64) -> Bool {
-    ByteCursor.append(to: &body, capacity: 10 + UTCTimeText.length) { out in
-      out.put(",\"time\":\"")
-      service.timeText.write(ms: now, to: out.p)
-      out.advance(by: UTCTimeText.length)
-      out.put(UInt8(ascii: "\""))
-    }
+    body.appendTimeMember(ms: now, &service.timeText)
     let result = body.withUnsafeBytes { bytes in
       try? service.save(
         kind: .customEvent, clientID: nil, hasUser: save.hasUser,

@@ -26,8 +26,7 @@ enum SaveCustomEvent: RPCMethod {
     var body = Self.body(
       tape, name: name, properties: properties, user: user, limits: service.config.domain, issues: &params.issues)
     let warnings = try params.finish()
-    body.appendRaw(",\"time\":")
-    body.appendTime(ms: time ?? service.clock.now(), &service.timeText)
+    body.appendTimeMember(ms: time ?? service.clock.now(), &service.timeText)
     return PreparedSave(
       kind: .customEvent, clientID: clientID, user: user?.user, attribute: nil, body: body, warnings: warnings)
   }

@@ -18,12 +18,17 @@ extension Params {
 }
 
 extension Array where Element == UInt8 {
-  /// Appends `"2026-01-02T03:04:05.678Z"` (quoted) for `ms` since the epoch (years 0000–9999),
-  /// reusing `text` (`Service.timeText`) while the millisecond stays the same.
-  mutating func appendTime(ms: Int64, _ text: inout UTCTimeText) {
-    append(UInt8(ascii: "\""))
-    text.append(ms: ms, to: &self)
-    append(UInt8(ascii: "\""))
+  /// Appends the item's `,"time":"2026-01-02T03:04:05.678Z"` member for `ms` since the epoch (years
+  /// 0000–9999), reusing `text` (`Service.timeText`) while the millisecond stays the same: one
+  /// capacity check, the pieces written through a cursor.
+  @inline(__always)
+  mutating func appendTimeMember(ms: Int64, _ text: inout UTCTimeText) {
+    ByteCursor.append(to: &self, capacity: 10 + UTCTimeText.length) { out in
+      out.put(",\"time\":\"")
+      text.write(ms: ms, to: out.p)
+      out.advance(by: UTCTimeText.length)
+      out.put(UInt8(ascii: "\""))
+    }
   }
 
   /// Appends `,"key":` for an item body.
