@@ -187,12 +187,14 @@ package final class Deliverer {
     case .retry(let afterMs, let reason):
       store.settle(completion.flushId, delivered: [], dead: [])
       stats.retrying.formUnion(batch.seqs)
+      picking.dropSplits()
       fail(reason: reason, afterMs: afterMs)
     case .split(let reason):
       split(completion.flushId, batch, reason: reason)
     case .stop(let reason):
       store.settle(completion.flushId, delivered: [], dead: [])
       stats.retrying.formUnion(batch.seqs)
+      picking.dropSplits()
       stop(reason: reason)
     }
   }

@@ -90,6 +90,13 @@ final class PickingQueue {
     splits.insert(contentsOf: [Array(seqs[..<half]), Array(seqs[half...])], at: 0)
   }
 
+  /// A request failed in a way that returns its items to pending (a retryable answer or a stop):
+  /// the halves still queued go back to pending too. A queued half may be the newer sibling of the
+  /// one that failed, and sent first it would overtake its user's older items (README "Deliver to
+  /// Braze": a later value never overtakes an earlier one). The next scan picks everything again in
+  /// saved order, and a refused object is split out once more.
+  func dropSplits() { splits.removeAll() }
+
   /// The oldest available items (at most `scanRows` rows looked at) whose users have nothing in flight.
   private func scan(maxObjects: Int) -> Cut? {
     let limit = max(1, min(batchLimit, maxObjects))

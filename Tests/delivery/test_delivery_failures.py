@@ -141,3 +141,33 @@ def test_a_refused_connection_keeps_the_items(stub, outbox):
     box.save_event("e0", "u1")
     assert box.result("deliverPending") == {"delivered": 0, "deadLettered": 0, "retrying": 1, "remaining": 1}
     assert box.result("status")["delivery"]["lastError"]
+
+
+@pytest.mark.parametrize(
+    "setback",
+    [Reply(status=500), Reply(status=429, headers={"Retry-After": "0"}), Reply(stall=2)],
+    ids=["500", "429", "timeout"],
+)
+def test_a_failed_half_is_never_overtaken_by_its_newer_half(stub, outbox, setback):
+    """Issue 40 #1: a 400 splits a batch in two; the older half then gets a retryable answer. Its
+    newer sibling must not go out first: one user's later attribute value would be overwritten by
+    the older one retried after it (Braze ended with level "t1" instead of "t3")."""
+
+    def judge(body):
+        poison = any(e["name"] == "poison" for e in body.get("events", []))
+        return Reply(status=400, body={"message": "Invalid event"}) if poison else Reply()
+
+    stub.responder = judge
+    stub.queue(Reply(status=400, body={"message": "Invalid event"}), setback)
+    box = outbox("--braze-timeout-ms", "500")
+    user = {"externalId": "u1"}
+    box.result("saveCustomAttribute", {"key": "level", "value": "t1", "user": user})
+    box.save_event("e2", "u1")
+    box.result("saveCustomAttribute", {"key": "level", "value": "t3", "user": user})
+    box.save_event("poison", "u1")
+    deliver_until_done(box)
+    levels = [o["level"] for o in stub.accepted_objects() if "level" in o]
+    assert levels and levels[-1] == "t3", f"Braze ends with level {levels}: the newer half overtook the older"
+    assert [o["name"] for o in stub.accepted_objects() if "name" in o] == ["e2"]
+    [dead] = box.result("listDeadLetters")["deadLetters"]
+    assert dead["item"]["name"] == "poison"
