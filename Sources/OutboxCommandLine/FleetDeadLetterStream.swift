@@ -51,7 +51,7 @@ struct FleetDeadLetterStream: FleetDeadLetters {
           entry.item.encodeJSON(into: &payload)
           let messageID = entry.id + ".requeued." + String(UInt64.random(in: 0...UInt64.max), radix: 36)
           let outgoing = OutgoingMessage(subject: stream + "." + shard, messageID: messageID, payload: payload)
-          switch try js.publish([outgoing], deadline: deadline()).first ?? nil {
+          switch try js.publish([outgoing], to: stream, deadline: deadline()).first ?? nil {
           case .stored?: break
           case .refused(let text, let code)?: throw NATSError(.refused, "\(stream): \(text) (\(code))")
           case nil: throw NATSError(.timeout, "no publish ack from \(stream) before the deadline")

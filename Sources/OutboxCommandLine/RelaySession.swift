@@ -96,7 +96,9 @@ struct RelaySession {
     else { return .done }
     let acks: [PublishAck?]
     do throws(NATSError) {
-      acks = try js.publish(round.messages, deadline: min(deadline, Clock.monotonicSeconds() + 10))
+      acks = try js.publish(
+        round.messages, to: options.stream, deadline: min(deadline, Clock.monotonicSeconds() + 10),
+        stop: { StopRequest.isRequested })
     } catch {
       rounds.settle(round, acks: [])
       throw error

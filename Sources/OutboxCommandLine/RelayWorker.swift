@@ -191,7 +191,7 @@ final class NATSRelayPublisher: RelayPublisher, @unchecked Sendable {  // used o
 
   func publish(_ messages: [OutgoingMessage], deadline: Double) throws(NATSError) -> [PublishAck?] {
     guard let stream else { throw NATSError(.closed, "not connected") }
-    return try stream.publish(messages, deadline: deadline)
+    return try stream.publish(messages, to: options.stream, deadline: deadline)
   }
 
   func close() {

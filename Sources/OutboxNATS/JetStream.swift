@@ -55,7 +55,10 @@ package enum PublishAck: Sendable, Equatable {
   /// The error's text and JetStream `err_code` (10077: maximum bytes, 10047: storage, …).
   case refused(String, code: Int)
 
-  package static func parse(_ message: NATSMessage) -> PublishAck {
+  /// The ack of a publish into `stream`. It counts as stored only when it names that stream and a
+  /// positive sequence: an ack from another stream (a subject overlap, a misconfigured or hostile
+  /// server) or with `seq` 0 is a refusal, and the items it was for stay where they are.
+  package static func parse(_ message: NATSMessage, stream: String) -> PublishAck {
     if message.status == 503 { return .refused("no stream takes the subject (no responders)", code: 503) }
     guard let value = try? JSONReader.parse(message.payload, maxDepth: 16) else {
       return .refused("the publish ack is not JSON", code: 0)
@@ -64,10 +67,20 @@ package enum PublishAck: Sendable, Equatable {
       let text = error["description"]?.stringValue ?? "unknown error"
       return .refused(text, code: Int(error["err_code"]?.intValue ?? error["code"]?.intValue ?? 0))
     }
-    guard value["stream"]?.stringValue != nil, let seq = value["seq"]?.intValue, seq >= 0 else {
+    guard let named = value["stream"]?.stringValue, let seq = value["seq"]?.intValue else {
       return .refused("the publish ack has no stream and seq", code: 0)
     }
+    guard named == stream else {
+      return .refused("the publish ack names the stream \(Self.quoted(named)), not \(stream)", code: 0)
+    }
+    guard seq > 0 else { return .refused("the publish ack has seq \(seq), not a stored message's", code: 0) }
     return .stored(seq: UInt64(seq), duplicate: value["duplicate"]?.boolValue ?? false)
+  }
+
+  /// A name from the server, shortened and quoted for a message.
+  private static func quoted(_ text: String) -> String {
+    "\"" + String(text.unicodeScalars.prefix(64).filter { $0.value >= 0x20 && $0.value != 0x7f }.map(Character.init))
+      + (text.unicodeScalars.count > 64 ? "…" : "") + "\""
   }
 
   /// A stream at its limit with `discard: new`: the items stay local until it drains.
@@ -139,9 +152,12 @@ package struct JetStream {
     }
   }
 
-  /// Publishes every message (pipelined, header `Nats-Msg-Id`) and waits until `deadline` for their
-  /// acks. Answers one entry per message, nil where no ack came.
-  package func publish(_ messages: [OutgoingMessage], deadline: Double) throws(NATSError) -> [PublishAck?] {
+  /// Publishes every message (pipelined, header `Nats-Msg-Id`) into `stream` and waits until
+  /// `deadline`, or until `stop` says so (checked every 100 ms), for their acks. Answers one entry
+  /// per message, nil where no ack came.
+  package func publish(
+    _ messages: [OutgoingMessage], to stream: String, deadline: Double, stop: () -> Bool = { false }
+  ) throws(NATSError) -> [PublishAck?] {
     var waiting: [String: Int] = [:]
     for (index, message) in messages.enumerated() {
       let reply = connection.replySubject()
@@ -150,9 +166,12 @@ package struct JetStream {
     }
     try connection.flush(deadline: deadline)
     var acks = [PublishAck?](repeating: nil, count: messages.count)
-    while !waiting.isEmpty, let reply = try connection.nextReply(deadline: deadline) {
+    while !waiting.isEmpty, !stop() {
+      let now = Clock.monotonicSeconds()
+      guard now < deadline else { break }
+      guard let reply = try connection.nextReply(deadline: min(deadline, now + 0.1)) else { continue }
       guard let index = waiting.removeValue(forKey: reply.subject) else { continue }
-      acks[index] = PublishAck.parse(reply)
+      acks[index] = PublishAck.parse(reply, stream: stream)
     }
     return acks
   }

@@ -32,8 +32,19 @@ package final class NATSConnection {
   private var nextReply = 0
   private static let inboxSid = "1"
   private var nextSid = 2
-  /// Messages to other subscriptions (`subscribe`), in arrival order.
+  /// Messages to other subscriptions (`subscribe`), in arrival order, at most `maxQueued` of them
+  /// and `maxQueuedBytes` of payload: a server that floods never grows this past a fixed budget.
   private var queued: [NATSMessage] = []
+  private var queuedBytes = 0
+  /// The subscriptions made by `subscribe` and not yet ended: messages for any other sid (never
+  /// made, or ended) are dropped as they arrive.
+  private var live: Set<String> = []
+  /// Messages dropped: for no live subscription, or past the queue's budget.
+  package private(set) var dropped = 0
+  static let maxQueued = 4096
+  static let maxQueuedBytes = 16 << 20
+  /// The largest `max_payload` a server may announce: the parser's own limit (NATS allows 64 MiB).
+  static let maxAnnouncedPayload = NATSParser().maxPayload
 
   /// Connects, authenticates and subscribes to its inbox before `connectSeconds` pass.
   package init(_ options: NATSOptions) throws(NATSError) {
@@ -57,8 +68,24 @@ package final class NATSConnection {
 
   package func close() { socket.close() }
 
-  /// The largest payload the server takes (INFO `max_payload`).
+  /// The largest payload the server takes (INFO `max_payload`; NATS's default 1 MiB when it says
+  /// none). The handshake refuses a server whose value is not in 1...`maxAnnouncedPayload`.
   package var maxPayload: Int { Int(info["max_payload"]?.intValue ?? 1 << 20) }
+
+  /// INFO's `max_payload`, when present, must be a whole number of bytes in 1...64 MiB: 0 or a
+  /// negative value would make every message too large (every item a dead letter), an absurd one
+  /// would let a message past the parser's limit.
+  static func checkMaxPayload(_ info: JSONValue) throws(NATSError) {
+    guard let field = info["max_payload"] else { return }
+    guard let value = field.intValue, value >= 1, value <= Int64(maxAnnouncedPayload) else {
+      var text: [UInt8] = []
+      field.encodeJSON(into: &text)
+      throw NATSError(
+        .refused,
+        "NATS protocol: the server's INFO announces max_payload \(String(decoding: text.prefix(40), as: UTF8.self)),"
+          + " not a size in 1...\(maxAnnouncedPayload) bytes (a misconfigured or hostile server); nothing is published")
+    }
+  }
 
   private func handshake(deadline: Double) throws(NATSError) {
     guard let first = try nextEvent(deadline: deadline, handlePings: false) else {
@@ -69,6 +96,7 @@ package final class NATSConnection {
       throw NATSError(.protocolError, "the server's INFO is not JSON")
     }
     info = parsed
+    try Self.checkMaxPayload(parsed)
     if parsed["tls_required"]?.boolValue == true {
       throw NATSError(.refused, "the server requires TLS, which is not supported yet: use a loopback leaf node")
     }
@@ -134,11 +162,33 @@ package final class NATSConnection {
   package func subscribe(_ subject: String, queue: String? = nil) -> String {
     let sid = String(nextSid)
     nextSid += 1
+    live.insert(sid)
     out.append(contentsOf: "SUB \(subject)\(queue.map { " " + $0 } ?? "") \(sid)\r\n".utf8)
     return sid
   }
 
-  package func unsubscribe(_ sid: String) { out.append(contentsOf: "UNSUB \(sid)\r\n".utf8) }
+  /// Ends a subscription: what is queued for it, and what still arrives for it, is dropped.
+  package func unsubscribe(_ sid: String) {
+    live.remove(sid)
+    if queued.contains(where: { $0.sid == sid }) {
+      dropped += queued.count { $0.sid == sid }
+      queued.removeAll { $0.sid == sid }
+      queuedBytes = queued.reduce(0) { $0 + $1.payload.count }
+    }
+    out.append(contentsOf: "UNSUB \(sid)\r\n".utf8)
+  }
+
+  /// Keeps a message for a live subscription within the budget; drops anything else.
+  private func enqueue(_ message: NATSMessage) {
+    guard live.contains(message.sid), queued.count < Self.maxQueued,
+      queuedBytes + message.payload.count <= Self.maxQueuedBytes
+    else {
+      dropped += 1
+      return
+    }
+    queued.append(message)
+    queuedBytes += message.payload.count
+  }
 
   /// Sends everything queued before `deadline`.
   package func flush(deadline: Double) throws(NATSError) {
@@ -167,7 +217,7 @@ package final class NATSConnection {
     while let event = try nextEvent(deadline: deadline, handlePings: true) {
       switch event {
       case .message(let message) where message.sid == Self.inboxSid: return message
-      case .message(let message): queued.append(message)
+      case .message(let message): enqueue(message)
       case .error(let text): throw serverError(text)
       default: continue
       }
@@ -178,11 +228,15 @@ package final class NATSConnection {
   /// The next message on the `subscribe` subscription `sid`, nil when `deadline` passed first.
   /// Messages of other subscriptions wait in arrival order.
   package func nextMessage(sid: String, deadline: Double) throws(NATSError) -> NATSMessage? {
-    if let index = queued.firstIndex(where: { $0.sid == sid }) { return queued.remove(at: index) }
+    if let index = queued.firstIndex(where: { $0.sid == sid }) {
+      let message = queued.remove(at: index)
+      queuedBytes -= message.payload.count
+      return message
+    }
     while let event = try nextEvent(deadline: deadline, handlePings: true) {
       switch event {
       case .message(let message) where message.sid == sid: return message
-      case .message(let message) where message.sid != Self.inboxSid: queued.append(message)
+      case .message(let message) where message.sid != Self.inboxSid: enqueue(message)
       case .error(let text): throw serverError(text)
       default: continue
       }

@@ -58,7 +58,7 @@ package struct NATSKeyValue {
     let message = OutgoingMessage(
       subject: "$KV.\(bucket).\(key)", headers: [NATSHeader("Nats-Expected-Last-Subject-Sequence", String(expected))],
       payload: value)
-    switch try stream.publish([message], deadline: deadline).first ?? nil {
+    switch try stream.publish([message], to: "KV_" + bucket, deadline: deadline).first ?? nil {
     case .stored(let seq, _)?: return .stored(revision: seq)
     case .refused(let text, let code)?:
       guard code == 10071 || text.contains("wrong last sequence") else {

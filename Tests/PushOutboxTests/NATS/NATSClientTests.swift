@@ -55,10 +55,10 @@ import Testing
     try js.ensureStream(settings, deadline: Self.deadline())
     try js.ensureStream(settings, deadline: Self.deadline())  // the second time it exists and fits
     let message = OutgoingMessage(subject: "T.1", messageID: "id-1", payload: Array("{}".utf8))
-    let acks = try js.publish([message, message], deadline: Self.deadline())
+    let acks = try js.publish([message, message], to: "T", deadline: Self.deadline())
     #expect(acks == [.stored(seq: 1, duplicate: false), .stored(seq: 1, duplicate: true)])
     let nobody = try js.publish(
-      [OutgoingMessage(subject: "nowhere", messageID: "x", payload: [])], deadline: Self.deadline())
+      [OutgoingMessage(subject: "nowhere", messageID: "x", payload: [])], to: "T", deadline: Self.deadline())
     #expect(nobody == [.refused("no stream takes the subject (no responders)", code: 503)])
     var other = StreamSettings(name: "T", subjects: ["T.*", "U.*"], maxBytes: 1 << 20)
     other.duplicateWindowSeconds = 600
@@ -109,7 +109,7 @@ import Testing
       OutgoingMessage(subject: "W.\($0 % 2)", messageID: "m\($0)", payload: Array("p\($0)".utf8))
     }
     #expect(
-      try js.publish(sent, deadline: Self.deadline()).allSatisfy { if case .stored? = $0 { true } else { false } })
+      try js.publish(sent, to: "W", deadline: Self.deadline()).allSatisfy { if case .stored? = $0 { true } else { false } })
     let consumer = NATSPullConsumer(js, streamName: "W", name: "deliverer")
     try consumer.ensure(ackWaitSeconds: 30, maxDeliver: 5, deadline: Self.deadline())
     try consumer.ensure(ackWaitSeconds: 30, maxDeliver: 5, deadline: Self.deadline())  // found again
