@@ -45,11 +45,23 @@ struct FleetLeader {
   /// Leader now, by the local lease (checked before every send).
   var isLeader: Bool { revision != nil && Clock.monotonicSeconds() < validUntil }
 
+  /// Until when (monotonic seconds) this deliverer may start a request: its lease less a margin
+  /// for the time between this check and the request leaving; nil while it does not lead.
+  var sendBy: Double? {
+    guard revision != nil else { return nil }
+    let until = validUntil - min(0.5, leaseSeconds / 10)
+    return Clock.monotonicSeconds() < until ? until : nil
+  }
+
   /// When the next write is due (monotonic seconds).
   var nextAttemptAt: Double { nextAttempt }
 
-  /// Takes or renews the key when due. Returns the new role when it changed.
-  mutating func tick() -> (Role, String)? {
+  /// Takes or renews the key when due. Returns the new role when it changed. A write that fails
+  /// (no answer, a closed connection, a refusal other than a lost race) is thrown as `.closed`: the
+  /// connection is suspect, and the session reconnects with backoff (issue 40: a standby whose create
+  /// failed, or a leader whose renewal failed, used to tick on a dead connection for good). The
+  /// caller's `lose` on disconnect ends a leadership this write was meant to renew.
+  mutating func tick() throws(NATSError) -> (Role, String)? {
     let start = Clock.monotonicSeconds()
     if revision != nil && start >= validUntil { return lose("the lease ran out before a renewal") }
     guard start >= nextAttempt else { return nil }
@@ -74,7 +86,8 @@ struct FleetLeader {
         return revision == nil ? nil : lose("the renewal was refused (\(text))")
       }
     } catch {
-      return revision == nil ? nil : lose("the renewal failed (\(error.description))")
+      let what = revision == nil ? "taking the lease" : "renewing the lease"
+      throw NATSError(error.kind == .auth ? .auth : .closed, "\(what) failed: \(error.description)")
     }
   }
 

@@ -134,13 +134,13 @@ final class FleetSession {
   /// Elects, settles answers, fetches and starts requests; an exit code once the run is over.
   private func step() throws(NATSError) -> ExitCode? {
     guard let js, let consumer, var election = leader else { return nil }
-    if let change = election.tick() {
+    if let change = try election.tick() {
       logRole(change)
       if change.0 == .leader { try startLeading(js) }
     }
     leader = election
     if let report { publish(report, js, election) }
-    for outcome in engine.collect() { try settle(outcome) }
+    for outcome in engine.collect() { try settle(outcome, leading: election.isLeader) }
     if let reason = engine.stopReason {
       problem =
         "Braze answered \(reason); check --braze-endpoint and the API key (needs users.track)."
@@ -173,7 +173,7 @@ final class FleetSession {
       for message in fetched { try admit(message) }
       if fetched.isEmpty && !busy && !options.follow, let code = try finishOneShot(js) { return code }
     }
-    engine.startRequests(allowed: leader?.isLeader == true)
+    engine.startRequests(sendBy: leader?.sendBy)
     keepAlive(consumer)
     try js.connection.flush(deadline: Clock.monotonicSeconds() + 2)
     if engine.inFlight > 0 {
@@ -243,7 +243,7 @@ final class FleetSession {
     let deadline = Clock.monotonicSeconds() + Double(settings.timeoutMs) / 1000 + 0.5
     while engine.inFlight > 0 && Clock.monotonicSeconds() < deadline {
       engine.waitForAnswer(seconds: 0.05)
-      for outcome in engine.collect() { try? settle(outcome) }
+      for outcome in engine.collect() { try? settle(outcome, leading: leader?.isLeader == true) }
     }
     giveBack(untilMs: Clock.system.now())
     try? js?.connection.flush(deadline: Clock.monotonicSeconds() + 2)

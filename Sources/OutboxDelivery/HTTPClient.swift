@@ -4,10 +4,12 @@ import Synchronization
 package enum DeliveryFailure: Error, Sendable, Equatable {
   case timeout(String)
   case transport(String)
+  /// The request never left: the caller's time to send had passed (a fleet leader's lease).
+  case notSent(String)
 
   package var message: String {
     switch self {
-    case .timeout(let text), .transport(let text): text
+    case .timeout(let text), .transport(let text), .notSent(let text): text
     }
   }
 }

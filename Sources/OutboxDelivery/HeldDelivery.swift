@@ -114,10 +114,15 @@ package final class HeldDelivery {
 
   // MARK: - Sending
 
-  /// Starts every request the limits allow (`allowed`: this process may send now).
-  package func startRequests(allowed: Bool) {
-    while allowed, stopReason == nil, flights.count < settings.maxInFlight, !throttle.isPaused(clock.now()),
-      pacing.blockedUntil(Clock.monotonicSeconds()) == nil, startOne()
+  /// Starts every request the limits allow while this process may send: until the monotonic time
+  /// `sendBy` (a fleet leader's lease, less a margin; nil: not at all). The time is checked again on
+  /// the background queue right before each request leaves: a process stopped (SIGSTOP) between
+  /// the two sends nothing once it resumes past its lease (issue 40 #4), and its items come back as
+  /// a `.retry` with no setback, to be given back to the next leader.
+  package func startRequests(sendBy: Double?) {
+    guard let sendBy else { return }
+    while Clock.monotonicSeconds() < sendBy, stopReason == nil, flights.count < settings.maxInFlight,
+      !throttle.isPaused(clock.now()), pacing.blockedUntil(Clock.monotonicSeconds()) == nil, startOne(sendBy: sendBy)
     {}
   }
 
@@ -126,7 +131,7 @@ package final class HeldDelivery {
     pacing.blockedUntil(Clock.monotonicSeconds()).map { max(0.001, $0 - Clock.monotonicSeconds()) }
   }
 
-  private func startOne() -> Bool {
+  private func startOne(sendBy: Double) -> Bool {
     let now = clock.now()
     awaited = awaited.compactMapValues { seqs in
       let live = seqs.filter { $0.value > now }
@@ -154,11 +159,11 @@ package final class HeldDelivery {
     counter += 1
     let token = pacing.record(Clock.monotonicSeconds())
     flights[counter] = (items.map(\.seq), users, token)
-    send(counter, items)
+    send(counter, items, sendBy: sendBy)
     return true
   }
 
-  private func send(_ id: Int, _ items: [PendingItem]) {
+  private func send(_ id: Int, _ items: [PendingItem], sendBy: Double) {
     guard let url = settings.url, let key = settings.apiKey else { return }
     let (poster, inbox, wakeup) = (poster, inbox, wakeup)
     let (timeout, connect) = (settings.timeoutMs, settings.connectTimeoutMs)
@@ -171,11 +176,15 @@ package final class HeldDelivery {
       var body: [UInt8] = []
       batch.appendBody(to: &body)
       let request = HTTPRequest(url: url, bearer: key, body: body, timeoutMs: timeout, connectTimeoutMs: connect)
-      let result = poster.post(request)
+      let result: Result<HTTPResponse, DeliveryFailure> =
+        Clock.monotonicSeconds() < sendBy ? poster.post(request) : .failure(.notSent(Self.leaseEnded))
       inbox.put(Completion(id: id, batch: batch, result: result, answeredAt: Clock.monotonicSeconds()))
       wakeup.signal()
     }
   }
+
+  /// Why a request was not sent: the time allowed to send had passed when it was about to leave.
+  static let leaseEnded = "not sent: the leader's lease ended before the request could leave"
 
   /// Blocks until an answer arrives or `seconds` pass.
   package func waitForAnswer(seconds: Double) { _ = wakeup.wait(timeout: .now() + seconds) }
@@ -196,6 +205,7 @@ package final class HeldDelivery {
     case .failure: requestsByCode["error", default: 0] += 1
     }
     let batch = completion.batch
+    if case .failure(.notSent(let why)) = completion.result { return .retry(take(flight.seqs), reason: why) }
     switch Verdict.of(completion.result, batch, nowMs: clock.now(), key: settings.apiKey) {
     case .delivered(let dead):
       throttle.delivered()

@@ -30,7 +30,7 @@ import Testing
   func drain(_ engine: HeldDelivery) -> [HeldDelivery.Outcome] {
     var out: [HeldDelivery.Outcome] = []
     while engine.heldCount > 0 {
-      engine.startRequests(allowed: true)
+      engine.startRequests(sendBy: .infinity)
       engine.waitForAnswer(seconds: 0.05)
       out += engine.collect()
     }
@@ -41,7 +41,7 @@ import Testing
     let poster = ScriptedPoster([])
     let engine = engine(poster, batchLimit: 1)
     for (seq, user) in [(1, "u"), (2, "u"), (3, "v"), (4, "w")] { engine.add(item(UInt64(seq), user: user)) }
-    engine.startRequests(allowed: true)
+    engine.startRequests(sendBy: .infinity)
     #expect(engine.inFlight == 3)  // u's second item waits for its first
     _ = drain(engine)
     let names = poster.bodies.withLock { $0.compactMap { $0["events"]?.arrayValue?.first?["name"]?.stringValue } }
@@ -75,7 +75,7 @@ import Testing
     #expect(given.map(\.seq) == [5, 7])
     engine.add(item(5, user: "u"))  // the oldest comes back
     engine.add(item(9, user: "u"))  // a newer one, before 7
-    engine.startRequests(allowed: true)
+    engine.startRequests(sendBy: .infinity)
     engine.waitForAnswer(seconds: 1)
     _ = engine.collect()
     let sent = poster.bodies.withLock { $0.flatMap { $0["events"]?.arrayValue ?? [] } }.compactMap {
