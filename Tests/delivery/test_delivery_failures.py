@@ -17,7 +17,11 @@ def deliver_until_done(box, rounds=400):
     """Runs passes until nothing is pending (a failure pauses delivery for its backoff)."""
     for _ in range(rounds):
         result = box.result("deliverPending")
-        if result["remaining"] == 0 and result["retrying"] == 0 and box.result("status")["delivery"]["inFlight"] == 0:
+        if (
+            result["remaining"] == 0
+            and result["retrying"] == 0
+            and box.result("status")["delivery"]["inFlight"] == 0
+        ):
             return
         time.sleep(0.02)
     raise AssertionError(f"still pending: {box.result('status')}")
@@ -37,7 +41,12 @@ def test_a_2xx_with_errors_dead_letters_only_the_named_objects(stub, outbox):
     box = outbox()
     for n in range(3):
         box.save_event(f"e{n}", "u1")
-    assert box.result("deliverPending") == {"delivered": 2, "deadLettered": 1, "retrying": 0, "remaining": 0}
+    assert box.result("deliverPending") == {
+        "delivered": 2,
+        "deadLettered": 1,
+        "retrying": 0,
+        "remaining": 0,
+    }
     [dead] = box.result("listDeadLetters")["deadLetters"]
     assert dead["item"]["name"] == "e1" and dead["reason"] == "'name' is required"
     assert box.result("status")["pending"]["total"] == 0
@@ -59,7 +68,9 @@ def test_a_400_is_split_until_the_bad_object_is_alone(stub, outbox):
     [dead] = box.result("listDeadLetters")["deadLetters"]
     assert dead["item"]["name"] == "bad" and dead["reason"] == "Invalid event"
     sent = [o["name"] for o in stub.accepted_objects()]
-    assert [n for n in sent if n != "bad"] == sorted(n for n in sent if n != "bad")  # order kept for the user
+    assert [n for n in sent if n != "bad"] == sorted(
+        n for n in sent if n != "bad"
+    )  # order kept for the user
 
 
 @pytest.mark.parametrize("status", [401, 403, 404])
@@ -74,7 +85,9 @@ def test_configuration_errors_stop_delivery_and_keep_every_item(stub, outbox, st
     assert delivery["configError"] == f"HTTP {status}: nope"
     assert delivery["nextAttemptAt"] is not None
     assert len(stub.requests) == 1
-    assert box.result("deliverPending")["retrying"] == 0 and len(stub.requests) == 1  # paused on a long backoff
+    assert (
+        box.result("deliverPending")["retrying"] == 0 and len(stub.requests) == 1
+    )  # paused on a long backoff
     box.save_event("still-saving", "u1")
     assert box.result("status")["pending"]["total"] == 4
     assert f"HTTP {status}" in box.stderr_text()
@@ -86,7 +99,12 @@ def test_server_errors_back_off_and_retry_with_a_rising_delivery_count(stub, out
     stub.queue(Reply(status=status), Reply(status=status))
     box = outbox()
     box.save_event("e0", "u1")
-    assert box.result("deliverPending") == {"delivered": 0, "deadLettered": 0, "retrying": 1, "remaining": 1}
+    assert box.result("deliverPending") == {
+        "delivered": 0,
+        "deadLettered": 0,
+        "retrying": 1,
+        "remaining": 1,
+    }
     assert delivery_counts(box) == [1]
     assert box.result("status")["delivery"]["lastError"].startswith(f"HTTP {status}")
     deliver_until_done(box)
@@ -102,12 +120,16 @@ def test_429_honours_retry_after(stub, outbox):
     next_at = box.result("status")["delivery"]["nextAttemptAt"]
     resume = datetime.fromisoformat(next_at.replace("Z", "+00:00")).timestamp()
     assert resume >= before + 29
-    assert box.result("deliverPending")["retrying"] == 0 and len(stub.requests) == 1  # waits, sends nothing
+    assert (
+        box.result("deliverPending")["retrying"] == 0 and len(stub.requests) == 1
+    )  # waits, sends nothing
 
 
 def test_429_honours_x_ratelimit_reset(stub, outbox):
     reset = int(datetime.now(timezone.utc).timestamp()) + 40
-    stub.queue(Reply(status=429, headers={"X-RateLimit-Reset": str(reset), "X-RateLimit-Remaining": "0"}))
+    stub.queue(
+        Reply(status=429, headers={"X-RateLimit-Reset": str(reset), "X-RateLimit-Remaining": "0"})
+    )
     box = outbox()
     box.save_event("e0", "u1")
     box.result("deliverPending")
@@ -139,7 +161,12 @@ def test_a_refused_connection_keeps_the_items(stub, outbox):
     stub.stop()
     box = outbox()
     box.save_event("e0", "u1")
-    assert box.result("deliverPending") == {"delivered": 0, "deadLettered": 0, "retrying": 1, "remaining": 1}
+    assert box.result("deliverPending") == {
+        "delivered": 0,
+        "deadLettered": 0,
+        "retrying": 1,
+        "remaining": 1,
+    }
     assert box.result("status")["delivery"]["lastError"]
 
 
@@ -167,7 +194,9 @@ def test_a_failed_half_is_never_overtaken_by_its_newer_half(stub, outbox, setbac
     box.save_event("poison", "u1")
     deliver_until_done(box)
     levels = [o["level"] for o in stub.accepted_objects() if "level" in o]
-    assert levels and levels[-1] == "t3", f"Braze ends with level {levels}: the newer half overtook the older"
+    assert levels and levels[-1] == "t3", (
+        f"Braze ends with level {levels}: the newer half overtook the older"
+    )
     assert [o["name"] for o in stub.accepted_objects() if "name" in o] == ["e2"]
     [dead] = box.result("listDeadLetters")["deadLetters"]
     assert dead["item"]["name"] == "poison"

@@ -66,7 +66,13 @@ class FakeNats:
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
-        info = {"server_id": "FAKE", "version": "2.10.0", "headers": True, "max_payload": self.max_payload, "proto": 1}
+        info = {
+            "server_id": "FAKE",
+            "version": "2.10.0",
+            "headers": True,
+            "max_payload": self.max_payload,
+            "proto": 1,
+        }
         try:
             conn.sendall(b"INFO " + json.dumps(info).encode() + b"\r\n")
             buffer = b""
@@ -102,7 +108,9 @@ class FakeNats:
 
     def _publish(self, conn: socket.socket, words: List[bytes], payload: bytes) -> None:
         subject = words[1].decode()
-        reply = words[2].decode() if len(words) >= (5 if words[0].upper() == b"HPUB" else 4) else None
+        reply = (
+            words[2].decode() if len(words) >= (5 if words[0].upper() == b"HPUB" else 4) else None
+        )
         if words[0].upper() == b"HPUB":
             header_size = int(words[-2])
             payload = payload[header_size:]

@@ -27,7 +27,7 @@ def pending(store: Path) -> Dict[str, Any]:
     return json.loads(out.stdout.splitlines()[0])["result"]
 
 
-def start_relay(store: Path, fake: FakeNats, *extra: str) -> "subprocess.Popen[str]":
+def start_relay(store: Path, fake: FakeNats, *extra: str) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PUSH_OUTBOX_")}
     return subprocess.Popen(
         [binary(), "relay", "--to", fake.url, "--store", str(store), *extra],
@@ -38,7 +38,7 @@ def start_relay(store: Path, fake: FakeNats, *extra: str) -> "subprocess.Popen[s
     )
 
 
-def run_relay(store: Path, fake: FakeNats, *extra: str) -> "subprocess.CompletedProcess[str]":
+def run_relay(store: Path, fake: FakeNats, *extra: str) -> subprocess.CompletedProcess[str]:
     proc = start_relay(store, fake, *extra)
     out, err = proc.communicate(timeout=120)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
@@ -47,12 +47,17 @@ def run_relay(store: Path, fake: FakeNats, *extra: str) -> "subprocess.Completed
 @pytest.mark.parametrize(
     "answer,said",
     [
-        ({"stream": "SOMETHING_ELSE", "seq": 7}, 'names the stream "SOMETHING_ELSE", not PUSH_OUTBOX'),
+        (
+            {"stream": "SOMETHING_ELSE", "seq": 7},
+            'names the stream "SOMETHING_ELSE", not PUSH_OUTBOX',
+        ),
         ({"stream": "PUSH_OUTBOX", "seq": 0}, "has seq 0"),
     ],
     ids=["another-stream", "seq-0"],
 )
-def test_a_wrong_ack_keeps_every_item_and_fails(tmp_path: Path, answer: Dict[str, Any], said: str) -> None:
+def test_a_wrong_ack_keeps_every_item_and_fails(
+    tmp_path: Path, answer: Dict[str, Any], said: str
+) -> None:
     store = tmp_path / "store"
     save_items(store, 3, 5)
     fake = FakeNats(ack=lambda stream, subject, payload: answer)
@@ -68,8 +73,12 @@ def test_a_wrong_ack_keeps_every_item_and_fails(tmp_path: Path, answer: Dict[str
     assert status["pending"]["total"] == 3 and status["deadLetters"] == 0
 
 
-@pytest.mark.parametrize("value", [0, -1, 1 << 40, "1048576"], ids=["zero", "minus-one", "absurd", "string"])
-def test_a_max_payload_that_is_no_size_is_refused_and_dead_letters_nothing(tmp_path: Path, value: Any) -> None:
+@pytest.mark.parametrize(
+    "value", [0, -1, 1 << 40, "1048576"], ids=["zero", "minus-one", "absurd", "string"]
+)
+def test_a_max_payload_that_is_no_size_is_refused_and_dead_letters_nothing(
+    tmp_path: Path, value: Any
+) -> None:
     store = tmp_path / "store"
     save_items(store, 3, 6)
     fake = FakeNats(max_payload=value)
