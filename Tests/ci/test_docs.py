@@ -1,6 +1,7 @@
 """The documents stay true: README.md is a front door (at most 250 lines) whose quick start and
 example session run as printed; every relative link in the project's Markdown resolves, anchors
-included; and ARCHITECTURE.md names only entry points and tests that exist, with a test or a
+included; every flag a page's commands and tables show is one `push-outbox --help` lists; and
+ARCHITECTURE.md names only entry points and tests that exist, with a test or a
 compiler rule behind every "Architecture invariant". Run by `.ci/test-all` ("ci scripts"); the
 two cases that run the binary need one ($PUSH_OUTBOX_BIN or .build/debug/push-outbox).
 """
@@ -217,3 +218,38 @@ def test_every_target_has_an_invariant() -> None:
         assert start >= 0, f"ARCHITECTURE.md has no code map entry for {target}"
         entry = text[start : text.find("\n### ", start + 1)]
         assert "**Architecture invariant:**" in entry, f"{target} has no invariant"
+
+
+# MARK: - flags
+
+
+def flags_shown(text: str) -> Set[str]:
+    """The flags of every `push-outbox …` command in the page's shell blocks, and of its tables' rows."""
+    found: Set[str] = set()
+    for block in code_blocks(text, "sh"):
+        for command in block.replace("\\\n", " ").splitlines():
+            words = command.split()
+            if "push-outbox" in words:  # the flags after it are push-outbox's (not `claude`'s)
+                after = words[words.index("push-outbox") :]
+                found |= {
+                    w.split("=")[0] for w in after if re.fullmatch(r"--[a-z][a-z-]+(=.*)?", w)
+                }
+    for row in re.findall(r"^\| `(--[a-z][a-z-]+)", text, re.MULTILINE):
+        found.add(row)
+    return found
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p != "CHANGELOG.md"])
+def test_every_flag_a_page_shows_is_one_the_binary_knows(page: str) -> None:
+    text = (ROOT / page).read_text(encoding="utf-8")
+    shown = flags_shown(text)
+    if not shown:
+        return
+    binary = str(real_binary())
+    helps = [subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=30).stdout]
+    for sub in ("deliver", "flush", "import", "relay", "verify", "dump"):
+        done = subprocess.run([binary, sub, "--help"], capture_output=True, text=True, timeout=30)
+        helps.append(done.stdout + done.stderr)
+    known = set(re.findall(r"--[a-z][a-z-]+", "\n".join(helps)))
+    unknown = sorted(shown - known)
+    assert not unknown, f"{page} shows flags push-outbox --help does not list: {unknown}"
