@@ -250,9 +250,8 @@ def test_a_store_held_by_a_running_server_is_refused_with_exit_3(tmp_path: Path)
 
 
 def readme_decoder() -> str:
-    """The README's Python that decodes the guide's PropertyListEncoder data before the import."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("## Import the guide's storage", 1)[1]
+    """The Python in Protocol/import.md that decodes the guide's PropertyListEncoder data before the import."""
+    section = (ROOT / "Protocol" / "import.md").read_text(encoding="utf-8")
     return section.split("<<'EOF'\n", 1)[1].split("\nEOF\n", 1)[0]
 
 
@@ -287,8 +286,8 @@ def test_the_readme_recipe_decodes_the_guides_user_attribute_data(tmp_path: Path
 
 def test_a_dictionary_that_does_not_fit_is_saved_whole_or_not_at_all(tmp_path: Path) -> None:
     """Issue 19: with --max-pending 3, a 5-key custom attribute dictionary saved 3 keys and refused
-    the 4th. The README's rule is checked here: nothing of a dictionary that does not fit is kept."""
-    readme = (ROOT / "README.md").read_text()
+    the 4th. The rule Protocol/import.md states is checked here: nothing of a dictionary that does not fit is kept."""
+    readme = (ROOT / "Protocol" / "import.md").read_text()
     assert "a dictionary is saved whole or not at all" in readme
     store = tmp_path / "store"
     five = {f"k{n}": n for n in range(5)}

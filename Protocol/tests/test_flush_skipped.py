@@ -1,6 +1,6 @@
 """What `flushPending {format: "usersTrack"}` does with items that have no identifier, in the
 contract and in the binary: they are listed in `skipped` and become dead letters (`no_identifier`),
-they do not stay pending (Sources/PushOutbox/Methods/FlushPending.swift, README "Deliver to Braze").
+they do not stay pending (Sources/OutboxServer/Methods/FlushPending.swift, Protocol/delivery.md).
 """
 
 from __future__ import annotations

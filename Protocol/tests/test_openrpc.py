@@ -488,7 +488,7 @@ def test_transcripts_cover_every_method_and_error_code():
     assert set(METHODS) - needs_braze <= called, (
         f"no successful call of {sorted(set(METHODS) - needs_braze - called)}"
     )
-    # -32603 cannot be triggered from outside; -32003/-32005/-32006 need disk faults (README, "Error
+    # -32603 cannot be triggered from outside; -32003/-32005/-32006 need disk faults (Protocol/README.md, "Error
     # codes"); -32007 is written before a session starts.
     # -32800 needs a long call in progress, which needs Braze: Tests/delivery/test_long_calls.py covers it.
     untriggerable = {-32603, -32003, -32005, -32006, -32007, -32800}

@@ -2,8 +2,8 @@
 
 The set the code can send is read from the Swift sources: every `-32007` is built by
 `StartupError.refused(REASON, …)` or `RPCError.startupFailed(REASON, …)`, always with a literal
-reason (checked here). openrpc.json's enum, Protocol/README.md's error table and README.md's
-start-up paragraph must list exactly that set; and several are triggered over the real binary.
+reason (checked here). openrpc.json's enum, Protocol/README.md's error table and the start-up
+paragraph of Protocol/command-line.md must list exactly that set; several are triggered over the binary.
 Run from the repository root: python3 -m pytest Protocol/tests
 """
 
@@ -105,11 +105,11 @@ def documented_in_protocol_readme() -> Set[str]:
     return set(re.findall(r'"([a-z_]+)"', shape.group(1)))
 
 
-def documented_in_readme() -> Set[str]:
-    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+def documented_in_command_line_page() -> Set[str]:
+    text = " ".join((PROTOCOL / "command-line.md").read_text(encoding="utf-8").split())
     found = re.search(r"`-32007` with `reason` one of ([^;)]*)[;)]", text)
     assert found, (
-        "README.md no longer lists the -32007 reasons after '`-32007` with `reason` one of'"
+        "Protocol/command-line.md no longer lists the -32007 reasons after '`-32007` with `reason` one of'"
     )
     return set(re.findall(r"`([a-z_]+)`", found.group(1)))
 
@@ -129,7 +129,7 @@ def test_the_code_has_the_reasons_this_test_expects_to_find() -> None:
     [
         ("Protocol/openrpc.json", documented_in_openrpc),
         ("Protocol/README.md", documented_in_protocol_readme),
-        ("README.md", documented_in_readme),
+        ("Protocol/command-line.md", documented_in_command_line_page),
     ],
 )
 def test_documented_reasons_are_the_reasons_the_code_sends(where: str, documented) -> None:

@@ -1,4 +1,4 @@
-"""How delivery answers each status code, stalls and dropped connections (README "Deliver to Braze")."""
+"""How delivery answers each status code, stalls and dropped connections (Protocol/delivery.md)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""The README's safe shell recipe for `push-outbox flush`, run as printed (issue 17 defect 10, issue 19
+"""The safe shell recipe for `push-outbox flush` (Protocol/command-line.md), run as printed (issue 17 defect 10, issue 19
 item 3): with a sender that fails nothing is lost; with one that succeeds everything is acked once.
 
-The block is read from README.md (the ```sh block after "The safe recipe"); only the Braze URL is
+The block is read from Protocol/command-line.md (the ```sh block after "The safe recipe"); only the Braze URL is
 pointed at the local stub (or at a closed port for the failing sender), and `push-outbox` is found on
 PATH as a user's shell would find it. The recipe leases with `flush --lease MS > file`, reads the
 `flushId <ID>` line flush prints on stderr, sends each line, and runs `push-outbox ack FLUSHID` only
@@ -20,10 +20,10 @@ BRAZE = "https://rest.iad-01.braze.com/users/track"
 
 
 def recipe() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "Protocol" / "command-line.md").read_text(encoding="utf-8")
     after = text[text.index("The safe recipe") :]
     block = re.search(r"```sh\n(.*?)```", after, re.DOTALL)
-    assert block, "README has no ```sh block after 'The safe recipe'"
+    assert block, "Protocol/command-line.md has no ```sh block after 'The safe recipe'"
     return "\n".join(line.removeprefix("  ") for line in block.group(1).splitlines())
 
 

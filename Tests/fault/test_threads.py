@@ -1,6 +1,6 @@
 """`--threads 2` (the default on a machine with two cores) prepares saves on a second thread.
 
-Promise (README, "Two threads"): whatever the input, the process answers and stores exactly what
+Promise (ARCHITECTURE.md, "Two threads"): whatever the input, the process answers and stores exactly what
 `--threads 1` does: the same replies in the same order, the same items, the same journal. The
 model is the one-thread process, fed the same seeded input from a file (so every read carries
 hundreds of messages), with a fixed clock and id seed so both runs are comparable byte for byte.

@@ -1,4 +1,4 @@
-"""README.md, "Use from an editor": each client's configuration is valid, and the command line it
+"""Clients/editors/README.md, "Use from an editor": each client's configuration is valid, and the command line it
 gives, run as that client would run it, is an MCP server the official SDK can use."""
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ pytestmark = pytest.mark.timeout(60)
 
 
 def section() -> str:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    text = (REPO / "Clients" / "editors" / "README.md").read_text(encoding="utf-8")
     start = text.index("## Use from an editor")
-    return text[start : text.index("\n## ", start + 1)]
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end >= 0 else len(text)]
 
 
 def command_lines() -> List[Tuple[str, List[str]]]:
