@@ -50,6 +50,7 @@ let package = Package(
   targets: layers.map { layer in
     .target(
       name: layer.name, dependencies: layer.dependencies,
+      exclude: layer.name == "OutboxStore" ? ["README.md"] : [],
       swiftSettings: settings + releaseSettings + (layer.name == "OutboxSupport" ? crcSettings : []),
       plugins: layer.name == "OutboxServer" ? ["EmbedOpenRPC"] : [])
   } + [
