@@ -138,3 +138,59 @@ def test_a_leader_stopped_past_its_lease_sends_nothing_when_it_resumes(
             s.stop()
     print(f"{len(saved.items)} items; requests after SIGCONT from the deposed leader: {late}")
     assert late == [], f"the deposed leader sent {len(late)} requests after it resumed: {late}"
+
+
+def test_a_leader_deposed_while_braze_refused_objects_leaves_them_to_the_next(
+    tmp_path: Path, nats_server: NatsServer
+) -> None:
+    """Issue 40 #3: the leader's request is answered 201 with `errors` naming every object while it
+    is stopped past its lease. Resumed and deposed, it must neither dead-letter nor ack them: it
+    gives them back, and the new leader (whose Braze takes them) decides. The old build stored the
+    dead letters from the deposed leader."""
+    refusing, taking = BrazeStub().start(), BrazeStub().start()
+
+    def refuse_all(body: dict) -> Reply:
+        errors = [
+            {"type": "refused by the test", "input_array": "events", "index": i}
+            for i in range(len(body.get("events", [])))
+        ]
+        return Reply(stall=1.0, body={"message": "success", "errors": errors})
+
+    refusing.responder = refuse_all
+    saved = save_items(tmp_path / "store", 40, 34)
+    expected = Counter(saved_events(saved))
+    assert relay(tmp_path / "store", nats_server).returncode == 0
+    args = (
+        "--follow",
+        "--leader-lease",
+        "1",
+        "--braze-timeout-ms",
+        "8000",
+        "--braze-max-in-flight",
+        "1",
+    )
+    a = Deliverer(tmp_path, "a", nats_server, refusing, *args)
+    boxes = [a]
+    try:
+        wait_for(a.is_leader, 20, "a to lead")
+        wait_for(lambda: len(refusing.requests) >= 1, 20, "a's request")
+        a.proc.send_signal(signal.SIGSTOP)
+        b = Deliverer(tmp_path, "b", nats_server, taking, *args)
+        boxes.append(b)
+        wait_for(b.is_leader, 20, "b to lead")
+        time.sleep(max(0.0, refusing.requests[0].at + 1.2 - time.monotonic()))  # answered meanwhile
+        a.proc.send_signal(signal.SIGCONT)
+        wait_for(lambda: stream_count(nats_server, "PUSH_OUTBOX") == 0, 60, "the stream to drain")
+        time.sleep(0.5)
+        dead = stream_count(nats_server, "PUSH_OUTBOX_DEAD")
+        missing = expected - Counter(received_events(taking.accepted_objects()))
+    finally:
+        for d in boxes:
+            if d.proc.poll() is None:
+                d.proc.send_signal(signal.SIGCONT)
+                d.stop()
+        refusing.stop()
+        taking.stop()
+    assert dead == 0, f"the deposed leader stored {dead} dead letters: {a.stderr()}"
+    assert not missing, f"{sum(missing.values())} events never reached the new leader's Braze"
+    assert "dead letter" not in a.stderr()
