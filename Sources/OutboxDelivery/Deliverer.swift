@@ -135,7 +135,8 @@ package final class Deliverer {
     return .started(objects: cut.objects)
   }
 
-  /// Builds the body and posts it on the background queue; the answer comes back through the inbox.
+  /// Builds the body on the background queue and hands it to the poster; the answer comes back
+  /// through the inbox.
   private func send(_ flushId: String, _ cut: Cut) {
     guard let url = settings.url, let key = settings.apiKey else { return }
     let (poster, inbox, wakeup) = (poster, inbox, wakeup)
@@ -147,9 +148,10 @@ package final class Deliverer {
       var body: [UInt8] = []
       batch.appendBody(to: &body)
       let request = HTTPRequest(url: url, bearer: key, body: body, timeoutMs: timeout, connectTimeoutMs: connect)
-      let result = poster.post(request)
-      inbox.put(Completion(flushId: flushId, batch: batch, result: result, answeredAt: Clock.monotonicSeconds()))
-      wakeup.signal()
+      poster.start(request) { result in
+        inbox.put(Completion(flushId: flushId, batch: batch, result: result, answeredAt: Clock.monotonicSeconds()))
+        wakeup.signal()
+      }
     }
   }
 

@@ -116,7 +116,7 @@ package final class HeldDelivery {
 
   /// Starts every request the limits allow while this process may send: until the monotonic time
   /// `sendBy` (a fleet leader's lease, less a margin; nil: not at all). The time is checked again on
-  /// the background queue right before each request leaves: a process stopped (SIGSTOP) between
+  /// the HTTP thread right before each request is handed to libcurl (`HTTPRequest.notAfter`): a process stopped (SIGSTOP) between
   /// the two sends nothing once it resumes past its lease (issue 40 #4), and its items come back as
   /// a `.retry` with no setback, to be given back to the next leader.
   package func startRequests(sendBy: Double?) {
@@ -175,16 +175,15 @@ package final class HeldDelivery {
       batch.seqs = items.map(\.seq)
       var body: [UInt8] = []
       batch.appendBody(to: &body)
-      let request = HTTPRequest(url: url, bearer: key, body: body, timeoutMs: timeout, connectTimeoutMs: connect)
-      let result: Result<HTTPResponse, DeliveryFailure> =
-        Clock.monotonicSeconds() < sendBy ? poster.post(request) : .failure(.notSent(Self.leaseEnded))
-      inbox.put(Completion(id: id, batch: batch, result: result, answeredAt: Clock.monotonicSeconds()))
-      wakeup.signal()
+      var request = HTTPRequest(url: url, bearer: key, body: body, timeoutMs: timeout, connectTimeoutMs: connect)
+      request.notAfter = sendBy
+      let sent = batch
+      poster.start(request) { result in
+        inbox.put(Completion(id: id, batch: sent, result: result, answeredAt: Clock.monotonicSeconds()))
+        wakeup.signal()
+      }
     }
   }
-
-  /// Why a request was not sent: the time allowed to send had passed when it was about to leave.
-  static let leaseEnded = "not sent: the leader's lease ended before the request could leave"
 
   /// Blocks until an answer arrives or `seconds` pass.
   package func waitForAnswer(seconds: Double) { _ = wakeup.wait(timeout: .now() + seconds) }
