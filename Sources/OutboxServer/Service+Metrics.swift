@@ -108,6 +108,7 @@ extension Service {
     let summary = delivery?.summary
     s.deliveredObjects = UInt64(max(0, summary?.delivered ?? 0))
     for (code, n) in summary?.requestsByCode ?? [:] { s.brazeRequests[code] = UInt64(max(0, n)) }
+    s.delivery = summary.map { ($0.inFlight, $0.concurrencyLimit, $0.roundTripMs.map { $0 / 1000 }) }
     s.storeBytes = Int64(store.storeBytes)
     s.storeMaxBytes = disk == nil ? nil : store.cap.map { Int64($0.max) }
     s.journalFsync = DurationHistogram.journalFsync.value
