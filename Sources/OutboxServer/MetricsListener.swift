@@ -42,8 +42,17 @@ package struct MetricsAddress: Sendable, Equatable {
     return address
   }
 
-  /// 127.0.0.0/8 or ::1.
-  package var isLoopback: Bool { v6 ? host == "::1" : host.hasPrefix("127.") }
+  /// 127.0.0.0/8, ::1, or IPv4-mapped loopback (::ffff:127.0.0.0/104), judged on the parsed bytes.
+  package var isLoopback: Bool {
+    guard let storage = sockaddr() else { return false }
+    return withUnsafeBytes(of: storage) { raw in
+      if !v6 { return raw[4] == 127 }  // sin_addr follows the family and the port
+      let a = Array(raw[8..<24])  // sin6_addr follows the family, the port and the flow info
+      let loopback6 = a[0..<15].allSatisfy { $0 == 0 } && a[15] == 1
+      let mapped = a[0..<10].allSatisfy { $0 == 0 } && a[10] == 0xff && a[11] == 0xff && a[12] == 127
+      return loopback6 || mapped
+    }
+  }
 
   fileprivate func sockaddr() -> sockaddr_storage? {
     var storage = sockaddr_storage()

@@ -12,6 +12,15 @@ import Testing
     #expect(MetricsAddress.parse("[::1]:80") == MetricsAddress(host: "::1", port: 80, v6: true))
     #expect(MetricsAddress.parse("0.0.0.0:9464")?.isLoopback == false)
     #expect(MetricsAddress.parse("127.0.0.2:1")?.isLoopback == true)
+  }
+
+  @Test func loopbackIncludesIPv4MappedLoopback() {
+    for loopback in ["127.0.0.1:1", "127.9.8.7:1", "[::1]:1", "[::ffff:127.0.0.1]:1", "[::ffff:127.255.0.9]:1"] {
+      #expect(MetricsAddress.parse(loopback)?.isLoopback == true, "\(loopback)")
+    }
+    for remote in ["0.0.0.0:1", "10.0.0.1:1", "[::]:1", "[::ffff:10.0.0.1]:1", "[::ffff:128.0.0.1]:1", "[::2]:1"] {
+      #expect(MetricsAddress.parse(remote)?.isLoopback == false, "\(remote)")
+    }
     for bad in ["", ":", "x:1", "example.com:80", "1.2.3.4:65536", "1.2.3.4:-1", "[::1]80", "[::1", "1.2.3.4:1e3"] {
       #expect(MetricsAddress.parse(bad) == nil, "\(bad)")
     }
