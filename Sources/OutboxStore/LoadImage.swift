@@ -51,9 +51,8 @@ enum LoadImage {
     _ store: PendingStore, segments: [SegmentInfo], checkpoint: [UInt8], directory: String
   ) throws(FileError) {
     let path = directory + "/" + fileName
-    let temp = path + ".tmp." + String(getpid())
-    unlink(temp)
-    var out = ImageOutput(fd: try FileIO.createExclusive(temp, append: false), path: temp)
+    let (fd, temp) = try FileIO.createTemporary(beside: path)
+    var out = ImageOutput(fd: fd, path: temp)
     do throws(FileError) {
       try writeBody(store, segments: segments, checkpoint: checkpoint, to: &out)
       close(out.fd)

@@ -14,7 +14,9 @@ import http.server
 import json
 import os
 import shutil
+import signal
 import socket
+import stat
 import subprocess
 import threading
 import time
@@ -295,6 +297,70 @@ def test_metrics_file_written_atomically_and_at_exit(tmp_path: Path) -> None:
     assert value(found, "push_outbox_dead_letters", reason="no_identifier") == 3
     assert value(found, "push_outbox_pending_items") == 0
     assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, flushed.name])
+
+
+def call_within(box: Outbox, seconds: float, method: str, params: dict[str, Any]) -> Any:
+    """`box.call` on a thread: its answer, or None when none came within `seconds` (the loop hangs)."""
+    answers: list[Any] = []
+    caller = threading.Thread(target=lambda: answers.append(box.call(method, params)), daemon=True)
+    caller.start()
+    caller.join(seconds)
+    return answers[0] if answers else None
+
+
+@pytest.mark.parametrize("planted", ["fifo", "symlink"])
+def test_nothing_planted_at_a_temp_name_blocks_or_redirects(tmp_path: Path, planted: str) -> None:
+    """Issue 40 item 9: the metrics file's temp name was `PATH.tmp.<pid>`, opened without `O_EXCL`:
+    a FIFO there hung the loop for good (no answer, SIGTERM ignored), a symlink stopped the writes.
+    Every name the old code used (the metrics file's; the store's checkpoint, load image and its
+    discard) is planted; the loop still answers, the metrics file still advances, SIGTERM exits, and
+    nothing planted is opened, replaced or written through."""
+    path = tmp_path / "out" / "push_outbox.prom"
+    path.parent.mkdir()
+    store = tmp_path / "store"
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"untouched")
+    box = Outbox(store, "--metrics-file", str(path), "--snapshot-interval", "0.1")
+    try:
+        eventually(lambda: assert_saves(path, 0))
+        pid = box.proc.pid
+        names = [
+            path.parent / f"{path.name}.tmp.{pid}",
+            store / f"checkpoint.json.tmp.{pid}",
+            store / f"load.image.tmp.{pid}",
+            store / f"load.image.old.tmp.{pid}",
+        ]
+        for name in names:
+            if planted == "fifo":
+                os.mkfifo(name)
+            else:
+                name.symlink_to(victim)
+        for n in range(3):
+            assert call_within(box, 10, "saveCustomEvent", {"name": f"e{n}", "user": USER})
+            time.sleep(
+                0.3
+            )  # a few snapshot intervals: the metrics file and the checkpoint are written
+        status = call_within(box, 10, "status", {})
+        assert status and "result" in status, (
+            "no answer to status with something planted at a temp name"
+        )
+        eventually(lambda: assert_saves(path, 3))
+        box.proc.send_signal(signal.SIGTERM)
+        assert box.proc.wait(timeout=10) == 0
+        for name in names:  # still there, untouched: the writes went under other names
+            assert stat.S_ISFIFO(name.lstat().st_mode) if planted == "fifo" else name.is_symlink()
+        assert victim.read_bytes() == b"untouched"
+        assert_saves(path, 3)
+    finally:
+        if box.proc.poll() is None:
+            box.proc.kill()
+            box.proc.wait()
+
+
+def assert_saves(path: Path, saves: int) -> None:
+    assert path.exists()
+    found = samples(path.read_text())
+    assert value(found, "push_outbox_saves_total", kind="customEvent") == saves
 
 
 def raw_http(port: int, payload: bytes, timeout: float = 5.0) -> bytes:
