@@ -14,10 +14,13 @@ extension Recovery {
   mutating func loadImage(_ firsts: [UInt64]) -> Bool {
     let path = directory + "/" + LoadImage.fileName
     defer { discardImage(path) }
-    guard let checkpoint = outcome.checkpoint, let bytes = checkpointBytes else { return false }
+    guard let checkpoint = outcome.checkpoint, let bytes = checkpointBytes, let identity = outcome.identity else {
+      return false
+    }
     do throws(LoadImage.Refusal) {
       guard
-        let image = try LoadImage.read(directory: directory, checkpoint: bytes, decoded: checkpoint, segments: firsts)
+        let image = try LoadImage.read(
+          directory: directory, checkpoint: bytes, decoded: checkpoint, segments: firsts, identity: identity)
       else { return false }
       store.items.install(image)
       outcome.segments = image.segments
