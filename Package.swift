@@ -37,7 +37,11 @@ let layers: [(name: String, dependencies: [Target.Dependency])] = [
       "OutboxSupport",
     ]
   ),
-  ("OutboxCommandLine", ["OutboxServer", "OutboxNATS"]),
+  (
+    "OutboxPayloadLSP",
+    ["OutboxDomain", "OutboxJSONRPC", "OutboxTransport", "OutboxJSON", "OutboxSupport"]
+  ),
+  ("OutboxCommandLine", ["OutboxServer", "OutboxNATS", "OutboxPayloadLSP"]),
 ]
 let allLayers: [Target.Dependency] = layers.map { .target(name: $0.name) }
 
