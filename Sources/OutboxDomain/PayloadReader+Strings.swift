@@ -154,3 +154,34 @@ func hex4(_ v: UInt16) -> String {
   let digits = Array("0123456789ABCDEF".utf8)
   return String(decoding: [12, 8, 4, 0].map { digits[Int(v >> UInt16($0)) & 0xF] }, as: UTF8.self)
 }
+
+/// Skipping what is not read.
+extension PayloadReader {
+  /// Skips a value nested too deep: brackets counted in a loop, strings skipped.
+  mutating func skipDeep() {
+    var nested = 0
+    while i < count {
+      let b = base[i]
+      if b == UInt8(ascii: "\"") {
+        skipString()
+        continue
+      }
+      i += 1
+      if b == UInt8(ascii: "{") || b == UInt8(ascii: "[") { nested += 1 }
+      if b == UInt8(ascii: "}") || b == UInt8(ascii: "]") {
+        nested -= 1
+        if nested == 0 { return }
+      }
+    }
+  }
+
+  /// The end of the UTF-8 sequence starting at `offset` (one byte when it is not a valid lead).
+  func scalarEnd(_ offset: Int) -> Int {
+    guard offset < count else { return offset }
+    let lead = base[offset]
+    let length = lead < 0xC0 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : lead < 0xF8 ? 4 : 1
+    var end = offset + 1
+    while end < Swift.min(offset + length, count), base[end] & 0xC0 == 0x80 { end += 1 }
+    return end
+  }
+}

@@ -112,24 +112,6 @@ struct PayloadReader: ~Copyable {
     }
   }
 
-  /// Skips a value nested too deep: brackets counted in a loop, strings skipped.
-  mutating func skipDeep() {
-    var nested = 0
-    while i < count {
-      let b = base[i]
-      if b == UInt8(ascii: "\"") {
-        skipString()
-        continue
-      }
-      i += 1
-      if b == UInt8(ascii: "{") || b == UInt8(ascii: "[") { nested += 1 }
-      if b == UInt8(ascii: "}") || b == UInt8(ascii: "]") {
-        nested -= 1
-        if nested == 0 { return }
-      }
-    }
-  }
-
   mutating func object() -> PayloadNode {
     var node = PayloadNode(kind: .object, start: i, end: i)
     depth += 1
@@ -301,15 +283,5 @@ struct PayloadReader: ~Copyable {
       guard b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 else { return }
       i += 1
     }
-  }
-
-  /// The end of the UTF-8 sequence starting at `offset` (one byte when it is not a valid lead).
-  func scalarEnd(_ offset: Int) -> Int {
-    guard offset < count else { return offset }
-    let lead = base[offset]
-    let length = lead < 0xC0 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : lead < 0xF8 ? 4 : 1
-    var end = offset + 1
-    while end < Swift.min(offset + length, count), base[end] & 0xC0 == 0x80 { end += 1 }
-    return end
   }
 }

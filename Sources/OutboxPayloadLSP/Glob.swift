@@ -13,33 +13,40 @@ package enum Glob {
     return match(Array("**/".utf8)[...] + pattern[...], text[...])
   }
 
-  /// Iterative matching with one backtrack point per star kind, so no pattern costs more than
-  /// pattern length × text length steps.
+  /// Dynamic programming over (pattern position, text position), one row per pattern token: no
+  /// recursion, and at most pattern length × text length steps.
   private static func match(_ p: ArraySlice<UInt8>, _ t: ArraySlice<UInt8>) -> Bool {
     let p = Array(p), t = Array(t)
-    var pi = 0, ti = 0
-    var star: (p: Int, t: Int, deep: Bool)? = nil
-    while ti < t.count {
-      if pi < p.count {
-        if p[pi] == UInt8(ascii: "*") {
-          let deep = pi + 1 < p.count && p[pi + 1] == UInt8(ascii: "*")
-          pi += deep ? 2 : 1
-          if deep, pi < p.count, p[pi] == UInt8(ascii: "/") { pi += 1 }
-          star = (pi, ti, deep)
-          continue
+    let slash = UInt8(ascii: "/"), star = UInt8(ascii: "*")
+    var can = [Bool](repeating: false, count: t.count + 1)  // the pattern so far matches t[..<j]
+    can[0] = true
+    var i = 0
+    while i < p.count {
+      var next = [Bool](repeating: false, count: t.count + 1)
+      var any = false  // some can[k], k <= j
+      if p[i] == star && i + 1 < p.count && p[i + 1] == star {
+        let directories = i + 2 < p.count && p[i + 2] == slash  // `**/`: zero or more directories
+        for j in 0...t.count {
+          if directories {
+            next[j] = can[j] || (j > 0 && t[j - 1] == slash && any)
+            any = any || can[j]
+          } else {
+            any = any || can[j]
+            next[j] = any
+          }
         }
-        if p[pi] == UInt8(ascii: "?") && t[ti] != UInt8(ascii: "/") || p[pi] == t[ti] {
-          pi += 1
-          ti += 1
-          continue
+        i += directories ? 3 : 2
+      } else if p[i] == star {
+        for j in 0...t.count { next[j] = can[j] || (j > 0 && next[j - 1] && t[j - 1] != slash) }
+        i += 1
+      } else {
+        for j in stride(from: 1, through: t.count, by: 1) where can[j - 1] {
+          next[j] = p[i] == t[j - 1] || (p[i] == UInt8(ascii: "?") && t[j - 1] != slash)
         }
+        i += 1
       }
-      guard let s = star, s.deep || t[s.t] != UInt8(ascii: "/") else { return false }
-      star = (s.p, s.t + 1, s.deep)
-      pi = s.p
-      ti = s.t + 1
+      can = next
     }
-    while pi < p.count && p[pi] == UInt8(ascii: "*") { pi += 1 }
-    return pi == p.count
+    return can[t.count]
   }
 }
