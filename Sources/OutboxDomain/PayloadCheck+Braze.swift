@@ -16,8 +16,9 @@ extension PayloadCheck {
       report("ab-uri-url", "ab_uri", uri, "ab_uri must be a URL with a scheme, like myapp://item/3, not \(shown(uri))")
     }
     if let id = root["braze_id"], !(id.kind == .string && !id.text.isEmpty) {
-      let what = id.kind == .string ? "an empty string" : article(id.typeName)
-      report("braze-id-type", "braze_id", id, "braze_id must be a non-empty string, not \(what)")
+      let message =
+        id.kind == .string ? "braze_id is an empty string" : "braze_id must be a string, not \(article(id.typeName))"
+      report("braze-id-type", "braze_id", id, message)
     }
     if let bundle = root["Simulator Target Bundle"], !(bundle.kind == .string && Self.isBundleID(bundle.text)) {
       report(
@@ -56,6 +57,9 @@ extension PayloadCheck {
   /// The extras: every other top-level key.
   mutating func extras(_ root: PayloadNode) {
     for m in root.members {
+      if let at = Self.liquid(m.value) {
+        report("liquid-unrendered", m.key, at, "\"\(m.key)\" still holds Liquid ({{ or {%), which Braze renders before sending")
+      }
       if m.key == "extra" || !Self.reservedTopKeys.contains(m.key), m.value.kind == .object {
         for inner in m.value.members where inner.key == "ab" || inner.key == "aps" {
           report(
@@ -66,9 +70,6 @@ extension PayloadCheck {
       if Self.reservedTopKeys.contains(m.key) { continue }
       if m.value.kind == .null {
         report("extra-null", m.key, m.value, "an extra's value is an object, array, string, number or boolean, not null")
-      }
-      if let at = Self.liquid(m.value) {
-        report("liquid-unrendered", m.key, at, "\"\(m.key)\" still holds Liquid ({{ or {%), which Braze renders before sending")
       }
     }
   }
