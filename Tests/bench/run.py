@@ -39,6 +39,7 @@ import delivery
 import inputs
 import instructions
 import latency
+import lsp
 import procs
 import report
 import scale
@@ -46,7 +47,7 @@ import throughput
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-SECTIONS = ["realistic", "nouser", "backlog", "mixed", "bytes_per_item", "latency", "cold_start", "first_reply", "delivery"]
+SECTIONS = ["realistic", "nouser", "backlog", "mixed", "bytes_per_item", "latency", "cold_start", "first_reply", "delivery", "lsp"]
 OPTIONAL = ["instructions", "scale"]
 
 
@@ -158,6 +159,7 @@ def run_sections(ctx, wanted, out):
         "cold_start": lambda: latency.cold_start(ctx),
         "first_reply": lambda: latency.first_reply(ctx, cold_store_figure(done)),
         "delivery": lambda: delivery.delivery(ctx, realistic()),
+        "lsp": lambda: lsp.lsp(ctx),
         "instructions": lambda: instructions.instructions(ctx),
         "scale": lambda: scale.scale(ctx, realistic()),
     }
