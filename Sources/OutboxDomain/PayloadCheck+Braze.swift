@@ -58,7 +58,9 @@ extension PayloadCheck {
   mutating func extras(_ root: PayloadNode) {
     for m in root.members {
       if let at = Self.liquid(m.value) {
-        report("liquid-unrendered", m.key, at, "\"\(m.key)\" still holds Liquid ({{ or {%), which Braze renders before sending")
+        report(
+          "liquid-unrendered", m.key, at,
+          "\"\(m.key)\" still holds Liquid ({{ or {%), which Braze renders before sending")
       }
       if m.key == "extra" || !Self.reservedTopKeys.contains(m.key), m.value.kind == .object {
         for inner in m.value.members where inner.key == "ab" || inner.key == "aps" {
@@ -69,7 +71,8 @@ extension PayloadCheck {
       }
       if Self.reservedTopKeys.contains(m.key) { continue }
       if m.value.kind == .null {
-        report("extra-null", m.key, m.value, "an extra's value is an object, array, string, number or boolean, not null")
+        report(
+          "extra-null", m.key, m.value, "an extra's value is an object, array, string, number or boolean, not null")
       }
     }
   }
@@ -99,7 +102,8 @@ extension PayloadCheck {
       if !loud.isEmpty {
         report(
           "silent-with-alert", "aps.content-available", key: available,
-          "a background push with \(loud.joined(separator: ", ")): iOS may throttle or drop it; send a silent push without them")
+          "a background push with \(loud.joined(separator: ", ")): iOS may throttle or drop it; send a silent push without them"
+        )
       }
     }
     category(root, aps: aps, ab: ab)
@@ -128,14 +132,16 @@ extension PayloadCheck {
     }
     guard let category else { return }
     if category.text == PayloadRules.pushStoryCategory && story == nil && tree.complete {
-      report("push-story-marker", "aps.category", category, "the Push Story category without ab.ab_carousel shows no story")
+      report(
+        "push-story-marker", "aps.category", category, "the Push Story category without ab.ab_carousel shows no story")
     }
     let defaults = PayloadRules.defaultCategories
     if category.text.hasPrefix("ab_cat_"), category.text != PayloadRules.pushStoryCategory,
       !defaults.contains(where: { $0.category == category.text })
     {
       let names = (defaults.map(\.category) + [PayloadRules.pushStoryCategory]).joined(separator: ", ")
-      report("braze-category-unknown", "aps.category", category, "\"\(category.text)\" is not a Braze category: \(names)")
+      report(
+        "braze-category-unknown", "aps.category", category, "\"\(category.text)\" is not a Braze category: \(names)")
     }
     guard let expected = defaults.first(where: { $0.category == category.text })?.buttons else { return }
     for (path, buttons) in [("buttons", root["buttons"]), ("ab.buttons", ab?["buttons"])] {
@@ -155,9 +161,10 @@ extension PayloadCheck {
     let parts = s.split(separator: ".", omittingEmptySubsequences: false)
     guard parts.count >= 2, s.utf8.count <= 255 else { return false }
     return parts.allSatisfy { part in
-      !part.isEmpty && part.utf8.allSatisfy { b in
-        (b | 0x20 >= 0x61 && b | 0x20 <= 0x7A) || (b >= 0x30 && b <= 0x39) || b == 0x2D
-      }
+      !part.isEmpty
+        && part.utf8.allSatisfy { b in
+          (b | 0x20 >= 0x61 && b | 0x20 <= 0x7A) || (b >= 0x30 && b <= 0x39) || b == 0x2D
+        }
     }
   }
 }

@@ -72,7 +72,8 @@ package struct PayloadCheck {
       for (n, m) in node.members.enumerated() {
         let where_ = join(path, m.key)
         if !seen.insert(m.key).inserted {
-          let fix = PayloadFix("Remove this copy of \"\(m.key)\"", [.init(start: m.previousEnd, end: m.value.end, text: "")])
+          let fix = PayloadFix(
+            "Remove this copy of \"\(m.key)\"", [.init(start: m.previousEnd, end: m.value.end, text: "")])
           let first = previous[m.key].map { node.members[$0] }
           let line = first.map { " (first at byte \($0.keyStart))" } ?? ""
           report(
@@ -119,31 +120,40 @@ package struct PayloadCheck {
       return report("aps-type", "aps", aps, "aps must be a dictionary, not \(article(aps.typeName))")
     }
     for m in aps.members where !(m.key.isASCII && Self.apsKeys.contains(m.key)) {
-      report("aps-unknown-key", "aps." + m.key, key: m, "\"\(m.key)\" is not one of Apple's aps keys; put custom data outside aps")
+      report(
+        "aps-unknown-key", "aps." + m.key, key: m,
+        "\"\(m.key)\" is not one of Apple's aps keys; put custom data outside aps")
     }
     if let alert = aps["alert"] { self.alert(alert) }
     if let badge = aps["badge"], !badge.isInteger {
       var fix: PayloadFix? = nil
       if badge.kind == .string, let n = Int64(badge.text) {
-        fix = PayloadFix("Write the badge as the number \(n)", [.init(start: badge.start, end: badge.end, text: String(n))])
+        fix = PayloadFix(
+          "Write the badge as the number \(n)", [.init(start: badge.start, end: badge.end, text: String(n))])
       }
       report("badge-type", "aps.badge", badge, "badge must be an integer, not \(article(badge.typeName))", fix: fix)
     }
     if let sound = aps["sound"] { self.sound(sound) }
     one(aps["content-available"], "content-available", "content-available-value")
     one(aps["mutable-content"], "mutable-content", "mutable-content-value")
-    for (key, code) in [("category", "category-type"), ("thread-id", "thread-id-type"), ("target-content-id", "target-content-id-type")] {
+    for (key, code) in [
+      ("category", "category-type"), ("thread-id", "thread-id-type"), ("target-content-id", "target-content-id-type"),
+    ] {
       if let v = aps[key], v.kind != .string {
         report(code, "aps." + key, v, "\(key) must be a string, not \(article(v.typeName))")
       }
     }
-    if let level = aps["interruption-level"], !(level.kind == .string && PayloadRules.interruptionLevels.contains(level.text)) {
+    if let level = aps["interruption-level"],
+      !(level.kind == .string && PayloadRules.interruptionLevels.contains(level.text))
+    {
       report(
         "interruption-level-value", "aps.interruption-level", level,
         "interruption-level must be passive, active, time-sensitive or critical, not \(shown(level))")
     }
     if let score = aps["relevance-score"], !(score.number.map { $0 >= 0 && $0 <= 1 } ?? false) {
-      report("relevance-score-range", "aps.relevance-score", score, "relevance-score must be a number from 0 to 1, not \(shown(score))")
+      report(
+        "relevance-score-range", "aps.relevance-score", score,
+        "relevance-score must be a number from 0 to 1, not \(shown(score))")
     }
   }
 
@@ -151,14 +161,16 @@ package struct PayloadCheck {
   mutating func one(_ value: PayloadNode?, _ key: String, _ code: String) {
     guard let value, value.integer != 1 else { return }
     let meant = (value.kind == .string && value.text == "1") || (value.kind == .bool && value.text == "true")
-    let fix = meant ? PayloadFix("Write \(key) as the number 1", [.init(start: value.start, end: value.end, text: "1")]) : nil
+    let fix =
+      meant ? PayloadFix("Write \(key) as the number 1", [.init(start: value.start, end: value.end, text: "1")]) : nil
     report(code, "aps." + key, value, "\(key) must be the number 1, not \(shown(value))", fix: fix)
   }
 
   mutating func alert(_ alert: PayloadNode) {
     if alert.kind == .string { return }
     guard alert.kind == .object else {
-      return report("alert-type", "aps.alert", alert, "alert must be a string or a dictionary, not \(article(alert.typeName))")
+      return report(
+        "alert-type", "aps.alert", alert, "alert must be a string or a dictionary, not \(article(alert.typeName))")
     }
     for m in alert.members {
       let path = "aps.alert." + m.key
@@ -179,7 +191,8 @@ package struct PayloadCheck {
   mutating func sound(_ sound: PayloadNode) {
     if sound.kind == .string { return }
     guard sound.kind == .object else {
-      return report("sound-type", "aps.sound", sound, "sound must be a file name or a dictionary, not \(article(sound.typeName))")
+      return report(
+        "sound-type", "aps.sound", sound, "sound must be a file name or a dictionary, not \(article(sound.typeName))")
     }
     if let critical = sound["critical"], critical.integer != 1 && critical.integer != 0 {
       report("sound-child", "aps.sound.critical", critical, "critical must be 1 (or 0), not \(shown(critical))")

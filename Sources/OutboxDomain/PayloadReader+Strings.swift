@@ -89,7 +89,8 @@ extension PayloadReader {
         return
       }
       i += 4
-      if unit >= 0xD800 && unit < 0xDC00, i + 1 < count, base[i] == UInt8(ascii: "\\"), base[i + 1] == UInt8(ascii: "u"),
+      if unit >= 0xD800 && unit < 0xDC00, i + 1 < count, base[i] == UInt8(ascii: "\\"),
+        base[i + 1] == UInt8(ascii: "u"),
         let low = hex(at: i + 2), low >= 0xDC00 && low < 0xE000
       {
         i += 6

@@ -44,7 +44,8 @@ struct PayloadReader: ~Copyable {
       return
     }
     let stop = Swift.min(Swift.max(end ?? offset + 1, offset), count)
-    tree.syntax.append(PayloadFinding(code: code, path: "", start: Swift.min(offset, count), end: stop, message: message))
+    tree.syntax.append(
+      PayloadFinding(code: code, path: "", start: Swift.min(offset, count), end: stop, message: message))
   }
 
   /// Skips to the next `,` or closing bracket at this depth (or a missing one's line), after an error.
@@ -54,7 +55,8 @@ struct PayloadReader: ~Copyable {
     while i < count && !stopped {
       let b = base[i]
       switch b {
-      case UInt8(ascii: "\""): skipString()
+      case UInt8(ascii: "\""):
+        skipString()
         continue
       case UInt8(ascii: "{"), UInt8(ascii: "["): nested += 1
       case UInt8(ascii: "}"), UInt8(ascii: "]"):

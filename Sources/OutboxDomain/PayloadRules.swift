@@ -19,14 +19,16 @@ package enum PayloadSource {
   static let rfc8259 = "https://www.rfc-editor.org/rfc/rfc8259"
   static let apnsKeys =
     "https://developer.apple.com/documentation/usernotifications/generating-a-remote-notification#Payload-key-reference"
-  static let apnsSend = "https://developer.apple.com/documentation/usernotifications/sending-notification-requests-to-apns"
+  static let apnsSend =
+    "https://developer.apple.com/documentation/usernotifications/sending-notification-requests-to-apns"
   static let apnsBackground =
     "https://developer.apple.com/documentation/usernotifications/pushing-background-updates-to-your-app"
   static let apnsService =
     "https://developer.apple.com/documentation/usernotifications/modifying-content-in-newly-delivered-notifications"
   static let simulator = "https://developer.apple.com/documentation/xcode-release-notes/xcode-11_4-release-notes"
   static let brazeApple = "https://www.braze.com/docs/api/objects_filters/messaging/apple_object/"
-  static let brazeKeyValue = "https://www.braze.com/docs/user_guide/personalization_and_dynamic_content/key_value_pairs/"
+  static let brazeKeyValue =
+    "https://www.braze.com/docs/user_guide/personalization_and_dynamic_content/key_value_pairs/"
   static let brazeRich =
     "https://www.braze.com/docs/developer_guide/platform_integration_guides/ios/push_notifications/customization/rich_notifications/"
   static let brazeErrors = "https://www.braze.com/docs/api/errors/"
@@ -83,7 +85,9 @@ package enum PayloadRules {
     .init(
       code: "braze-size", severity: .information, path: "",
       summary: "Braze's composer refuses more than 1,912 bytes of alert, extras and options", href: S.brazeApple),
-    .init(code: "no-aps", severity: .warning, path: "aps", summary: "an APNs payload has an aps dictionary", href: S.apnsKeys),
+    .init(
+      code: "no-aps", severity: .warning, path: "aps", summary: "an APNs payload has an aps dictionary",
+      href: S.apnsKeys),
     // aps.
     .init(code: "aps-type", severity: .error, path: "aps", summary: "aps is a dictionary", href: S.apnsKeys),
     .init(
@@ -111,7 +115,8 @@ package enum PayloadRules {
     .init(
       code: "mutable-content-value", severity: .error, path: "aps.mutable-content",
       summary: "mutable-content is the number 1 (not \"1\", not true)", href: S.apnsService),
-    .init(code: "category-type", severity: .error, path: "aps.category", summary: "category is a string", href: S.apnsKeys),
+    .init(
+      code: "category-type", severity: .error, path: "aps.category", summary: "category is a string", href: S.apnsKeys),
     .init(
       code: "thread-id-type", severity: .error, path: "aps.thread-id", summary: "thread-id is a string",
       href: S.apnsKeys),

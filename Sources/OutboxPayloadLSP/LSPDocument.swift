@@ -42,7 +42,9 @@ package struct LSPDocument {
   }
 
   /// Replaces the bytes between two positions (an incremental change).
-  package mutating func replace(from start: Position, to end: Position, with bytes: [UInt8], _ encoding: PositionEncoding) {
+  package mutating func replace(
+    from start: Position, to end: Position, with bytes: [UInt8], _ encoding: PositionEncoding
+  ) {
     let a = offset(start, encoding)
     let b = Swift.max(a, offset(end, encoding))
     text.replaceSubrange(a..<b, with: bytes)

@@ -87,7 +87,9 @@ extension LSPServer {
     var out: [UInt8] = []
     var bytes = Array(rest.utf8)[...]
     while let b = bytes.popFirst() {
-      if b == UInt8(ascii: "%"), bytes.count >= 2, let v = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16) {
+      if b == UInt8(ascii: "%"), bytes.count >= 2,
+        let v = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16)
+      {
         out.append(v)
         bytes = bytes.dropFirst(2)
       } else {
@@ -146,7 +148,9 @@ extension LSPServer {
       JSONMember("severity", .int(Int64(rule?.severity.rawValue ?? 1))),
       JSONMember("code", .string(finding.code)),
     ]
-    if let href = rule?.href { members.append(JSONMember("codeDescription", .object([JSONMember("href", .string(href))]))) }
+    if let href = rule?.href {
+      members.append(JSONMember("codeDescription", .object([JSONMember("href", .string(href))])))
+    }
     members += [
       JSONMember("source", .string("push-outbox")), JSONMember("message", .string(finding.message)),
       JSONMember("data", .object([JSONMember("path", .string(finding.path))])),

@@ -59,13 +59,16 @@ extension LSPServer {
 
   /// The innermost object holding `offset`, with its dotted path.
   static func object(at offset: Int, in node: PayloadNode, path: String) -> (String, PayloadNode) {
-    for m in node.members where m.value.kind == .object && offset > m.value.start && offset < Swift.max(m.value.end, m.value.start + 1) {
+    for m in node.members
+    where m.value.kind == .object && offset > m.value.start && offset < Swift.max(m.value.end, m.value.start + 1) {
       return object(at: offset, in: m.value, path: path.isEmpty ? m.key : path + "." + m.key)
     }
     return (path, node)
   }
 
-  private func keyItems(parent: String, present: Set<String>, replace: (Int, Int), _ document: LSPDocument) -> [JSONValue] {
+  private func keyItems(
+    parent: String, present: Set<String>, replace: (Int, Int), _ document: LSPDocument
+  ) -> [JSONValue] {
     PayloadRules.keys.filter { $0.parent == parent && !present.contains($0.name) }.enumerated().map { n, key in
       let text = JSONValue.string(key.name).jsonText + ": " + key.insert
       return item(
@@ -79,7 +82,8 @@ extension LSPServer {
     var values = key.values.map { JSONValue.string($0).jsonText }
     if values.isEmpty && (key.insert == "1" || key.insert == "true") { values = [key.insert] }
     return values.enumerated().map { n, value in
-      item(label: value, kind: 20, detail: key.about, path: path, text: value, filter: value, sort: n, replace, document)
+      item(
+        label: value, kind: 20, detail: key.about, path: path, text: value, filter: value, sort: n, replace, document)
     }
   }
 
@@ -92,7 +96,8 @@ extension LSPServer {
     ]
     if let hover = PayloadRules.hover(forKey: path) {
       members.append(
-        JSONMember("documentation", .object([JSONMember("kind", .string("markdown")), JSONMember("value", .string(hover))])))
+        JSONMember(
+          "documentation", .object([JSONMember("kind", .string("markdown")), JSONMember("value", .string(hover))])))
     }
     members += [
       JSONMember("sortText", .string(String(1000 + sort))), JSONMember("filterText", .string(filter)),

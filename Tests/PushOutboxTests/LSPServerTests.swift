@@ -30,7 +30,8 @@ struct LSPServerTests {
 
   static func initialize(encodings: [String] = []) -> String {
     let offered = encodings.map { "\"\($0)\"" }.joined(separator: ",")
-    return #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"general":{"positionEncodings":[\#(offered)]}}}}"#
+    return
+      #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"general":{"positionEncodings":[\#(offered)]}}}}"#
   }
 
   static func open(_ text: String, uri: String = "file:///p/a.apns", version: Int = 1) -> String {
@@ -59,7 +60,8 @@ struct LSPServerTests {
     #expect(out.first?["result"]?["capabilities"]?["positionEncoding"] == .string(encoding))
     let diagnostics = Self.published(out).last?["diagnostics"]?.arrayValue ?? []
     let badge = diagnostics.first { $0["code"] == .string("badge-type") }
-    #expect(badge?["range"]?["start"] == .object([JSONMember("line", .int(1)), JSONMember("character", .int(Int64(start)))]))
+    #expect(
+      badge?["range"]?["start"] == .object([JSONMember("line", .int(1)), JSONMember("character", .int(Int64(start)))]))
     #expect(badge?["range"]?["end"]?["character"] == .int(Int64(end)))
   }
 
@@ -68,7 +70,9 @@ struct LSPServerTests {
     for (encoding, character) in [("utf-16", 4), ("utf-8", 6)] {
       var document = LSPDocument(uri: "u", languageId: "json", version: 1, text: Array("\"😀ab\"".utf8))
       let at = Position(line: 0, character: character)
-      document.replace(from: at, to: Position(line: 0, character: character + 1), with: Array("Z".utf8), PositionEncoding(rawValue: encoding)!)
+      document.replace(
+        from: at, to: Position(line: 0, character: character + 1), with: Array("Z".utf8),
+        PositionEncoding(rawValue: encoding)!)
       #expect(String(decoding: document.text, as: UTF8.self) == "\"😀aZ\"", "\(encoding)")
       // Half a surrogate pair or a continuation byte clamps to the character's start.
       #expect(document.offset(Position(line: 0, character: encoding == "utf-16" ? 2 : 3), .utf16) <= 5)
@@ -79,7 +83,8 @@ struct LSPServerTests {
   func lifecycle() {
     let hover = #"{"jsonrpc":"2.0","id":7,"method":"textDocument/hover","params":{}}"#
     let (code, out) = Self.session([
-      hover, Self.initialize(), #"{"jsonrpc":"2.0","id":2,"method":"shutdown"}"#, hover, #"{"jsonrpc":"2.0","method":"exit"}"#,
+      hover, Self.initialize(), #"{"jsonrpc":"2.0","id":2,"method":"shutdown"}"#, hover,
+      #"{"jsonrpc":"2.0","method":"exit"}"#,
     ])
     #expect(out.compactMap { $0["error"]?["code"] } == [.int(-32002), .int(-32600)])
     #expect(code == 0)
@@ -91,9 +96,11 @@ struct LSPServerTests {
   func aBurstPublishesOnlyTheLastVersion() {
     var messages = [Self.initialize(), Self.open(#"{"aps": {"badge": 0}}"#)]
     for v in 2...1001 {
-      let change = #"{"range":{"start":{"line":0,"character":18},"end":{"line":0,"character":\#(v == 2 ? 19 : 21)}},"text":"\"\#(v % 10)\""}"#
+      let change =
+        #"{"range":{"start":{"line":0,"character":18},"end":{"line":0,"character":\#(v == 2 ? 19 : 21)}},"text":"\"\#(v % 10)\""}"#
       messages.append(
-        #"{"jsonrpc":"2.0","method":"textDocument/didChange","params":{"textDocument":{"uri":"file:///p/a.apns","version":\#(v)},"contentChanges":[\#(change)]}}"#)
+        #"{"jsonrpc":"2.0","method":"textDocument/didChange","params":{"textDocument":{"uri":"file:///p/a.apns","version":\#(v)},"contentChanges":[\#(change)]}}"#
+      )
     }
     let (_, out) = Self.session(messages, chunkSize: 4096)
     let published = Self.published(out)

@@ -27,7 +27,8 @@ struct PayloadReaderTests {
 
   @Test("nesting 10,000 deep is one error, no crash")
   func deepNesting() {
-    let deep = #"{"aps": {}, "x": "# + String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000) + "}"
+    let deep =
+      #"{"aps": {}, "x": "# + String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000) + "}"
     let found = Self.findings(deep)
     #expect(found.filter { $0.code == "json-syntax" }.count == 1)
     let unclosed = String(repeating: "{\"a\":", count: 10_000)
@@ -54,7 +55,8 @@ struct PayloadReaderTests {
   @Test("random bytes and random cuts of payloads never trap and findings stay in the text")
   func anythingGoes() {
     var rng = SystemRandomNumberGenerator()
-    let seed = Array(#"{"aps": {"alert": {"title": "é😀"}, "badge": "3"}, "ab": {"att": {"url": "u", "type": "x"}}}"#.utf8)
+    let seed = Array(
+      #"{"aps": {"alert": {"title": "é😀"}, "badge": "3"}, "ab": {"att": {"url": "u", "type": "x"}}}"#.utf8)
     let alphabet = Array(#"{}[]",:\ u0123456789abcdefnrtl-+.eE"#.utf8) + [0xC3, 0xA9, 0xF0, 0x9F, 0xFF, 0x0A]
     for _ in 0..<3000 {
       var bytes = Array(seed.prefix(Int.random(in: 0...seed.count, using: &rng)))

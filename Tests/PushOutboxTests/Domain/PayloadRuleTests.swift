@@ -52,7 +52,8 @@ struct PayloadRuleTests {
     .init(
       code: "duplicate-key", fact: "RFC 8259 §4: names within an object SHOULD be unique",
       bad: #"{"aps": {"badge": 1, ⟦"badge"⟧: 2}}"#, good: #"{"aps": {"badge": 1}}"#),
-    .init(code: "not-an-object", fact: "Apple: the payload is a JSON dictionary", bad: #"⟦[1]⟧"#, good: #"{"aps": {}}"#),
+    .init(
+      code: "not-an-object", fact: "Apple: the payload is a JSON dictionary", bad: #"⟦[1]⟧"#, good: #"{"aps": {}}"#),
     .init(
       code: "apns-size", fact: "key_value_pairs.md: APNs payloads cannot exceed 4096 bytes",
       bad: #"⟦{⟧"aps": {"alert": "«4100»"}}"#, good: #"{"aps": {"alert": "«1800»"}}"#),
@@ -204,7 +205,9 @@ struct PayloadRuleTests {
     }
   }
 
-  @Test("the quick fixes repair what they are for", arguments: ["badge-type", "duplicate-key", "attachment-needs-mutable-content", "mutable-content-value"])
+  @Test(
+    "the quick fixes repair what they are for",
+    arguments: ["badge-type", "duplicate-key", "attachment-needs-mutable-content", "mutable-content-value"])
   func fixesRepair(_ code: String) throws {
     var bad = Self.cases.first { $0.code == code }!.bad
     if code == "mutable-content-value" { bad = #"{"aps": {"mutable-content": ⟦"1"⟧}}"# }
@@ -218,7 +221,8 @@ struct PayloadRuleTests {
   @Test("a fix adds aps when there is none")
   func fixAddsAps() throws {
     let bytes = Array(#"{"ab": {"att": {"url": "https://x.example/a.jpg", "type": "jpg"}}}"#.utf8)
-    let finding = try #require(PayloadCheck.check(bytes).findings.first { $0.code == "attachment-needs-mutable-content" })
+    let finding = try #require(
+      PayloadCheck.check(bytes).findings.first { $0.code == "attachment-needs-mutable-content" })
     let fixed = try #require(finding.fix).applied(to: bytes)
     #expect(PayloadCheck.check(fixed).findings.isEmpty)
   }

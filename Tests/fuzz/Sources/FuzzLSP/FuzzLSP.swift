@@ -11,6 +11,7 @@
 // input, every request gets exactly one reply and in order; every published version is the last one
 // the client sent for that document (input all arrives in one turn, so no superseded version may
 // be published); every range is ordered.
+import FuzzSupport
 import OutboxDomain
 import OutboxJSON
 import OutboxPayloadLSP
@@ -36,6 +37,11 @@ func position(_ line: UInt8, _ character: UInt8) -> JSONValue {
   .object([JSONMember("line", .int(Int64(line % 16))), JSONMember("character", .int(Int64(character)))])
 }
 
+@_cdecl("FuzzLSP_main")
+public func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> Int32 {
+  runFuzzer(argc, argv, fuzzLSP)
+}
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzLSP(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
   let input = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
@@ -51,7 +57,8 @@ public func fuzzLSP(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
           JSONMember(
             "general", .object([JSONMember("positionEncodings", .array(flags & 1 != 0 ? [.string("utf-8")] : []))]))
         ])),
-      JSONMember("initializationOptions", .object([JSONMember("diagnostics", .string(flags & 2 != 0 ? "pull" : "push"))])),
+      JSONMember(
+        "initializationOptions", .object([JSONMember("diagnostics", .string(flags & 2 != 0 ? "pull" : "push"))])),
     ]))
   stream += message(nil, "initialized", .object([]))
   var ids: [Int] = [1]
