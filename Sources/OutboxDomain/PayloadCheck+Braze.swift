@@ -81,7 +81,12 @@ extension PayloadCheck {
   static func liquid(_ node: PayloadNode) -> PayloadNode? {
     switch node.kind {
     case .string:
-      return node.text.contains("{{") || node.text.contains("{%") ? node : nil
+      var previousBrace = false
+      for b in node.text.utf8 {
+        if previousBrace && (b == UInt8(ascii: "{") || b == UInt8(ascii: "%")) { return node }
+        previousBrace = b == UInt8(ascii: "{")
+      }
+      return nil
     case .array: return node.elements.lazy.compactMap(liquid).first
     case .object: return node.members.lazy.compactMap { liquid($0.value) }.first
     default: return nil

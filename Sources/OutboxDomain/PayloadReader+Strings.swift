@@ -4,6 +4,7 @@ extension PayloadReader {
   mutating func string() -> PayloadNode {
     let start = i
     i += 1
+    if let node = plainString(start) { return node }
     var scalars = String.UnicodeScalarView()
     var runStart = i
     func flush(_ r: inout PayloadReader, _ scalars: inout String.UnicodeScalarView, upTo end: Int) {
@@ -62,6 +63,29 @@ extension PayloadReader {
     var node = PayloadNode(kind: .string, start: start, end: i)
     node.text = String(scalars)
     return node
+  }
+
+  /// The common string: no escape, no control byte, valid UTF-8, closed on its line. Read in one
+  /// pass into one `String`; nil (with `i` unchanged) for anything else, which `string()` reads.
+  private mutating func plainString(_ start: Int) -> PayloadNode? {
+    var j = i
+    while j < count {
+      let b = base[j]
+      if b == UInt8(ascii: "\"") {
+        var node = PayloadNode(kind: .string, start: start, end: j + 1)
+        node.text = String(decoding: UnsafeBufferPointer(start: base + i, count: j - i), as: UTF8.self)
+        i = j + 1
+        return node
+      }
+      if b == UInt8(ascii: "\\") || b < 0x20 { return nil }
+      if b < 0x80 {
+        j += 1
+      } else {
+        guard let end = validScalarEnd(j) else { return nil }
+        j = end
+      }
+    }
+    return nil
   }
 
   /// One escape at `i` (the backslash); appends what it stands for.
