@@ -7,6 +7,7 @@ is not installed; .ci/setup installs them when it can."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -74,6 +75,13 @@ def test_emacs_eglot_reads_diagnostics_hover_and_fixes(tmp_path: Path) -> None:
     lines = run(["emacs", "--batch", "-l", str(REPO / "Tests/lsp/emacs_check.el")], tmp_path)
     diagnostics = [line for line in lines if line.startswith("diagnostic ")]
     assert [d.split()[1] for d in diagnostics] == ["5", "6", "8", "8"], lines
+    codes = [re.search(r"\[([a-z-]+)\]", d) for d in diagnostics]
+    assert [c.group(1) if c else None for c in codes] == [
+        "badge-type",
+        "interruption-level-value",
+        "attachment-needs-mutable-content",
+        "att-file-type",
+    ]
     assert "badge must be an integer, not a string" in diagnostics[0]
     assert "interruption-level must be passive" in diagnostics[1]
     assert any("att.type must be one of" in d for d in diagnostics[2:])
