@@ -80,7 +80,7 @@ if ProcessInfo.processInfo.environment["PUSH_OUTBOX_FUZZ"] == "1" {
     ))
   for name in [
     "FuzzJSON", "FuzzDiff", "FuzzLine", "FuzzRecovery", "FuzzPayload", "FuzzDelivery", "FuzzStoreOps", "FuzzMCP",
-    "FuzzNATS", "FuzzLSP",
+    "FuzzNATS", "FuzzHTTPHead", "FuzzLSP",
   ] {
     package.targets.append(
       .executableTarget(

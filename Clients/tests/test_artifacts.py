@@ -5,7 +5,8 @@ self-contained binary. Here each is installed into a fresh environment in a temp
 (a new venv; a new Node project), then used from another directory with a clean environment:
 no PUSH_OUTBOX_* variables, no LD_LIBRARY_PATH, and PATH without the Swift toolchain, so the
 only push-outbox to be found is the one inside the package. The packaged binary is stripped, with its
-symbols in dist/push-outbox.debug. And every `pip install` / `npm install` line in the READMEs' code
+symbols in dist/push-outbox.debug. The wheel is tagged manylinux for the oldest glibc the binary
+needs, and both packages put a `push-outbox` command on PATH that behaves as the binary does. And every `pip install` / `npm install` line in the READMEs' code
 blocks is run as written, offline, from a directory holding dist/. Run by `.ci/test-packages`.
 """
 
@@ -13,13 +14,17 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import re
+import signal
 import struct
 import subprocess
 import sys
+import time
+import zipfile
 import zlib
 from pathlib import Path
-from typing import Dict, List
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -235,3 +240,221 @@ def test_readme_install_commands_as_written(tmp_path: Path) -> None:
             check_session(
                 run(["node", "main.mjs"], work, env), work / "node_modules" / "push-outbox"
             )
+
+
+# MARK: - the wheel's platform tag: manylinux for the binary's glibc floor
+
+
+def glibc_floor(binary: Path) -> Tuple[int, int]:
+    """The newest GLIBC_x.y[.z] version among the binary's dynamic symbols (`readelf --dyn-syms`),
+    as (x, y): the oldest glibc that has every symbol it imports."""
+    listing = run(["readelf", "--dyn-syms", "-W", str(binary)], binary.parent, clean_env(binary))
+    versions = {
+        tuple(int(part) for part in found.split("."))
+        for found in re.findall(r"@@?GLIBC_([0-9]+(?:\.[0-9]+)+)", listing)
+    }
+    assert versions, f"{binary}: no GLIBC_ symbol versions in readelf --dyn-syms"
+    newest = max(versions)
+    return newest[0], newest[1]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="manylinux is Linux's")
+def test_wheel_is_tagged_manylinux_for_the_binarys_glibc_floor(tmp_path: Path) -> None:
+    wheel = artifact("push_outbox-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        wheel_file = next(n for n in archive.namelist() if n.endswith(".dist-info/WHEEL"))
+        tags = [
+            line.split(":", 1)[1].strip()
+            for line in archive.read(wheel_file).decode().splitlines()
+            if line.startswith("Tag:")
+        ]
+        bundled = tmp_path / "push-outbox"
+        bundled.write_bytes(archive.read("push_outbox/bin/push-outbox"))
+    major, minor = glibc_floor(bundled)
+    expected = f"manylinux_{major}_{minor}_{platform.machine()}"
+    assert wheel.name.endswith(f"-py3-none-{expected}.whl"), (wheel.name, expected)
+    assert tags == [f"py3-none-{expected}"], (tags, expected)
+
+
+# MARK: - `push-outbox` on PATH from the wheel
+
+STATUS_REQUEST = b'{"jsonrpc":"2.0","id":1,"method":"status"}\n'
+
+
+@pytest.fixture(scope="module")
+def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tuple[Path, Dict[str, str]]]:
+    """A fresh venv with the wheel installed, and a clean environment with its bin/ on PATH."""
+    home = tmp_path_factory.mktemp("wheel-venv")
+    venv = home / "venv"
+    run([sys.executable, "-m", "venv", str(venv)], home, clean_env(home))
+    env = clean_env(home, str(venv / "bin"))
+    wheel = artifact("push_outbox-*.whl")
+    run(
+        ["python", "-m", "pip", "install", "-q", "--no-index", "--no-cache-dir", str(wheel)],
+        home,
+        env,
+    )
+    yield venv, env
+
+
+def bundled_in(venv: Path) -> Path:
+    return next(venv.glob("lib/python*/site-packages/push_outbox/bin/push-outbox"))
+
+
+def test_console_script_and_python_m_print_the_version(
+    wheel_venv: Tuple[Path, Dict[str, str]], tmp_path: Path
+) -> None:
+    venv, env = wheel_venv
+    script = venv / "bin" / "push-outbox"
+    assert script.is_file(), f"the wheel installed no console script at {script}"
+    version = "push-outbox " + (ROOT / "Protocol" / "VERSION").read_text().strip()
+    assert run(["push-outbox", "--version"], tmp_path, env).strip() == version
+    assert run([str(script), "--version"], tmp_path, env).strip() == version
+    assert run(["python", "-m", "push_outbox", "--version"], tmp_path, env).strip() == version
+
+
+@pytest.mark.parametrize("args", [["--no-such-flag"], ["--fsync", "sometimes"], ["--help"]])
+def test_console_script_passes_exit_status_and_streams_through(
+    wheel_venv: Tuple[Path, Dict[str, str]], tmp_path: Path, args: List[str]
+) -> None:
+    venv, env = wheel_venv
+    direct = subprocess.run(
+        [str(bundled_in(venv)), *args], cwd=tmp_path, env=env, capture_output=True, timeout=60
+    )
+    for command in (["push-outbox"], ["python", "-m", "push_outbox"]):
+        via = subprocess.run(
+            [*command, *args], cwd=tmp_path, env=env, capture_output=True, timeout=60
+        )
+        assert (via.returncode, via.stdout, via.stderr) == (
+            direct.returncode,
+            direct.stdout,
+            direct.stderr,
+        ), (command, args)
+    assert args == ["--help"] or direct.returncode != 0
+
+
+def wait_until(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return condition()
+
+
+def exe_of(pid: int) -> Optional[str]:
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("command", [["push-outbox"], ["python", "-m", "push_outbox"]])
+def test_console_script_is_the_binary_for_stdio_and_signals(
+    wheel_venv: Tuple[Path, Dict[str, str]], tmp_path: Path, command: List[str]
+) -> None:
+    """A status round trip over the command's own stdin/stdout; the process *is* the binary (same
+    pid: os.execv), so SIGTERM to it stops the binary, which exits 0 as it does when signalled."""
+    venv, env = wheel_venv
+    proc = subprocess.Popen(
+        [*command, "--memory"],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(STATUS_REQUEST)
+        proc.stdin.flush()
+        reply = json.loads(proc.stdout.readline())
+        assert reply["id"] == 1 and reply["result"]["health"] == "ok", reply
+        assert exe_of(proc.pid) == str(bundled_in(venv).resolve()), (
+            f"pid {proc.pid} runs {exe_of(proc.pid)}, not the bundled binary"
+        )
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+# MARK: - `push-outbox` on PATH from the npm package
+
+
+@pytest.fixture(scope="module")
+def node_project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tuple[Path, Dict[str, str]]]:
+    """A fresh Node project with the tarball installed offline."""
+    home = tmp_path_factory.mktemp("node-project")
+    project = home / "project"
+    project.mkdir()
+    (project / "package.json").write_text(json.dumps({"name": "user-app", "private": True}))
+    env = clean_env(home)
+    env["npm_config_cache"] = str(home / "npm-cache")
+    tarball = artifact("push-outbox-*.tgz")
+    run(["npm", "install", "--offline", "--no-audit", "--no-fund", str(tarball)], project, env)
+    yield project, env
+
+
+def test_npx_runs_the_bundled_binary(node_project: Tuple[Path, Dict[str, str]]) -> None:
+    project, env = node_project
+    version = "push-outbox " + (ROOT / "Protocol" / "VERSION").read_text().strip()
+    assert run(["npx", "--offline", "push-outbox", "--version"], project, env).strip() == version
+    shim = project / "node_modules" / ".bin" / "push-outbox"
+    assert shim.exists(), "npm linked no push-outbox into node_modules/.bin"
+    assert run([str(shim), "--version"], project, env).strip() == version
+    bundled = project / "node_modules" / "push-outbox" / "bin" / "push-outbox"
+    for args in (["--no-such-flag"], ["--fsync", "sometimes"]):
+        direct = subprocess.run(
+            [str(bundled), *args], cwd=project, env=env, capture_output=True, timeout=60
+        )
+        via = subprocess.run(
+            ["npx", "--offline", "push-outbox", *args],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            timeout=60,
+        )
+        assert direct.returncode != 0
+        assert (via.returncode, via.stdout) == (direct.returncode, direct.stdout), args
+        assert direct.stderr in via.stderr, (direct.stderr, via.stderr)
+
+
+def children(pid: int) -> List[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(p) for p in text.split()]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_npm_bin_shim_passes_stdio_and_signals(node_project: Tuple[Path, Dict[str, str]]) -> None:
+    """node_modules/.bin/push-outbox: a status round trip through its stdin/stdout, and SIGTERM to
+    the shim reaches the binary, which exits 0; the shim exits with the binary's status."""
+    project, env = node_project
+    bundled = (project / "node_modules" / "push-outbox" / "bin" / "push-outbox").resolve()
+    proc = subprocess.Popen(
+        [str(project / "node_modules" / ".bin" / "push-outbox"), "--memory"],
+        cwd=project,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(STATUS_REQUEST)
+        proc.stdin.flush()
+        reply = json.loads(proc.stdout.readline())
+        assert reply["id"] == 1 and reply["result"]["health"] == "ok", reply
+        binaries = [c for c in children(proc.pid) if exe_of(c) == str(bundled)]
+        assert len(binaries) == 1, f"shim {proc.pid} children: {children(proc.pid)}"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+        assert wait_until(lambda: exe_of(binaries[0]) is None), "the binary outlived SIGTERM"
+    finally:
+        proc.kill()
+        proc.wait()

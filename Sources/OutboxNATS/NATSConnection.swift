@@ -75,7 +75,7 @@ package final class NATSConnection {
   /// INFO's `max_payload`, when present, must be a whole number of bytes in 1...64 MiB: 0 or a
   /// negative value would make every message too large (every item a dead letter), an absurd one
   /// would let a message past the parser's limit.
-  static func checkMaxPayload(_ info: JSONValue) throws(NATSError) {
+  package static func checkMaxPayload(_ info: JSONValue) throws(NATSError) {
     guard let field = info["max_payload"] else { return }
     guard let value = field.intValue, value >= 1, value <= Int64(maxAnnouncedPayload) else {
       var text: [UInt8] = []

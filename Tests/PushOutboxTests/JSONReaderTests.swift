@@ -87,14 +87,26 @@ import Testing
 
   // MARK: - JSONTestSuite
 
-  static let suite = Paths.shared.appendingPathComponent("testdata/JSONTestSuite/test_parsing")
+  /// nst/JSONTestSuite's test_parsing files, carried in the repository (Tests/data/README.md).
+  static let suite = Paths.testData.appendingPathComponent("JSONTestSuite/test_parsing")
 
+  /// The suite's files starting with *prefix*. With the directory missing, one name that is no file,
+  /// so each test over them runs one case and fails naming the missing directory (zero arguments
+  /// would pass silently).
   static func files(_ prefix: String) -> [String] {
-    let names = (try? FileManager.default.contentsOfDirectory(atPath: suite.path)) ?? []
+    guard let names = try? FileManager.default.contentsOfDirectory(atPath: suite.path) else {
+      return ["(missing) \(suite.path)"]
+    }
     return names.filter { $0.hasPrefix(prefix) && $0.hasSuffix(".json") }.sorted()
   }
 
-  @Test func suiteIsPresent() {
+  /// One suite file's bytes; throws `MissingTestData` (naming the directory) when the suite is absent.
+  static func bytes(_ name: String) throws -> [UInt8] {
+    try [UInt8](Data(contentsOf: Paths.requiredDirectory(suite).appendingPathComponent(name)))
+  }
+
+  @Test func suiteIsPresent() throws {
+    _ = try Paths.requiredDirectory(Self.suite)
     #expect(Self.files("y_").count == 95)
     #expect(Self.files("n_").count == 188)
     #expect(Self.files("i_").count == 35)
@@ -102,13 +114,13 @@ import Testing
 
   @Test(arguments: files("y_"))
   func acceptsEveryYFile(name: String) throws {
-    let bytes = try [UInt8](Data(contentsOf: Self.suite.appendingPathComponent(name)))
+    let bytes = try Self.bytes(name)
     #expect(throws: Never.self) { try JSONReader.parse(bytes) }
   }
 
   @Test(arguments: files("n_"))
   func rejectsEveryNFile(name: String) throws {
-    let bytes = try [UInt8](Data(contentsOf: Self.suite.appendingPathComponent(name)))
+    let bytes = try Self.bytes(name)
     #expect(throws: JSONParseError.self) { try JSONReader.parse(bytes) }
   }
 
@@ -131,9 +143,7 @@ import Testing
 
   @Test("one scratch reused over every suite file, a big array among them, reads as fresh memory does")
   func scratchReadsLikeFreshMemory() throws {
-    var texts = try (Self.files("y_") + Self.files("n_") + Self.files("i_")).map {
-      try [UInt8](Data(contentsOf: Self.suite.appendingPathComponent($0)))
-    }
+    var texts = try (Self.files("y_") + Self.files("n_") + Self.files("i_")).map { try Self.bytes($0) }
     var rng = SeededGenerator(seed: 7)
     texts.shuffle(using: &rng)
     // Past what the scratch keeps (TapeScratch.keptCapacity nodes), in the middle and at the end.
@@ -155,7 +165,7 @@ import Testing
 
   @Test(arguments: files("i_"))
   func survivesEveryIFile(name: String) throws {
-    let bytes = try [UInt8](Data(contentsOf: Self.suite.appendingPathComponent(name)))
+    let bytes = try Self.bytes(name)
     // Either answer is allowed; an accepted value must round-trip, a rejection must point inside the input.
     do {
       let value = try JSONReader.parse(bytes)

@@ -1,13 +1,23 @@
 import Foundation
 
-/// Locations the tests need: the repository, the shared test data, and the built binary.
+/// Locations the tests need: the repository, its test data, and the built binary.
 enum Paths {
   /// The repository root, found from this file's path.
   static let root: URL = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-  /// `../shared` beside the repository (CI puts it there too).
-  static let shared = root.deletingLastPathComponent().appendingPathComponent("shared")
+  /// `Tests/data` in the repository: every data file a test reads is there (nothing outside the clone).
+  static let testData = root.appendingPathComponent("Tests/data")
+
+  /// A test data directory that must exist: a missing one throws `MissingTestData`, naming its path,
+  /// so a test that needs it fails (it is never skipped).
+  static func requiredDirectory(_ url: URL) throws -> URL {
+    var isDirectory: ObjCBool = false
+    guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+      throw MissingTestData(path: url.path)
+    }
+    return url
+  }
 
   static let transcripts = root.appendingPathComponent("Protocol/transcripts")
 
@@ -53,5 +63,13 @@ enum Paths {
       return
     }
     try? FileManager.default.removeItem(atPath: path)
+  }
+}
+
+/// A test data file or directory that is not where the repository keeps it.
+struct MissingTestData: Error, CustomStringConvertible {
+  let path: String
+  var description: String {
+    "test data missing: \(path) (the repository carries it under Tests/data; is the clone complete?)"
   }
 }

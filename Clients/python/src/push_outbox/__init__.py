@@ -16,6 +16,8 @@ asyncio::
         await ob.save_custom_event("push_opened")
 """
 
+import logging
+
 from ._discovery import BINARY_NAME, ENV_BINARY, find_binary
 from ._protocol import DEFAULT_TIMEOUT, MISSING, WIRE_METHODS, WIRE_PARAMS
 from .aio import AsyncOutbox
@@ -37,6 +39,7 @@ from .errors import (
     RpcError,
     ServerError,
     ServerExited,
+    StartupError,
     StartupFailed,
     StorageUnavailable,
     StoreFull,
@@ -48,6 +51,11 @@ from .errors import (
 from .types import ProgressCallback, WorkDoneProgress
 
 __version__ = "0.1.0"
+
+# The client writes nothing to stderr by itself: its log records ("push_outbox" logger) go only
+# where the application's logging configuration sends them (without one, Python's last-resort
+# handler would print warnings to stderr).
+logging.getLogger("push_outbox").addHandler(logging.NullHandler())
 
 __all__ = [
     "Outbox",
@@ -79,6 +87,7 @@ __all__ = [
     "LeaseNotFound",
     "StoreLocked",
     "UnsupportedStoreVersion",
+    "StartupError",
     "StartupFailed",
     "DeliveryNotConfigured",
     "TransportError",

@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from . import _protocol as P
 from ._core import ClientBase, Outcome, Session
-from .errors import ServerExited, TransportError
+from .errors import ServerExited, TransportError, server_exited
 
 
 class AsyncPipes(ClientBase):
@@ -79,7 +79,7 @@ class AsyncPipes(ClientBase):
             except (asyncio.TimeoutError, Exception):
                 pass
         reason = "server closed its stdout" if returncode is None else "server exited"
-        self._exit = ServerExited(
+        self._exit = server_exited(
             returncode, self._stderr.text(), reason=reason, server_error=self._session.server_error
         )
         self._settle([(fut, self._fresh_exit()) for fut in self._session.take_all()])
@@ -93,7 +93,7 @@ class AsyncPipes(ClientBase):
             except (asyncio.TimeoutError, Exception):
                 pass
         if self._exit is None:
-            return ServerExited(
+            return server_exited(
                 self._process().returncode,
                 self._stderr.text(),
                 reason="server pipe broken",

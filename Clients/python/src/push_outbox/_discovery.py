@@ -53,13 +53,35 @@ def candidate_build_binaries(start: PathLike) -> List[Path]:
     return found
 
 
+def _is_own_console_script(path: Path) -> bool:
+    """This package's ``push-outbox`` console script (a ``#!`` script importing ``push_outbox``),
+    which runs the binary rather than being it: in a wheel without a bundled binary it is on
+    ``PATH`` too, and taking it for the binary would make it run itself."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(1024)
+    except OSError:
+        return False
+    return head.startswith(b"#!") and b"push_outbox" in head
+
+
+def _binary_on_path() -> Optional[str]:
+    """``push-outbox`` on ``PATH``, like :func:`shutil.which`, passing over this package's own
+    console scripts."""
+    for directory in os.get_exec_path():
+        candidate = Path(directory or os.curdir) / BINARY_NAME
+        if _is_executable(candidate) and not _is_own_console_script(candidate):
+            return str(candidate)
+    return None
+
+
 def find_binary(binary: Optional[PathLike] = None, *, bundled: Path = BUNDLED_BINARY) -> str:
     """Return the path of the push-outbox executable.
 
     Order (Protocol/README.md, "Finding the binary"): the *binary* argument;
     ``$PUSH_OUTBOX_BIN``; the binary bundled in this package (*bundled*,
     ``push_outbox/bin/push-outbox`` in a platform wheel); ``push-outbox`` on
-    ``PATH``; then a SwiftPM build (``.build/release`` or ``.build/debug``, then
+    ``PATH`` (not this package's own console script); then a SwiftPM build (``.build/release`` or ``.build/debug``, then
     ``.build-static/release`` or ``.build-static/debug``) found by walking up from
     the current directory, then from this package's location (which finds the
     build of the source checkout the package lives in).
@@ -87,7 +109,7 @@ def find_binary(binary: Optional[PathLike] = None, *, bundled: Path = BUNDLED_BI
     if _is_executable(bundled):
         return str(bundled)
 
-    on_path = shutil.which(BINARY_NAME)
+    on_path = _binary_on_path()
     if on_path:
         return on_path
 

@@ -8,7 +8,7 @@ from typing import IO, Any, Callable, Dict, List, Optional, Tuple, cast
 
 from . import _protocol as P
 from ._core import ClientBase, Outcome, Session, result_of
-from .errors import CallTimeout, ServerExited, TransportError
+from .errors import CallTimeout, ServerExited, TransportError, server_exited
 
 
 class _Slot:
@@ -91,7 +91,7 @@ class SyncPipes(ClientBase):
             returncode = None
         self._stderr_thread.join(timeout=2.0)
         reason = "server closed its stdout" if returncode is None else "server exited"
-        exited = ServerExited(
+        exited = server_exited(
             returncode, self._stderr.text(), reason=reason, server_error=self._session.server_error
         )
         with self._lock:
@@ -105,7 +105,7 @@ class SyncPipes(ClientBase):
         with self._lock:
             exited = self._exit
         if exited is None:
-            return ServerExited(
+            return server_exited(
                 self._proc.poll(),
                 self._stderr.text(),
                 reason="server pipe broken",

@@ -89,7 +89,9 @@ class AsyncOutbox(AsyncPipes, AsyncMethods):
     ) -> AsyncOutbox:
         """Describe a push-outbox server to start (same options as :meth:`Outbox.spawn`).
 
-        The process starts on ``async with`` or ``await``.
+        The process starts on ``async with`` or ``await``. ``env`` *replaces* the server's
+        environment (default ``None``: inherit). A server that refuses to start makes the first
+        call raise its :class:`StartupError` (such as :class:`StoreLocked`).
         """
         argv = _process.build_argv(find_binary(binary), store=store, memory=memory, args=args)
         return cls(

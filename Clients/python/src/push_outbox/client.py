@@ -98,10 +98,16 @@ class Outbox(SyncPipes, SyncMethods):
         :param args: extra command-line arguments, e.g. ``["--fsync", "always"]``.
         :param timeout: default per-call timeout in seconds (``None``: wait forever).
         :param memory: pass ``--memory`` (no files).
-        :param env: environment for the server (default: inherit).
+        :param env: the server's whole environment: it *replaces* this process's (as
+            :class:`subprocess.Popen`'s ``env`` does); to add to it, pass
+            ``{**os.environ, "NAME": "value"}``. Default ``None``: inherit this process's.
         :param close_timeout: seconds :meth:`close` waits for a graceful exit before SIGTERM.
         :param stderr_handler: called with each line the server writes to stderr
             (stderr is always drained; its last 64 KiB are kept for :class:`ServerExited`).
+
+        The server starts in the background: one that refuses to start (a locked store, a bad
+        flag) makes the first call raise its start-up notice, a :class:`StartupError` such as
+        :class:`StoreLocked`, which is also a :class:`ServerExited`.
         """
         argv = _process.build_argv(find_binary(binary), store=store, memory=memory, args=args)
         launch = _process.launch(argv, env, cwd)

@@ -15,12 +15,25 @@ Hierarchy::
     │       ├── ItemTooLarge            -32002
     │       ├── StorageUnavailable      -32003
     │       ├── LeaseNotFound           -32004
-    │       ├── StoreLocked             -32005
-    │       ├── UnsupportedStoreVersion -32006
-    │       ├── StartupFailed           -32007
+    │       ├── StartupError            the server refused to start (also a ServerExited)
+    │       │   ├── StoreLocked             -32005  (another process holds the store; exit 3)
+    │       │   ├── UnsupportedStoreVersion -32006  (exit 2)
+    │       │   └── StartupFailed           -32007  (data.reason says why; exit 2 or 1)
     │       └── DeliveryNotConfigured   -32010
     ├── TransportError           the pipe to the server is unusable
     │   └── ServerExited            the server process is gone (.returncode .stderr_tail)
+    │       └── StartupError            (see above: both an RpcError and a ServerExited)
+
+A server that cannot start writes one start-up notice (an ``id: null`` error) and exits. Every call
+made on it then raises that notice as its :class:`StartupError` subclass, carrying the exit too::
+
+    try:
+        with Outbox.spawn(store=path) as ob:
+            ob.status()
+    except StoreLocked as locked:
+        print("in use by pid", locked.data["pid"], "- exit status", locked.returncode)
+
+``except ServerExited`` still catches it (it is one), and ``.server_error`` is the error itself.
     ├── CallTimeout              (also a TimeoutError) no reply within the call's timeout
     └── BinaryNotFound           (also a FileNotFoundError) no push-outbox executable found
 """
@@ -44,6 +57,7 @@ __all__ = [
     "ItemTooLarge",
     "StorageUnavailable",
     "LeaseNotFound",
+    "StartupError",
     "StoreLocked",
     "StartupFailed",
     "DeliveryNotConfigured",
@@ -54,6 +68,7 @@ __all__ = [
     "BinaryNotFound",
     "ERROR_CLASSES",
     "error_from_response",
+    "server_exited",
 ]
 
 
@@ -169,76 +184,10 @@ class LeaseNotFound(ServerError):
     CODE = -32004
 
 
-class StoreLocked(ServerError):
-    """-32005: the store is locked by another process."""
-
-    CODE = -32005
-
-
-class UnsupportedStoreVersion(ServerError):
-    """-32006: the store was written by a newer format."""
-
-    CODE = -32006
-
-
-class StartupFailed(ServerError):
-    """-32007: the server could not start (usage error, or a store it cannot use); ``data.reason`` says why."""
-
-    CODE = -32007
-
-
 class DeliveryNotConfigured(ServerError):
     """-32010: ``deliverPending`` without ``--braze-endpoint`` or an API key."""
 
     CODE = -32010
-
-
-ERROR_CLASSES: Dict[Optional[int], Type[RpcError]] = {
-    cls.CODE: cls
-    for cls in (
-        ParseError,
-        InvalidRequest,
-        MethodNotFound,
-        InvalidParams,
-        InternalError,
-        RequestCancelled,
-        StoreFull,
-        ItemTooLarge,
-        StorageUnavailable,
-        LeaseNotFound,
-        StoreLocked,
-        UnsupportedStoreVersion,
-        StartupFailed,
-        DeliveryNotConfigured,
-    )
-}
-
-
-def error_from_response(
-    error: Any, *, method: Optional[str] = None, request_id: Any = None
-) -> RpcError:
-    """Build the right :class:`RpcError` subclass from a response's ``error`` member."""
-    if not isinstance(error, Mapping):
-        return RpcError(
-            -32603, f"malformed error object: {error!r}", None, method=method, request_id=request_id
-        )
-    code = error.get("code")
-    message = error.get("message")
-    if not isinstance(message, str):
-        message = str(message)
-    data = error.get("data")
-    if isinstance(code, bool) or not isinstance(code, int):
-        return RpcError(
-            -32603,
-            f"malformed error code {code!r}: {message}",
-            data,
-            method=method,
-            request_id=request_id,
-        )
-    cls = ERROR_CLASSES.get(code)
-    if cls is None:
-        cls = ServerError if -32099 <= code <= -32000 else RpcError
-    return cls(code, message, data, method=method, request_id=request_id)
 
 
 class TransportError(OutboxError):
@@ -301,6 +250,134 @@ class ServerExited(TransportError):
                 name = f"signal {-self.returncode}"
             return f"{self.returncode}, killed by {name}"
         return str(self.returncode)
+
+
+class StartupError(ServerError, ServerExited):
+    """The server refused to start: the start-up notice it wrote (an ``id: null`` error,
+    -32005, -32006 or -32007) before exiting. Every call on such a server raises it.
+
+    It is both an :class:`RpcError` (``code``, ``message``, ``data``: ``data["reason"]`` says why)
+    and a :class:`ServerExited` (``returncode``, the binary's exit status once it is known, and
+    ``stderr_tail``, the sentence it wrote on stderr); ``server_error`` is the error itself.
+    """
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        data: Any = None,
+        *,
+        method: Optional[str] = None,
+        request_id: Any = None,
+    ) -> None:
+        # RpcError's fields, set here: its __init__ would go on to ServerExited's in this MRO.
+        self.code = code
+        self.message = message
+        self.data = data
+        self.method = method
+        self.request_id = request_id
+        OutboxError.__init__(self, f"[{code}] {message} (server refused to start)")
+        self.returncode: Optional[int] = None
+        self.stderr_tail = ""
+        self.reason = "server refused to start"
+        self.server_error: Optional[RpcError] = self
+
+    def exited(self, returncode: Optional[int], stderr_tail: str) -> StartupError:
+        """A copy that also carries the server's exit: its status and the tail of its stderr."""
+        error = type(self)(
+            self.code, self.message, self.data, method=self.method, request_id=self.request_id
+        )
+        error.returncode = returncode
+        error.stderr_tail = stderr_tail
+        message = f"[{self.code}] {self.message} (server refused to start; exit status {error._describe_status()})"
+        said = stderr_tail.strip().splitlines()
+        if said:
+            message += f": {said[-1][-2000:]}"
+        error.args = (message,)
+        return error
+
+    def copy(self) -> StartupError:
+        return self.exited(self.returncode, self.stderr_tail)
+
+
+class StoreLocked(StartupError):
+    """-32005: another process holds the store (``data["pid"]`` names it); the server exits 3."""
+
+    CODE = -32005
+
+
+class UnsupportedStoreVersion(StartupError):
+    """-32006: the store was written by a newer format; nothing is touched; the server exits 2."""
+
+    CODE = -32006
+
+
+class StartupFailed(StartupError):
+    """-32007: the server could not start (usage error, or a store it cannot use); ``data.reason`` says why."""
+
+    CODE = -32007
+
+
+def server_exited(
+    returncode: Optional[int],
+    stderr_tail: str,
+    *,
+    reason: str,
+    server_error: Optional[RpcError],
+) -> ServerExited:
+    """The error calls fail with once the server is gone: its start-up notice when it refused to
+    start (a :class:`StartupError`, with the exit), else a plain :class:`ServerExited`."""
+    if isinstance(server_error, StartupError):
+        return server_error.exited(returncode, stderr_tail)
+    return ServerExited(returncode, stderr_tail, reason=reason, server_error=server_error)
+
+
+ERROR_CLASSES: Dict[Optional[int], Type[RpcError]] = {
+    cls.CODE: cls
+    for cls in (
+        ParseError,
+        InvalidRequest,
+        MethodNotFound,
+        InvalidParams,
+        InternalError,
+        RequestCancelled,
+        StoreFull,
+        ItemTooLarge,
+        StorageUnavailable,
+        LeaseNotFound,
+        StoreLocked,
+        UnsupportedStoreVersion,
+        StartupFailed,
+        DeliveryNotConfigured,
+    )
+}
+
+
+def error_from_response(
+    error: Any, *, method: Optional[str] = None, request_id: Any = None
+) -> RpcError:
+    """Build the right :class:`RpcError` subclass from a response's ``error`` member."""
+    if not isinstance(error, Mapping):
+        return RpcError(
+            -32603, f"malformed error object: {error!r}", None, method=method, request_id=request_id
+        )
+    code = error.get("code")
+    message = error.get("message")
+    if not isinstance(message, str):
+        message = str(message)
+    data = error.get("data")
+    if isinstance(code, bool) or not isinstance(code, int):
+        return RpcError(
+            -32603,
+            f"malformed error code {code!r}: {message}",
+            data,
+            method=method,
+            request_id=request_id,
+        )
+    cls = ERROR_CLASSES.get(code)
+    if cls is None:
+        cls = ServerError if -32099 <= code <= -32000 else RpcError
+    return cls(code, message, data, method=method, request_id=request_id)
 
 
 class CallTimeout(OutboxError, TimeoutError):

@@ -5,8 +5,13 @@
 // - the chunk split changes nothing: the stream parsed in one piece gives the same events and the
 //   same error as the stream fed in the input's chunk sizes;
 // - every event, written back in the protocol's plain form (`wire` below, written here from the
-//   protocol's text, not from the parser), parses to the same event.
+//   protocol's text, not from the parser), parses to the same event;
+// - what the client believes of the server's word (issue 40): each message read as a publish ack
+//   into stream `S` counts as stored only when its JSON names `S` and a positive `seq` (and it is
+//   not a 503); each INFO passes the `max_payload` check only when the field is absent or a whole
+//   number in 1...64 MiB.
 import FuzzSupport
+import OutboxJSON
 import OutboxNATS
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -24,6 +29,7 @@ public func fuzzNATS(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
         + " whole: \(whole.events.count) events, error \(String(describing: whole.error))", input, asBytes: true)
   }
   for event in whole.events {
+    checkBelief(event, input)
     // Written back with a larger line limit: invalid UTF-8 in a subject or -ERR text was read as
     // U+FFFD, three bytes for one, so the written line can be longer than the one read.
     let again = parse([wire(event)[...]], maxControlLine: 4096)
@@ -34,6 +40,37 @@ public func fuzzNATS(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     }
   }
   return 0
+}
+
+/// The client's belief of one event against what the protocol's text allows.
+func checkBelief(_ event: NATSEvent, _ input: [UInt8]) {
+  switch event {
+  case .message(let m):
+    let value = try? JSONReader.parse(m.payload, maxDepth: 16)
+    let named = value?["stream"]?.stringValue
+    let seq = value?["seq"]?.intValue
+    let stored: Bool
+    if case .stored(let got, _) = PublishAck.parse(m, stream: "S") {
+      stored = true
+      guard got == UInt64(clamping: seq ?? 0) else { fuzzFailure("FuzzNATS", "ack seq \(got)", input, asBytes: true) }
+    } else {
+      stored = false
+    }
+    let allowed = m.status != 503 && value?["error"] == nil && named == "S" && (seq ?? 0) > 0
+    guard stored == allowed else {
+      fuzzFailure(
+        "FuzzNATS", "publish ack counted stored: \(stored), the protocol allows \(allowed)", input, asBytes: true)
+    }
+  case .info(let json):
+    guard let info = try? JSONReader.parse(json, maxDepth: 16) else { return }
+    let field = info["max_payload"]
+    let fine = field == nil || (field?.intValue).map { $0 >= 1 && $0 <= 64 << 20 } == true
+    let passed = (try? NATSConnection.checkMaxPayload(info)) != nil
+    guard passed == fine else {
+      fuzzFailure("FuzzNATS", "max_payload check passed: \(passed), should: \(fine)", input, asBytes: true)
+    }
+  default: return
+  }
 }
 
 func chunks(_ stream: [UInt8], _ sizes: [Int]) -> [ArraySlice<UInt8>] {
