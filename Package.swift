@@ -37,7 +37,11 @@ let layers: [(name: String, dependencies: [Target.Dependency])] = [
       "OutboxSupport",
     ]
   ),
-  ("OutboxCommandLine", ["OutboxServer", "OutboxNATS"]),
+  (
+    "OutboxPayloadLSP",
+    ["OutboxDomain", "OutboxJSONRPC", "OutboxTransport", "OutboxJSON", "OutboxSupport"]
+  ),
+  ("OutboxCommandLine", ["OutboxServer", "OutboxNATS", "OutboxPayloadLSP"]),
 ]
 let allLayers: [Target.Dependency] = layers.map { .target(name: $0.name) }
 
@@ -76,7 +80,7 @@ if ProcessInfo.processInfo.environment["PUSH_OUTBOX_FUZZ"] == "1" {
     ))
   for name in [
     "FuzzJSON", "FuzzDiff", "FuzzLine", "FuzzRecovery", "FuzzPayload", "FuzzDelivery", "FuzzStoreOps", "FuzzMCP",
-    "FuzzNATS", "FuzzHTTPHead",
+    "FuzzNATS", "FuzzHTTPHead", "FuzzLSP",
   ] {
     package.targets.append(
       .executableTarget(

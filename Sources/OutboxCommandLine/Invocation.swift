@@ -2,7 +2,7 @@ package import OutboxServer
 
 /// The subcommands: one-shots that open the same store with the same flags, then exit.
 package enum Subcommand: String, CaseIterable, Sendable {
-  case deliver, flush, `import`, verify, dump, ack, release, relay
+  case deliver, flush, `import`, verify, dump, ack, release, relay, lsp
 
   /// Whether the command takes one word that is not a flag (import's FILE, ack's and release's FLUSHID).
   var takesOperand: Bool { self == .import || self == .ack || self == .release }
@@ -15,6 +15,7 @@ package enum Subcommand: String, CaseIterable, Sendable {
     case .relay: "--to nats://HOST:PORT [options]"
     case .import: "[--user JSON] [options] FILE"
     case .ack, .release: "[options] FLUSHID"
+    case .lsp: "[--max-document-bytes N]"
     }
   }
 
@@ -30,6 +31,7 @@ package enum Subcommand: String, CaseIterable, Sendable {
     case .ack: "ack a flush --lease by its flushId: its items leave the store (1: unknown or expired)"
     case .release: "release a flush --lease by its flushId: its items are pending again (1: unknown or expired)"
     case .relay: "publish pending items to a NATS JetStream stream, then exit (1: some stay local)"
+    case .lsp: "a language server for push payloads (.apns, JSON) on stdin/stdout; opens no store"
     }
   }
 }
@@ -47,6 +49,8 @@ package enum Invocation: Sendable {
   case verify(Configuration)
   case dump(Configuration, DumpCommand.Options)
   case relay(Configuration, RelayCommand.Options)
+  /// `lsp`: the payload language server (no store).
+  case lsp(Configuration, LSPCommand.Options)
   /// `ack` or `release` of one flush lease.
   case endLease(Configuration, LeaseCommand.Action, flushId: String)
   /// `--help` (`-h`), of the service or of a subcommand.
@@ -62,7 +66,8 @@ package enum Invocation: Sendable {
     switch self {
     case .serve(let config, _, _), .deliver(let config), .deliverFrom(let config, _), .flush(let config, _),
       .import(let config, _, _),
-      .verify(let config), .dump(let config, _), .endLease(let config, _, _), .relay(let config, _):
+      .verify(let config), .dump(let config, _), .endLease(let config, _, _), .relay(let config, _),
+      .lsp(let config, _):
       config
     case .help, .version, .manPage, .completion: nil
     }
@@ -78,6 +83,7 @@ package struct OptionValues: Sendable {
   package var dump = DumpCommand.Options()
   package var relay = RelayCommand.Options()
   package var fleet = FleetDeliverCommand.Options()
+  package var lsp = LSPCommand.Options()
   /// The NATS settings the service flags set, shared by `--relay`, `relay` and `deliver --from`.
   package var nats = NATSFlags()
   /// `import --user`, checked and written back as JSON.

@@ -22,7 +22,8 @@ import Testing
       "OutboxDelivery", "OutboxStore", "OutboxDomain", "OutboxJSONRPC", "OutboxTransport", "OutboxJSON",
       "OutboxSupport",
     ],
-    "OutboxCommandLine": ["OutboxServer", "OutboxNATS"],
+    "OutboxPayloadLSP": ["OutboxDomain", "OutboxJSONRPC", "OutboxTransport", "OutboxJSON", "OutboxSupport"],
+    "OutboxCommandLine": ["OutboxServer", "OutboxNATS", "OutboxPayloadLSP"],
   ]
 
   /// The `layers` table of Package.swift: each row's name and the names it depends on.

@@ -50,11 +50,12 @@ complete -c push-outbox -l max -d 'write at most N items (default all; 10000 wit
 complete -c push-outbox -l user -d 'the user every imported item is saved for, e.g. {"externalId":"u1"}' -n '__fish_seen_subcommand_from import' -r -f
 complete -c push-outbox -l format -d 'items or usersTrack (/users/track bodies) (default items)' -n '__fish_seen_subcommand_from dump' -r -f -a 'items usersTrack'
 complete -c push-outbox -l dead-letters -d 'the dead letters instead of the pending items' -n '__fish_seen_subcommand_from dump'
+complete -c push-outbox -l max-document-bytes -d 'documents over N bytes get one diagnostic and are not read (default 1048576)' -n '__fish_seen_subcommand_from lsp' -r -f
 complete -c push-outbox -l to -d 'the NATS server, nats://HOST:PORT (loopback unless plaintext is allowed)' -n '__fish_seen_subcommand_from relay' -r -f
 complete -c push-outbox -l max-seconds -d 'give up retrying after this long (default 30)' -n '__fish_seen_subcommand_from relay' -r -f
 complete -c push-outbox -l default-user -d 'the user for items saved without one' -n '__fish_seen_subcommand_from relay' -r -f
 complete -c push-outbox -l follow -d 'with --from: keep delivering until SIGTERM or SIGINT' -n '__fish_seen_subcommand_from deliver'
-complete -c push-outbox -n __fish_use_subcommand -f -a 'deliver flush import verify dump ack release relay'
+complete -c push-outbox -n __fish_use_subcommand -f -a 'deliver flush import verify dump ack release relay lsp'
 complete -c push-outbox -n '__fish_seen_subcommand_from import' -F
 complete -c push-outbox -s h -l help -d 'show this help and exit'
 complete -c push-outbox -s V -l version -d 'print the version and exit'
