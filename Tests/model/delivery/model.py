@@ -854,22 +854,33 @@ class Session:
             self.fake.faults = False
             self.drain()
             files = [c.stderr_path for c in self.children]
-            log = self.fake.snapshot()
-            if self.plant:
-                done = self.fake.plant(self.plant, self.rng)
-                self.log(f"planted: {done or 'nothing (no occasion)'}")
-                log = self.fake.snapshot()
             exits = {c.name: c.exited_at for c in self.children if c.exited_at is not None}
-            Checker(
-                self.ledger,
-                log,
-                self.dead,
-                self.disruptions,
-                TIMEOUT_MS / 1000,
-                self.fleet,
-                files,
-                exits,
-            ).run()
+
+            def check() -> None:
+                log = self.fake.snapshot()
+                Checker(
+                    self.ledger,
+                    log,
+                    self.dead,
+                    self.disruptions,
+                    TIMEOUT_MS / 1000,
+                    self.fleet,
+                    files,
+                    exits,
+                ).run()
+
+            check()
+            if self.plant:  # a red run: the true log held; now a falsified one must not
+                done = self.fake.plant(self.plant, self.rng)
+                self.log(f"planted: {done or 'nothing (no occasion in this run)'}")
+                try:
+                    check()
+                except Violation as error:
+                    raise Violation(f"PLANTED ({done}), caught: {error}") from None
+                print(
+                    f"seed {self.seed}: planted {self.plant} ({done or 'no occasion'}): NOT CAUGHT",
+                    flush=True,
+                )
         except Violation as error:
             tail = "\n    ".join(self.history[-25:])
             raise Violation(
