@@ -59,6 +59,7 @@ IDENTIFIERS = ("external_id", "braze_id", "user_alias", "email", "phone")
 Sig = Tuple[str, ...]
 TIMEOUT_MS = 700  # --braze-timeout-ms: a stall answers 0.3 s after it
 LEASE_S = 1  # --leader-lease in a fleet
+POISON_RATE = 0.04  # the share of saves that are a poison event (run --poison RATE)
 
 
 class Violation(AssertionError):
@@ -406,7 +407,7 @@ class Ledger:
         idx = len(self.items)
         user = self.rng.choice(users)
         roll = self.rng.random()
-        if roll < 0.04:
+        if roll < POISON_RATE:
             item = Item(idx, user, "poison", "poison", "")
         elif roll < 0.45:
             item = Item(idx, user, "event", f"evt{idx % 3}", "")
