@@ -265,8 +265,10 @@ class FakeBraze:
                 # Two applied requests of one user, swapped in arrival order.
                 for x in applied:
                     for y in applied:
-                        if x.n < y.n and x.users() & y.users():
+                        if x.n < y.n and x.users() & y.users() and x.answered and y.answered:
+                            # Their whole times, so they swap places without overlapping.
                             x.at, y.at = y.at, x.at
+                            x.answered, y.answered = y.answered, x.answered
                             self.log[x.n], self.log[y.n] = y, x
                             x.n, y.n = y.n, x.n
                             return f"swapped requests #{y.n} and #{x.n} in arrival order"

@@ -60,6 +60,8 @@ Sig = Tuple[str, ...]
 TIMEOUT_MS = 700  # --braze-timeout-ms: a stall answers 0.3 s after it
 LEASE_S = 1  # --leader-lease in a fleet
 POISON_RATE = 0.04  # the share of saves that are a poison event (run --poison RATE)
+# The fleet's process faults, drawn from this list (run --fleet-faults A,B).
+FLEET_FAULTS = ["nats restart", "kill -9 leader", "pause leader", "kill -9 producer"]
 
 
 class Violation(AssertionError):
@@ -1117,9 +1119,7 @@ class Fleet(Session):
                 self.start_producer(p)
 
     def inject(self) -> None:
-        kind = self.rng.choice(
-            ["nats restart", "kill -9 leader", "pause leader", "kill -9 producer"]
-        )
+        kind = self.rng.choice(FLEET_FAULTS)
         now = time.monotonic()
         if kind == "nats restart":
             self.nats.stop()
