@@ -262,10 +262,13 @@ class FakeBraze:
                 r.body = dict(r.body, events=list(r.body.get("events", [])) + [extra])
                 return f"added an event nobody saved to request #{r.n}"
             if kind == "reorder":
-                # Two applied requests of one user, swapped in arrival order.
+                # Two applied requests holding events of one user, swapped in arrival order.
+                def events_of(r: Request) -> Set[str]:
+                    return {str(o.get("external_id")) for a, _, o in r.accepted() if a == "events"}
+
                 for x in applied:
                     for y in applied:
-                        if x.n < y.n and x.users() & y.users() and x.answered and y.answered:
+                        if x.n < y.n and x.answered and y.answered and events_of(x) & events_of(y):
                             # Their whole times, so they swap places without overlapping.
                             x.at, y.at = y.at, x.at
                             x.answered, y.answered = y.answered, x.answered

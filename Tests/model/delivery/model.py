@@ -444,6 +444,7 @@ class Checker:
         fleet: bool,
         stderr_files: List[Path],
         exits: Dict[str, float],
+        takeovers: List[Tuple[float, str]],
     ) -> None:
         self.ledger = ledger
         self.log = sorted(log, key=lambda r: (r.at, r.n))
@@ -453,6 +454,8 @@ class Checker:
         self.fleet = fleet
         self.stderr_files = stderr_files
         self.exits = exits  # process name -> when it exited (its requests end there at the latest)
+        # (when the model first saw it, deliverer): a `role leader` line on a deliverer's stderr
+        self.takeovers = takeovers
 
     def end(self, r: Request) -> float:
         """When the client can have stopped waiting for it at the latest."""
@@ -718,7 +721,16 @@ class Checker:
         for d in self.disruptions:
             if d.what != "pause" or d.end - d.start <= LEASE_S:
                 continue
-            others = [r for r in self.log if d.start < r.at < d.end and r.owner not in (d.who, "?")]
+            # Another deliverer took over while it was stopped: it said so, or it sent.
+            others = [
+                f"{who} logged `role leader` at +{t - self.t0:.3f} s"
+                for t, who in self.takeovers
+                if d.start < t < d.end and who != d.who
+            ] + [
+                f"{self.describe(r)} came from another deliverer"
+                for r in self.log
+                if d.start < r.at < d.end and r.owner not in (d.who, "?")
+            ]
             if not others:
                 continue
             for r in self.log:
@@ -726,14 +738,17 @@ class Checker:
                     between = [
                         e
                         for e in self.disruptions
-                        if e is not d and d.start <= e.end and e.start <= r.at
+                        if e is not d
+                        and (e.who == "" or e.who.startswith("deliverer"))
+                        and d.start <= e.end
+                        and e.start <= r.at
                     ]
                     if not between:
                         self.fail(
                             "d",
                             f"deposed leader {d.who} sent {self.describe(r)}"
                             f" {1000 * (r.at - d.end):.0f} ms after SIGCONT (stopped {d.end - d.start:.1f} s;"
-                            f" {self.describe(others[0])} came from another deliverer meanwhile)",
+                            f" meanwhile {others[0]})",
                         )
 
 
@@ -770,6 +785,8 @@ class Session:
         self.history: List[str] = []
         self.t0 = time.monotonic()
         self.root = Path(tempfile.mkdtemp(prefix="push-outbox-e2e-model-"))
+        self.takeovers: List[Tuple[float, str]] = []  # (seen at, deliverer): `role leader` lines
+        self.role_lines: Dict[str, int] = {}
         self.fake = FakeBraze(seed, TIMEOUT_MS / 1000)
         self.fake.owner = self.owners
 
@@ -870,6 +887,7 @@ class Session:
                     self.fleet,
                     files,
                     exits,
+                    self.takeovers,
                 ).run()
 
             check()
@@ -1021,6 +1039,7 @@ class Fleet(Session):
         deadline = self.t0 + self.seconds
         next_fault = time.monotonic() + self.rng.uniform(1.5, 3)
         while time.monotonic() < deadline:
+            self.poll_roles()  # before a SIGCONT is due: a takeover seen is before it
             self.due()
             p = self.rng.choice(self.PRODUCERS)
             child = self.producers[p]
@@ -1030,6 +1049,22 @@ class Fleet(Session):
             if time.monotonic() >= next_fault and not self.schedule:
                 self.inject()
                 next_fault = time.monotonic() + self.rng.uniform(1.5, 4)
+
+    def poll_roles(self) -> None:
+        """Notes each deliverer's new `role leader` lines, with when the model first saw them."""
+        now = time.monotonic()
+        for child in self.deliverers:
+            lines = [ln for ln in self.role_text(child).splitlines() if ": role " in ln]
+            for line in lines[self.role_lines.get(child.name, 0) :]:
+                if ": role leader" in line:
+                    self.takeovers.append((now, child.name))
+            self.role_lines[child.name] = len(lines)
+
+    def role_text(self, child: Child) -> str:
+        try:
+            return child.stderr_path.read_text(errors="replace")
+        except OSError:
+            return ""
 
     def start_deliverer(self) -> None:
         args = [
@@ -1137,7 +1172,7 @@ class Fleet(Session):
             leader.signal(signal.SIGSTOP)
             leader.stopped = True
             self.disruptions.append(Disruption(now, now, "pause", leader.name))
-            self.schedule.append((now + self.rng.uniform(1.5, 4) * LEASE_S, "cont", leader))
+            self.schedule.append((now + self.rng.uniform(2, 5) * LEASE_S, "cont", leader))
         else:
             p = self.rng.choice(self.PRODUCERS)
             child = self.producers[p]
@@ -1186,6 +1221,7 @@ class Fleet(Session):
         deadline = time.monotonic() + 60
         quiet_since: Optional[float] = None
         while True:
+            self.poll_roles()
             messages, unacked = self.nats.backlog()
             if messages == 0 and unacked == 0:
                 quiet_since = quiet_since or time.monotonic()
