@@ -472,12 +472,14 @@ class Checker:
         if self.fleet:
             self.one_sender()
 
-    def fail(self, check: str, text: str, user: str = "") -> None:
-        raise Violation(f"({check}) {text}" + (self.timeline(user) if user else ""))
+    def fail(self, check: str, text: str, user: str = "", at: Tuple[Request, ...] = ()) -> None:
+        raise Violation(f"({check}) {text}" + (self.timeline(user, at) if user else ""))
 
-    def timeline(self, user: str) -> str:
-        """The requests holding `user`: what each held of it and what the fake answered."""
+    def timeline(self, user: str, at: Tuple[Request, ...] = ()) -> str:
+        """The requests holding `user`: what each held of it and what the fake answered (at most
+        60: those from 20 before the first of `at` on, else the last 60)."""
         lines = []
+        first = min((r.at for r in at), default=None)
         for r in self.log:
             mine = [
                 object_sig(a, o) for a, _, o in r.objects() if str(o.get("external_id")) == user
@@ -488,6 +490,8 @@ class Checker:
             refused = f" errors {sorted(r.errors)}" if r.errors else ""
             end = f"{r.answered - self.t0:.3f}" if r.answered is not None else "-"
             lines.append(f"#{r.n} +{r.at - self.t0:.3f}..{end} {r.owner} {r.kind}{refused}: {held}")
+            if first is not None and r.at < first:
+                lines = lines[-20:]
         saved = " ".join(
             (i.key + "=" + i.value if i.kind == "attr" else f"{i.kind}:{i.idx}")
             + ("" if i.acked else "?")
@@ -496,7 +500,7 @@ class Checker:
         )
         return (
             f"\n  saved for {user} (?: unacknowledged): {saved}\n  requests holding {user}:\n    "
-            + "\n    ".join(lines[-40:])
+            + "\n    ".join(lines[:60] if first is not None else lines[-60:])
         )
 
     def describe(self, r: Request) -> str:
@@ -640,6 +644,7 @@ class Checker:
                     f"{sig} accepted twice, in {self.describe(first)} and {self.describe(r)},"
                     " and no stall, kill or pause explains it",
                     sig[1],
+                    (first, r),
                 )
             seen.setdefault(sig, r)
 
@@ -655,6 +660,7 @@ class Checker:
                         f"user {user} in two requests in flight at once: {self.describe(prev[1])}"
                         f" (until +{prev[0] - self.t0:.3f} s) and {self.describe(r)}",
                         user,
+                        (prev[1], r),
                     )
             for user in r.users():
                 if user not in ends or ends[user][0] < self.end(r):
@@ -692,6 +698,12 @@ class Checker:
                     f"user {user} {key}: Braze holds {have[0]!r} (last applied in {self.describe(have[1])}),"
                     f" the last value saved is {item.value!r}; saved in order {history}",
                     user,
+                    tuple(
+                        r
+                        for r in self.log
+                        if any(object_sig(a, o) == item.sig() for a, _, o in r.objects())
+                    )[:1]
+                    + (have[1],),
                 )
         for user, events in sorted(firsts.items()):
             for (n1, r1), (n2, r2) in zip(events, events[1:]):
@@ -701,6 +713,7 @@ class Checker:
                         f"user {user}: event {n2} (first in {self.describe(r2)}) reached Braze after"
                         f" the later-saved event {n1} (first in {self.describe(r1)})",
                         user,
+                        (r1, r2),
                     )
 
     # (d), fleet: one sender at a time; a deposed leader sends nothing
