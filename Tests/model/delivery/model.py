@@ -221,6 +221,14 @@ class Owners:
             self.live[child.pid] = child.name
 
     def __call__(self, port: int) -> str:
+        for _ in range(3):  # the client's table entry can lag its connect by a moment
+            name = self.lookup(port)
+            if name != "?":
+                return name
+            time.sleep(0.005)
+        return "?"
+
+    def lookup(self, port: int) -> str:
         inode = ""
         try:
             for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
