@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import random
+import select
 import socket
 import struct
 import threading
@@ -52,6 +53,7 @@ class Request:
     kind: str = ""  # 201, 400, 429, 5xx, reset, stall 2xx, stall 5xx, errors
     status: Optional[int] = None  # what was (or would have been) answered; None: reset
     answered: Optional[float] = None  # time.monotonic() just before the answer (or reset) left
+    gone: Optional[float] = None  # when a stalled request's client closed the connection (gave up)
     applied: bool = False  # Braze applied it (2xx, minus `errors`)
     errors: Set[Tuple[str, int]] = field(default_factory=set)  # (input_array, index) refused
 
@@ -137,6 +139,25 @@ class FakeBraze:
                     fake.decide(request)
                 self._answer(request)
 
+            def _stall(self, request: Request) -> bool:
+                """Waits `stall_s`, watching for the client to close the connection (its timeout);
+                True, with `request.gone` set, when it did."""
+                end = time.monotonic() + fake.stall_s
+                while True:
+                    left = end - time.monotonic()
+                    if left <= 0:
+                        return False
+                    readable, _, _ = select.select([self.connection], [], [], min(left, 0.01))
+                    if readable:
+                        try:
+                            peek = self.connection.recv(1, socket.MSG_PEEK)
+                        except OSError:
+                            peek = b""
+                        if not peek:
+                            request.gone = time.monotonic()
+                            return True
+                        time.sleep(min(left, 0.01))  # a pipelined request: keep waiting
+
             def _answer(self, request: Request) -> None:
                 if request.kind == "reset":
                     request.answered = time.monotonic()
@@ -146,8 +167,9 @@ class FakeBraze:
                     self.close_connection = True
                     self.connection.close()
                     return
-                if request.kind.startswith("stall"):
-                    time.sleep(fake.stall_s)
+                if request.kind.startswith("stall") and self._stall(request):
+                    self.close_connection = True  # the client gave up: nobody to answer
+                    return
                 headers: Dict[str, str] = {}
                 payload: Dict[str, Any] = {"message": "success"}
                 if request.kind == "429":

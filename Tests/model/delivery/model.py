@@ -468,8 +468,11 @@ class Checker:
 
     def end(self, r: Request) -> float:
         """When the client can have stopped waiting for it at the latest."""
-        cap = min(r.at + self.timeout_s, self.exits.get(r.owner, r.at + self.timeout_s))
-        return min(r.answered, cap) if r.answered is not None else cap
+        # At the latest: its answer, the client closing the connection (a stall it gave up on),
+        # its timeout counted from the arrival, or the sender's exit.
+        ends = [r.at + self.timeout_s, self.exits.get(r.owner, r.at + self.timeout_s)]
+        ends += [t for t in (r.answered, r.gone) if t is not None]
+        return min(ends)
 
     def run(self) -> None:
         self.bodies()
@@ -497,7 +500,11 @@ class Checker:
                 continue
             held = " ".join(s[2] if s[0] == "event" else f"{s[2]}={s[3]}" for s in mine)
             refused = f" errors {sorted(r.errors)}" if r.errors else ""
-            end = f"{r.answered - self.t0:.3f}" if r.answered is not None else "-"
+            end = (
+                f"{r.answered - self.t0:.3f}"
+                if r.answered is not None
+                else (f"{r.gone - self.t0:.3f} (client gone)" if r.gone is not None else "-")
+            )
             lines.append(f"#{r.n} +{r.at - self.t0:.3f}..{end} {r.owner} {r.kind}{refused}: {held}")
             if first is not None and r.at < first:
                 lines = lines[-20:]
