@@ -59,6 +59,8 @@ package final class HeldDelivery {
   private var awaited: [ByteKey: [UInt64: Int64]] = [:]
   private var pacing: Pacing
   package private(set) var limit: ConcurrencyLimit
+  /// Requests in flight for a fleet deliverer without `--braze-max-in-flight`.
+  package static let fixedInFlight = 4
   /// Monotonic seconds of the last moment every slot of the limit was taken (see `Deliverer`).
   private var lastFull = -Double.infinity
   private var throttle: Throttle
@@ -75,7 +77,9 @@ package final class HeldDelivery {
     self.poster = poster
     self.batchLimit = max(1, batchLimit)
     pacing = Pacing(settings.rate)
-    limit = ConcurrencyLimit(fixed: settings.maxInFlight, rate: settings.rate)
+    // The fleet keeps a fixed limit (4 unless --braze-max-in-flight says otherwise): with the adaptive
+    // one, many requests in flight through 503s broke per-user order in Tests/fleet (issue 41 note).
+    limit = ConcurrencyLimit(fixed: settings.maxInFlight ?? Self.fixedInFlight, rate: settings.rate)
     throttle = Throttle(
       backoffMs: settings.backoffMs, maxBackoffMs: settings.maxBackoffMs,
       configErrorBackoffMs: settings.configErrorBackoffMs)
