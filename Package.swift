@@ -29,6 +29,7 @@ let layers: [(name: String, dependencies: [Target.Dependency])] = [
   ("OutboxDomain", ["OutboxJSON", "OutboxSupport"]),
   ("OutboxStore", ["OutboxJSON", "OutboxSupport"]),
   ("OutboxNATS", ["OutboxJSON", "OutboxSupport"]),
+  ("OutboxFakeBraze", ["OutboxJSON", "OutboxSupport"]),
   ("OutboxDelivery", ["OutboxStore", "OutboxDomain", "OutboxJSON", "OutboxSupport", "CurlShim"]),
   (
     "OutboxServer",
@@ -37,7 +38,7 @@ let layers: [(name: String, dependencies: [Target.Dependency])] = [
       "OutboxSupport",
     ]
   ),
-  ("OutboxCommandLine", ["OutboxServer", "OutboxNATS"]),
+  ("OutboxCommandLine", ["OutboxServer", "OutboxNATS", "OutboxFakeBraze"]),
 ]
 let allLayers: [Target.Dependency] = layers.map { .target(name: $0.name) }
 

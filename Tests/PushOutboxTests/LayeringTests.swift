@@ -17,12 +17,13 @@ import Testing
     "OutboxDomain": ["OutboxJSON", "OutboxSupport"],
     "OutboxStore": ["OutboxJSON", "OutboxSupport"],
     "OutboxNATS": ["OutboxJSON", "OutboxSupport"],
+    "OutboxFakeBraze": ["OutboxJSON", "OutboxSupport"],
     "OutboxDelivery": ["OutboxStore", "OutboxDomain", "OutboxJSON", "OutboxSupport", "CurlShim"],
     "OutboxServer": [
       "OutboxDelivery", "OutboxStore", "OutboxDomain", "OutboxJSONRPC", "OutboxTransport", "OutboxJSON",
       "OutboxSupport",
     ],
-    "OutboxCommandLine": ["OutboxServer", "OutboxNATS"],
+    "OutboxCommandLine": ["OutboxServer", "OutboxNATS", "OutboxFakeBraze"],
   ]
 
   /// The `layers` table of Package.swift: each row's name and the names it depends on.
