@@ -186,6 +186,10 @@ extension Configuration {
         c, v throws(UsageError) in
         c.delivery.background = try bool(v)
       },
+      .init(
+        name: "--drain-timeout", valueName: "SECONDS",
+        help: "with --deliver: after stdin ends, keep delivering what is pending for up to SECONDS (default 30)"
+      ) { c, v throws(UsageError) in c.drainTimeout = try number(v, min: 0, max: 86_400) },
       .init(name: "--braze-rate", valueName: "N/S", help: "at most N requests per S seconds (default 500/1)") {
         c, v throws(UsageError) in
         do throws(SettingError) { c.delivery.rate = try RateLimit(v) } catch { throw UsageError(error.description) }
@@ -251,7 +255,7 @@ extension Configuration {
       .init(
         name: "--dead-letters", valueName: nil, help: "the dead letters instead of the pending items", command: .dump
       ) { c, v throws(UsageError) in c.dump.deadLetters = try bool(v) },
-    ] + relayOptions + fleetOptions
+    ] + relayOptions + fleetOptions + fakeBrazeOptions + deliverOptions
 
   private static let stringPolicies: [StringPolicy] = [.reject, .truncate]
 }

@@ -1,8 +1,10 @@
+package import OutboxFakeBraze
 package import OutboxServer
 
 /// The subcommands: one-shots that open the same store with the same flags, then exit.
 package enum Subcommand: String, CaseIterable, Sendable {
   case deliver, flush, `import`, verify, dump, ack, release, relay
+  case fakeBraze = "fake-braze"
 
   /// Whether the command takes one word that is not a flag (import's FILE, ack's and release's FLUSHID).
   var takesOperand: Bool { self == .import || self == .ack || self == .release }
@@ -15,6 +17,7 @@ package enum Subcommand: String, CaseIterable, Sendable {
     case .relay: "--to nats://HOST:PORT [options]"
     case .import: "[--user JSON] [options] FILE"
     case .ack, .release: "[options] FLUSHID"
+    case .fakeBraze: "[--listen HOST:PORT] [--api-key KEY] [--record FILE] [options]"
     }
   }
 
@@ -30,6 +33,37 @@ package enum Subcommand: String, CaseIterable, Sendable {
     case .ack: "ack a flush --lease by its flushId: its items leave the store (1: unknown or expired)"
     case .release: "release a flush --lease by its flushId: its items are pending again (1: unknown or expired)"
     case .relay: "publish pending items to a NATS JetStream stream, then exit (1: some stay local)"
+    case .fakeBraze: "serve a fake Braze POST /users/track for tests, checking and recording each request"
+    }
+  }
+
+  /// The service options this subcommand reads, the only ones its `--help` lists (the others are
+  /// still accepted, and their environment twins read, so one environment serves every command).
+  var serviceOptions: Set<String> {
+    let logs: Set<String> = ["--log-level", "--log-format"]
+    let store: Set<String> =
+      logs.union([
+        "--store", "--memory", "--accept-loss", "--snapshot-interval", "--load-image-min-bytes", "--fsync",
+        "--max-pending", "--max-pending-bytes", "--max-store-bytes", "--max-item-bytes", "--fixed-clock",
+      ])
+    let batches: Set<String> = ["--track-batch-limit", "--track-batch-mode"]
+    let nats: Set<String> = ["--nats-stream", "--nats-creds", "--nats-allow-plaintext", "--nats-max-bytes"]
+    switch self {
+    case .deliver:
+      return store.union(batches).union(nats).union([
+        "--braze-endpoint", "--braze-api-key-file", "--braze-rate", "--braze-max-in-flight", "--braze-timeout-ms",
+        "--braze-backoff-ms", "--metrics-listen", "--metrics-file", "--from", "--leader-lease", "--id-seed",
+      ])
+    case .flush: return store.union(batches).union(["--id-seed"])
+    case .import:
+      return store.union([
+        "--strings", "--array-limit", "--max-properties-bytes", "--max-nested-attribute-bytes", "--id-seed",
+      ])
+    case .verify: return logs.union(["--store"])
+    case .dump: return logs.union(batches).union(["--store", "--memory"])
+    case .ack, .release: return store
+    case .relay: return store.union(nats).union(["--id-seed"])
+    case .fakeBraze: return logs
     }
   }
 }
@@ -47,6 +81,8 @@ package enum Invocation: Sendable {
   case verify(Configuration)
   case dump(Configuration, DumpCommand.Options)
   case relay(Configuration, RelayCommand.Options)
+  /// `fake-braze`: a Braze stand-in for tests.
+  case fakeBraze(FakeBrazeSettings)
   /// `ack` or `release` of one flush lease.
   case endLease(Configuration, LeaseCommand.Action, flushId: String)
   /// `--help` (`-h`), of the service or of a subcommand.
@@ -64,7 +100,7 @@ package enum Invocation: Sendable {
       .import(let config, _, _),
       .verify(let config), .dump(let config, _), .endLease(let config, _, _), .relay(let config, _):
       config
-    case .help, .version, .manPage, .completion: nil
+    case .help, .version, .manPage, .completion, .fakeBraze: nil
     }
   }
 }
@@ -82,6 +118,8 @@ package struct OptionValues: Sendable {
   package var nats = NATSFlags()
   /// `import --user`, checked and written back as JSON.
   package var user: [UInt8]?
+  /// `fake-braze`'s settings.
+  package var fake = FakeBrazeSettings()
 
   package subscript<T>(dynamicMember path: WritableKeyPath<Configuration, T>) -> T {
     get { config[keyPath: path] }

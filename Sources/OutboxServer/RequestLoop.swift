@@ -75,7 +75,9 @@ package struct RequestLoop<T: Transport> {
     case .endOfInput:
       framer.finish { batch.append($0) }
       handleBatch()
-      return flush() && finishLongCalls() ? .endOfInput : .outputClosed
+      guard flush() && finishLongCalls() else { return .outputClosed }
+      server.service.drainDelivery()  // --deliver: what is pending still goes, up to --drain-timeout
+      return .endOfInput
     }
   }
 
