@@ -121,7 +121,8 @@ package final class FakeBrazeServer {
       setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
       #endif
       nextID += 1
-      connections[fd] = FakeConnection(fd: fd, id: Int(UInt16(bigEndian: peer.sin_port)), maxBody: state.settings.maxBodyBytes)
+      connections[fd] = FakeConnection(
+        fd: fd, id: Int(UInt16(bigEndian: peer.sin_port)), maxBody: state.settings.maxBodyBytes)
       state.connections = connections.count
       state.maxConnections = max(state.maxConnections, connections.count)
     }

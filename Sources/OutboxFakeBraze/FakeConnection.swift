@@ -37,7 +37,8 @@ final class FakeConnection {
   }
 
   var wantsRead: Bool {
-    !peerClosed && !closeAfterWrite && input.count <= FakeHTTP.maxHeadBytes + maxBody && output.count - written < 1 << 20
+    !peerClosed && !closeAfterWrite && input.count <= FakeHTTP.maxHeadBytes + maxBody
+      && output.count - written < 1 << 20
   }
   var wantsWrite: Bool { written < output.count }
   /// Bytes of a next request are already here (pipelining): the loop must not sleep.

@@ -71,7 +71,8 @@ package struct ScriptChange: Sendable {
         }
         change.delayMs = Int(ms)
       default:
-        return .failure(ScriptError("unknown or mistyped key '\(member.key)'; the keys are steps, append, rateLimit, delayMs"))
+        return .failure(
+          ScriptError("unknown or mistyped key '\(member.key)'; the keys are steps, append, rateLimit, delayMs"))
       }
     }
     return .success(change)
@@ -87,7 +88,9 @@ package struct ScriptChange: Sendable {
         guard let n = v.intValue, n >= 100, n <= 599 else { return .failure(ScriptError("status must be 100 to 599")) }
         s.status = Int(n)
       case ("times", let v):
-        guard let n = v.intValue, n >= 1, n <= 1_000_000 else { return .failure(ScriptError("times must be 1 or more")) }
+        guard let n = v.intValue, n >= 1, n <= 1_000_000 else {
+          return .failure(ScriptError("times must be 1 or more"))
+        }
         s.times = Int(n)
       case ("delayMs", let v):
         guard let ms = v.intValue, ms >= 0, ms <= 600_000 else {
@@ -142,7 +145,9 @@ package struct ScriptChange: Sendable {
 
   static func validHeader(_ name: String, _ value: String) -> Bool {
     !name.isEmpty && name.utf8.count <= 256 && value.utf8.count <= 4096
-      && name.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 45 }
+      && name.utf8.allSatisfy {
+        ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 45
+      }
       && value.utf8.allSatisfy { $0 >= 32 && $0 < 127 }
   }
 }

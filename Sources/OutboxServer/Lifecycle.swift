@@ -58,7 +58,8 @@ extension Service {
     guard before > 0 else { return }
     let seconds = Int((Clock.monotonicSeconds() - start).rounded())
     let left = store.count
-    let text = "stdin ended: delivery drained for \(seconds) s; \(before - left) items left the store, \(left) still pending"
+    let text =
+      "stdin ended: delivery drained for \(seconds) s; \(before - left) items left the store, \(left) still pending"
     if left > 0 { log.warn(text + " (kept for the next start)") } else { log.info(text) }
   }
 }
