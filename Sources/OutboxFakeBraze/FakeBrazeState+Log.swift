@@ -107,6 +107,7 @@ extension FakeBrazeState {
       forget()
       script = []
       rateLimit = nil
+      restartRateWindow()
       delayMs = 0
       (byStatus, dropped, maxInFlight, maxConnections) = ([:], 0, inFlight, connections)
       return FakeAnswer(200, .object([JSONMember("ok", .bool(true))]))
@@ -119,7 +120,10 @@ extension FakeBrazeState {
         }
       } catch { return .message(400, "the script is not JSON: \(error)") }
       if let steps = change.steps { script = change.append ? script + steps : steps }
-      if let limit = change.rateLimit { rateLimit = limit }
+      if let limit = change.rateLimit {
+        rateLimit = limit
+        restartRateWindow()
+      }
       if let ms = change.delayMs { delayMs = ms }
       return FakeAnswer(200, .object([JSONMember("ok", .bool(true)), JSONMember("queued", .int(Int64(queued)))]))
     case ("GET", "/_fake/stats"):

@@ -110,7 +110,7 @@ final class FakeBrazeState {
     guard let auth = request.header("authorization"), auth.hasPrefix("Bearer "), auth.count > 7,
       settings.apiKey.map({ "Bearer " + $0 == auth }) ?? true
     else { return .message(401, "Invalid API key") }
-    if var limited = rateLimited(monotonic) { return limited.finish(self) }
+    if let limited = rateLimited(monotonic) { return limited }
     let body: JSONValue
     do { body = try JSONReader.parse(request.body) } catch {
       return .message(400, "Invalid JSON in request body at byte \(error.offset): \(error.reason)")
@@ -147,24 +147,24 @@ final class FakeBrazeState {
     return step
   }
 
-  /// 429 when this request is over `N/S` in the current window.
-  private func rateLimited(_ now: Double) -> RateLimitedAnswer? {
+  /// A new rate limit counts from its first request.
+  func restartRateWindow() {
+    windowStart = 0
+    windowCount = 0
+  }
+
+  /// 429 (with `Retry-After`) when this request is over `N/S` in the current window.
+  private func rateLimited(_ now: Double) -> FakeAnswer? {
     guard let limit = rateLimit else { return nil }
-    if now - windowStart >= limit.seconds || windowCount == 0 {
-      if now - windowStart >= limit.seconds { windowStart = now; windowCount = 0 }
+    if now - windowStart >= limit.seconds {
+      windowStart = now
+      windowCount = 0
     }
     windowCount += 1
     guard windowCount > limit.count else { return nil }
-    return RateLimitedAnswer(left: max(0, windowStart + limit.seconds - now))
-  }
-
-  private struct RateLimitedAnswer {
-    var left: Double
-    mutating func finish(_ state: FakeBrazeState) -> FakeAnswer {
-      var answer = state.rateHeaders(.message(429, "API rate limit reached"))
-      answer.headers.append(("Retry-After", String(Int(left.rounded(.up)))))
-      return answer
-    }
+    var answer = rateHeaders(.message(429, "API rate limit reached"))
+    answer.headers.append(("Retry-After", String(Int(max(0, windowStart + limit.seconds - now).rounded(.up)))))
+    return answer
   }
 
   /// `X-RateLimit-*` on every answer while a rate limit is set, as Braze sends them.

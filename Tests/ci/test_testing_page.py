@@ -18,7 +18,9 @@ PAGE = ROOT / "Clients" / "testing.md"
 
 
 def blocks(language: str) -> List[str]:
-    return re.findall(r"^```" + language + r"\n(.*?)^```", PAGE.read_text(encoding="utf-8"), re.M | re.S)
+    return re.findall(
+        r"^```" + language + r"\n(.*?)^```", PAGE.read_text(encoding="utf-8"), re.M | re.S
+    )
 
 
 def binary() -> str:
@@ -37,11 +39,28 @@ def test_each_example_is_a_short_harness(language: str) -> None:
 def test_the_python_example_runs_as_printed(tmp_path: Path) -> None:
     [example] = blocks("python")
     (tmp_path / "test_example.py").write_text(example)
-    env = {**os.environ, "PUSH_OUTBOX_BIN": binary(), "PYTHONPATH": str(ROOT / "Clients" / "python" / "src")}
+    env = {
+        **os.environ,
+        "PUSH_OUTBOX_BIN": binary(),
+        "PYTHONPATH": str(ROOT / "Clients" / "python" / "src"),
+    }
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "push_outbox.pytest_plugin", "-p", "no:cacheprovider",
-         "test_example.py"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "push_outbox.pytest_plugin",
+            "-p",
+            "no:cacheprovider",
+            "test_example.py",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr
 
@@ -52,7 +71,11 @@ def test_the_node_example_runs_as_printed(tmp_path: Path) -> None:
     (tmp_path / "node_modules" / "push-outbox").symlink_to(ROOT / "Clients" / "node")
     (tmp_path / "example.test.mjs").write_text(example)
     done = subprocess.run(
-        ["node", "--test", "example.test.mjs"], cwd=tmp_path, env={**os.environ, "PUSH_OUTBOX_BIN": binary()},
-        capture_output=True, text=True, timeout=120,
+        ["node", "--test", "example.test.mjs"],
+        cwd=tmp_path,
+        env={**os.environ, "PUSH_OUTBOX_BIN": binary()},
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0 and "# pass 1" in done.stdout, done.stdout + done.stderr
