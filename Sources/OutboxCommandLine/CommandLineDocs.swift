@@ -12,7 +12,7 @@ package enum CommandLineDocs {
       ".SH SYNOPSIS", ".B push-outbox", ".RI [ options ]",
     ]
     for command in Subcommand.allCases {
-      out += [".br", ".B push-outbox \(command.rawValue)", roff(command.arguments)]
+      out += [".br", ".B push-outbox \(roff(command.rawValue))", roff(command.arguments)]
     }
     out += [
       ".SH DESCRIPTION",
@@ -22,7 +22,7 @@ package enum CommandLineDocs {
       ".SH COMMANDS",
     ]
     for command in Subcommand.allCases {
-      out += [".TP", ".B \(command.rawValue)", roff(command.help) + "."]
+      out += [".TP", ".B \(roff(command.rawValue))", roff(command.help) + "."]
       for option in Configuration.options where option.command == command {
         out += [".RS", ".TP", ".B " + roff(option.name) + (option.valueName.map { " \\fI\($0)\\fR" } ?? "")]
         out += [roff(option.help) + ".", ".RE"]

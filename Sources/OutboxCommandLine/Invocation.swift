@@ -24,7 +24,7 @@ package enum Subcommand: String, CaseIterable, Sendable {
   var help: String {
     switch self {
     case .deliver:
-      "deliver to Braze once, then exit (0: nothing left retrying); --from: from a fleet's NATS stream"
+      "deliver to Braze once, then exit (0 all delivered, 5 some dead-lettered, 6 some still pending); --from: a fleet's stream"
     case .import:
       "import the guide's App Group storage from FILE (plutil -convert json; - for stdin), then exit (1: some rejected)"
     case .flush: "write pending items to stdout, one per line; each leaves the store once written"
