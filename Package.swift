@@ -77,7 +77,7 @@ if ProcessInfo.processInfo.environment["PUSH_OUTBOX_FUZZ"] == "1" {
     ))
   for name in [
     "FuzzJSON", "FuzzDiff", "FuzzLine", "FuzzRecovery", "FuzzPayload", "FuzzDelivery", "FuzzStoreOps", "FuzzMCP",
-    "FuzzNATS",
+    "FuzzNATS", "FuzzHTTPHead",
   ] {
     package.targets.append(
       .executableTarget(

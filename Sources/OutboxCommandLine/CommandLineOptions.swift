@@ -194,8 +194,11 @@ extension Configuration {
         c, v throws(UsageError) in
         do throws(SettingError) { c.delivery.rate = try RateLimit(v) } catch { throw UsageError(error.description) }
       },
-      .init(name: "--braze-max-in-flight", valueName: "N", help: "most requests in flight at once (default 4)") {
-        c, v throws(UsageError) in c.delivery.maxInFlight = try int(v, min: 1, max: 64)
+      .init(
+        name: "--braze-max-in-flight", valueName: "N|auto",
+        help: "requests in flight: a fixed N (1-1024), or auto (default): follows the round trip, up to 256"
+      ) {
+        c, v throws(UsageError) in c.delivery.maxInFlight = v == "auto" ? nil : try int(v, min: 1, max: 1024)
       },
       .init(name: "--braze-timeout-ms", valueName: "MS", help: "whole-request timeout (default 30000)") {
         c, v throws(UsageError) in c.delivery.timeoutMs = try int(v, min: 100, max: 600_000)

@@ -58,8 +58,8 @@ final class FleetSession {
 
   /// Longer than the Braze timeout; `+WPI` restarts it every third while an item is held.
   var ackWaitSeconds: Int64 { Int64((Double(settings.timeoutMs) / 1000).rounded(.up)) + 2 }
-  /// Items held at once: enough for every request in flight, twice.
-  private var window: Int { settings.maxInFlight * 75 * 2 }
+  /// Items held at once: enough for every request the concurrency limit allows now, twice.
+  private var window: Int { engine.limit.value * 75 * 2 }
   var deadStream: String { options.stream + "_DEAD" }
 
   var summary: String {

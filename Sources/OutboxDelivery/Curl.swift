@@ -11,7 +11,7 @@ import Darwin
 /// The system's libcurl, loaded with `dlopen` the first time delivery needs it (never at start-up),
 /// its functions called through `@convention(c)` pointers, so no headers or link flags are needed.
 ///
-/// `curl_easy_setopt` and `curl_easy_getinfo` are variadic: they are called through `CurlShim`, whose
+/// `curl_easy_setopt`, `curl_multi_setopt` and `curl_easy_getinfo` are variadic: they are called through `CurlShim`, whose
 /// C code passes the variadic argument by the platform's rules (on Apple arm64 such arguments travel
 /// on the stack, unlike named ones, so a fixed Swift signature would pass them wrongly).
 ///
@@ -20,9 +20,9 @@ import Darwin
 /// (for `shared`, a global initialized once by the runtime before any thread can read it); they hold
 /// addresses of functions in a library that is never `dlclose`d, so they stay valid for the
 /// process's life; and `init` calls `curl_global_init` before anything else can call libcurl, as
-/// libcurl requires for its other functions to be thread-safe. The one thread rule left is
-/// libcurl's: an easy handle is used by one thread at a time, which `CurlPoster`'s pool ensures
-/// (a handle is taken out of it for one `post`).
+/// libcurl requires for its other functions to be thread-safe. The thread rule left is libcurl's:
+/// a multi handle and its easy handles are used by one thread, which `CurlEngine` ensures (only its
+/// own thread touches them; other threads only call `curl_multi_wakeup`).
 final class Curl: @unchecked Sendable {
   typealias Handle = UnsafeMutableRawPointer
   typealias Callback = @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int
@@ -35,6 +35,16 @@ final class Curl: @unchecked Sendable {
   private let getinfo: UnsafeMutableRawPointer
   let slistAppend: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>) -> UnsafeMutableRawPointer?
   let slistFree: @convention(c) (UnsafeMutableRawPointer?) -> Void
+  let multiInit: @convention(c) () -> Handle?
+  let multiAdd: @convention(c) (Handle, Handle) -> Int32
+  let multiRemove: @convention(c) (Handle, Handle) -> Int32
+  let multiPerform: @convention(c) (Handle, UnsafeMutablePointer<Int32>) -> Int32
+  /// `curl_multi_poll(multi, extra_fds, extra_nfds, timeout_ms, numfds)` (libcurl 7.66 and later).
+  let multiPoll: @convention(c) (Handle, UnsafeMutableRawPointer?, UInt32, Int32, UnsafeMutablePointer<Int32>?) -> Int32
+  /// `curl_multi_wakeup`, the one multi call safe from another thread (libcurl 7.68 and later).
+  let multiWakeup: @convention(c) (Handle) -> Int32
+  let multiInfoRead: @convention(c) (Handle, UnsafeMutablePointer<Int32>) -> UnsafeMutableRawPointer?
+  private let multiSetopt: UnsafeMutableRawPointer
 
   /// The library, loaded once; nil (with the reason) when it cannot be found.
   static let shared: Result<Curl, DeliveryFailure> = load()
@@ -55,6 +65,18 @@ final class Curl: @unchecked Sendable {
       "curl_slist_append",
       (@convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>) -> UnsafeMutableRawPointer?).self)
     slistFree = try symbol("curl_slist_free_all", (@convention(c) (UnsafeMutableRawPointer?) -> Void).self)
+    multiInit = try symbol("curl_multi_init", (@convention(c) () -> Handle?).self)
+    multiAdd = try symbol("curl_multi_add_handle", (@convention(c) (Handle, Handle) -> Int32).self)
+    multiRemove = try symbol("curl_multi_remove_handle", (@convention(c) (Handle, Handle) -> Int32).self)
+    multiPerform = try symbol(
+      "curl_multi_perform", (@convention(c) (Handle, UnsafeMutablePointer<Int32>) -> Int32).self)
+    multiPoll = try symbol(
+      "curl_multi_poll",
+      (@convention(c) (Handle, UnsafeMutableRawPointer?, UInt32, Int32, UnsafeMutablePointer<Int32>?) -> Int32).self)
+    multiWakeup = try symbol("curl_multi_wakeup", (@convention(c) (Handle) -> Int32).self)
+    multiInfoRead = try symbol(
+      "curl_multi_info_read", (@convention(c) (Handle, UnsafeMutablePointer<Int32>) -> UnsafeMutableRawPointer?).self)
+    multiSetopt = try symbol("curl_multi_setopt", UnsafeMutableRawPointer.self)
     guard globalInit(3) == 0 else { throw .transport("curl_global_init failed") }  // CURL_GLOBAL_ALL
   }
 
@@ -79,6 +101,11 @@ final class Curl: @unchecked Sendable {
     po_curl_setopt_long(setopt, handle, option, value)
   }
 
+  /// `curl_multi_setopt(multi, option, long)`: the same variadic shape as the easy one's.
+  func setMulti(_ multi: Handle, _ option: Int32, long value: Int) -> Int32 {
+    po_curl_setopt_long(multiSetopt, multi, option, value)
+  }
+
   func info(_ handle: Handle, _ item: Int32, _ out: UnsafeMutableRawPointer) -> Int32 {
     po_curl_getinfo(getinfo, handle, item, out)
   }
@@ -97,4 +124,10 @@ enum CurlOption {
   static let responseCode: Int32 = 0x200002  // CURLINFO_LONG + 2
   static let httpAndHTTPS = 3  // CURLPROTO_HTTP | CURLPROTO_HTTPS
   static let timedOut: Int32 = 28
+  static let copyPostFields: Int32 = 10165, pipeWait: Int32 = 237
+  /// Multi options: CURLMOPT_PIPELINING (2: multiplex on HTTP/2), CURLMOPT_MAXCONNECTS.
+  static let multiPipelining: Int32 = 3, multiMaxConnects: Int32 = 6
+  static let multiplex = 2
+  /// `CURLMSG_DONE`.
+  static let messageDone: Int32 = 1
 }

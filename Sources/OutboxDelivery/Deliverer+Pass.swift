@@ -142,6 +142,9 @@ extension Deliverer {
     summary.failingSince = stats.failingSince
     summary.rate = settings.rate.text
     summary.recentRequests = recentRequests
+    summary.maxInFlight = settings.maxInFlight.map(String.init) ?? "auto"
+    summary.concurrencyLimit = limit.value
+    summary.roundTripMs = limit.meanRoundTrip.map { $0 * 1000 }
     summary.requestsByCode = stats.requests
     return summary
   }

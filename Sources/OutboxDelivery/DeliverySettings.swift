@@ -8,7 +8,9 @@ package struct DeliverySettings: Sendable {
   package var background = false
   /// At most `rate.count` requests start in any `rate.seconds` window.
   package var rate = RateLimit(count: 500, seconds: 1)
-  package var maxInFlight = 4
+  /// `--braze-max-in-flight N`: a fixed number of requests in flight; nil (`auto`, the default):
+  /// the adaptive limit up to `ConcurrencyLimit.autoCeiling` (see `ConcurrencyLimit`).
+  package var maxInFlight: Int?
   package var timeoutMs = 30_000
   var connectTimeoutMs = 10_000
   /// The first retry waits about this long; each failure in a row doubles it, up to `maxBackoffMs`.

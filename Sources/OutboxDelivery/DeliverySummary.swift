@@ -32,6 +32,11 @@ package struct DeliverySummary: Sendable {
   package var failingSince: Int64?
   package var rate = ""
   var recentRequests = 0
+  /// `--braze-max-in-flight`: "auto" or the number.
+  package var maxInFlight = "auto"
+  /// Requests that may be in flight now, and the smoothed round trip (ms) of successful answers.
+  package var concurrencyLimit = 1
+  package var roundTripMs: Double?
   /// Requests sent and answered, by HTTP status code ("error" when no answer came back).
   package var requestsByCode: [String: Int] = [:]
 
@@ -48,6 +53,10 @@ package struct DeliverySummary: Sendable {
       JSONMember("configError", configError.map(JSONValue.string) ?? .null),
       JSONMember("rate", .string(rate)),
       JSONMember("recentRequests", .int(Int64(recentRequests))),
+      JSONMember("maxInFlight", .string(maxInFlight)),
+      JSONMember("concurrencyLimit", .int(Int64(concurrencyLimit))),
+      JSONMember(
+        "roundTripMs", roundTripMs.flatMap { $0.isFinite ? .number(String(($0 * 10).rounded() / 10)) : nil } ?? .null),
     ])
   }
 }

@@ -1,3 +1,5 @@
+import Dispatch
+import OutboxSupport
 import Synchronization
 
 /// Why a request got no HTTP answer. Messages never hold the API key (it is only in a header).
@@ -21,6 +23,12 @@ package struct HTTPRequest: Sendable {
   package var body: [UInt8]
   package var timeoutMs: Int
   var connectTimeoutMs: Int
+  /// Monotonic seconds after which the request must not leave (a fleet leader's lease): checked on
+  /// the HTTP thread right before it is handed to libcurl; past it, the result is `.notSent`.
+  var notAfter = Double.infinity
+
+  /// Why a request was not sent.
+  static let late = "not sent: its time to leave (the fleet leader's lease, less a margin) had passed"
 }
 
 /// An HTTP answer: status, body and the headers delivery reads (names lower-cased).
@@ -37,112 +45,62 @@ package struct HTTPResponse: Sendable, Equatable {
 }
 
 /// What one `POST` gave: an HTTP answer, or why there was none.
-typealias PostResult = Result<HTTPResponse, DeliveryFailure>
+package typealias PostResult = Result<HTTPResponse, DeliveryFailure>
 
-/// Sends requests. Called from a background queue, one request per call.
+/// Sends requests: `start` hands one over and returns at once, `done` gets the result once, from
+/// any thread. `post` sends one and waits for it.
 package protocol HTTPPoster: Sendable {
   func post(_ request: HTTPRequest) -> Result<HTTPResponse, DeliveryFailure>
+  func start(_ request: HTTPRequest, done: @escaping @Sendable (PostResult) -> Void)
 }
 
-/// `HTTPPoster` over libcurl: HTTPS with certificate verification (libcurl's default, never turned
-/// off), http/https only, no redirects followed, no signals.
-///
-/// Easy handles are kept in a pool and reused, so each keeps its connection (and TLS session) to
-/// Braze open between requests instead of connecting and shaking hands for every one.
-package struct CurlPoster: HTTPPoster {
-  private let pool = CurlHandles()
+extension HTTPPoster {
+  /// For posters that only know how to wait (the tests'): each request on a background queue.
+  package func start(_ request: HTTPRequest, done: @escaping @Sendable (PostResult) -> Void) {
+    blockingPosts.async {
+      guard Clock.monotonicSeconds() < request.notAfter else { return done(.failure(.notSent(HTTPRequest.late))) }
+      done(post(request))
+    }
+  }
+}
 
+private let blockingPosts = DispatchQueue(label: "push-outbox.blocking-posts", attributes: .concurrent)
+
+/// `HTTPPoster` over libcurl: every request goes to the one `CurlEngine`. HTTPS with certificate
+/// verification (libcurl's default, never turned off), http/https only, no redirects followed, no
+/// signals; connections kept alive and reused, HTTP/2 multiplexed where the server offers it.
+package struct CurlPoster: HTTPPoster {
   package init() {}
 
-  package func post(_ request: HTTPRequest) -> Result<HTTPResponse, DeliveryFailure> {
-    let curl: Curl
-    switch Curl.shared {
-    case .success(let loaded): curl = loaded
-    case .failure(let error): return .failure(error)
+  package func start(_ request: HTTPRequest, done: @escaping @Sendable (PostResult) -> Void) {
+    switch CurlEngine.shared {
+    case .success(let engine): engine.submit(request, done)
+    case .failure(let error): done(.failure(error))
     }
-    guard let handle = pool.take(curl) else { return .failure(.transport("curl_easy_init failed")) }
-    let (result, reusable) = post(request, curl, handle)
-    if reusable { pool.give(handle, curl) } else { curl.easyCleanup(handle) }
-    return result
   }
 
-  /// The answer, and whether the handle's connection is still good for the next request.
-  private func post(_ request: HTTPRequest, _ curl: Curl, _ handle: Curl.Handle) -> (PostResult, Bool) {
-    let sink = ResponseSink()
-    let box = Unmanaged.passRetained(sink)
-    defer { box.release() }
-    var headers: UnsafeMutableRawPointer? = nil
-    headers = curl.slistAppend(headers, "Content-Type: application/json")
-    headers = request.bearer.withHeader { curl.slistAppend(headers, $0) }
-    defer { curl.slistFree(headers) }
-    let code = request.url.withCString { url in
-      request.body.withUnsafeBytes { body in
-        _ = curl.set(handle, CurlOption.url, url)
-        _ = curl.set(handle, CurlOption.httpHeader, headers)
-        _ = curl.set(handle, CurlOption.post, long: 1)
-        _ = curl.set(handle, CurlOption.postFieldSize, long: body.count)
-        _ = curl.set(handle, CurlOption.postFields, body.baseAddress ?? UnsafeRawPointer(bitPattern: 1))
-        _ = curl.set(handle, CurlOption.noSignal, long: 1)
-        _ = curl.set(handle, CurlOption.timeoutMs, long: request.timeoutMs)
-        _ = curl.set(handle, CurlOption.connectTimeoutMs, long: request.connectTimeoutMs)
-        _ = curl.set(handle, CurlOption.protocols, long: CurlOption.httpAndHTTPS)
-        _ = curl.set(handle, CurlOption.redirProtocols, long: CurlOption.httpAndHTTPS)
-        _ = curl.set(handle, CurlOption.writeFunction, unsafeBitCast(onBody, to: UnsafeRawPointer.self))
-        _ = curl.set(handle, CurlOption.writeData, box.toOpaque())
-        _ = curl.set(handle, CurlOption.headerFunction, unsafeBitCast(onHeader, to: UnsafeRawPointer.self))
-        _ = curl.set(handle, CurlOption.headerData, box.toOpaque())
-        return "push-outbox".withCString { agent in
-          _ = curl.set(handle, CurlOption.userAgent, agent)
-          return curl.easyPerform(handle)
-        }
-      }
+  /// One request, waited for on the calling thread.
+  package func post(_ request: HTTPRequest) -> PostResult {
+    let answer = Mutex<PostResult?>(nil)
+    let arrived = DispatchSemaphore(value: 0)
+    start(request) { result in
+      answer.withLock { $0 = result }
+      arrived.signal()
     }
-    var status = 0
-    _ = curl.info(handle, CurlOption.responseCode, &status)
-    guard code == 0 else {
-      // A complete status line and headers with a 2xx mean Braze accepted the batch, even when the
-      // body was cut off (reset mid-body, or over the 1 MiB we read): sending it again would
-      // duplicate it. What arrived is parsed for `errors`; an unreadable body counts as delivered.
-      if sink.headersDone && (200..<300).contains(status) {
-        return (.success(HTTPResponse(status: status, body: sink.body, headers: sink.headers)), false)
-      }
-      let text = curl.message(code)
-      return (.failure(code == CurlOption.timedOut ? .timeout(text) : .transport(text)), false)
-    }
-    return (.success(HTTPResponse(status: status, body: sink.body, headers: sink.headers)), true)
+    arrived.wait()
+    return answer.withLock { $0 } ?? .failure(.transport("no answer"))
   }
 }
 
-/// Idle easy handles (with their open connections), at most `limit` of them, held as addresses.
-private final class CurlHandles: Sendable {
-  private let idle = Mutex<[UInt]>([])
-  private let limit = 64
-
-  func take(_ curl: Curl) -> Curl.Handle? {
-    idle.withLock { $0.popLast() }.flatMap { Curl.Handle(bitPattern: $0) } ?? curl.easyInit()
-  }
-
-  /// Back into the pool after a request that got an answer; a failed one's handle is dropped.
-  func give(_ handle: Curl.Handle, _ curl: Curl) {
-    let address = UInt(bitPattern: handle)
-    let kept = idle.withLock { handles in
-      guard handles.count < limit else { return false }
-      handles.append(address)
-      return true
-    }
-    if !kept { curl.easyCleanup(handle) }
-  }
-}
-
-/// Collects a response inside libcurl's callbacks (on the one thread performing the request).
-private final class ResponseSink {
+/// Collects a response inside libcurl's callbacks (on the engine's thread).
+final class ResponseSink {
   var body: [UInt8] = []
   var headers: [String: String] = [:]
   /// The blank line after the final response's headers arrived.
   var headersDone = false
 }
 
-private let onBody: Curl.Callback = { data, size, count, user in
+let onBody: Curl.Callback = { data, size, count, user in
   guard let data, let user else { return 0 }
   let sink = Unmanaged<ResponseSink>.fromOpaque(user).takeUnretainedValue()
   let n = size * count
@@ -153,7 +111,7 @@ private let onBody: Curl.Callback = { data, size, count, user in
   return n
 }
 
-private let onHeader: Curl.Callback = { data, size, count, user in
+let onHeader: Curl.Callback = { data, size, count, user in
   guard let data, let user else { return 0 }
   let sink = Unmanaged<ResponseSink>.fromOpaque(user).takeUnretainedValue()
   let n = size * count

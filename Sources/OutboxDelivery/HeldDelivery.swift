@@ -46,12 +46,21 @@ package final class HeldDelivery {
   private let wakeup = DispatchSemaphore(value: 0)
   /// Held items by seq, oldest first.
   private var held: [Held] = []
-  private var flights: [Int: (seqs: [UInt64], users: Set<ByteKey>, token: Int)] = [:]
+  private struct Flight {
+    var seqs: [UInt64]
+    var users: Set<ByteKey>
+    var token: Int
+    var sentAt: Double
+  }
+  private var flights: [Int: Flight] = [:]
   private var usersInFlight: Set<ByteKey> = []
   /// Items given back (NAK) that must come back before a newer item of their user is sent:
   /// user → seq given back → wall-clock ms after which it is no longer awaited.
   private var awaited: [ByteKey: [UInt64: Int64]] = [:]
   private var pacing: Pacing
+  package private(set) var limit: ConcurrencyLimit
+  /// Monotonic seconds of the last moment every slot of the limit was taken (see `Deliverer`).
+  private var lastFull = -Double.infinity
   private var throttle: Throttle
   private var counter = 0
   package private(set) var stopReason: String?
@@ -66,6 +75,7 @@ package final class HeldDelivery {
     self.poster = poster
     self.batchLimit = max(1, batchLimit)
     pacing = Pacing(settings.rate)
+    limit = ConcurrencyLimit(fixed: settings.maxInFlight, rate: settings.rate)
     throttle = Throttle(
       backoffMs: settings.backoffMs, maxBackoffMs: settings.maxBackoffMs,
       configErrorBackoffMs: settings.configErrorBackoffMs)
@@ -116,14 +126,20 @@ package final class HeldDelivery {
 
   /// Starts every request the limits allow while this process may send: until the monotonic time
   /// `sendBy` (a fleet leader's lease, less a margin; nil: not at all). The time is checked again on
-  /// the background queue right before each request leaves: a process stopped (SIGSTOP) between
+  /// the HTTP thread right before each request is handed to libcurl (`HTTPRequest.notAfter`): a process stopped (SIGSTOP) between
   /// the two sends nothing once it resumes past its lease (issue 40 #4), and its items come back as
   /// a `.retry` with no setback, to be given back to the next leader.
   package func startRequests(sendBy: Double?) {
     guard let sendBy else { return }
-    while Clock.monotonicSeconds() < sendBy, stopReason == nil, flights.count < settings.maxInFlight,
-      !throttle.isPaused(clock.now()), pacing.blockedUntil(Clock.monotonicSeconds()) == nil, startOne(sendBy: sendBy)
-    {}
+    while Clock.monotonicSeconds() < sendBy, stopReason == nil, !throttle.isPaused(clock.now()),
+      pacing.blockedUntil(Clock.monotonicSeconds()) == nil
+    {
+      guard flights.count < limit.value else {
+        lastFull = Clock.monotonicSeconds()
+        return
+      }
+      guard startOne(sendBy: sendBy) else { return }
+    }
   }
 
   /// Seconds until the limiter frees a slot, when it alone holds a request back.
@@ -157,8 +173,10 @@ package final class HeldDelivery {
     for index in chosen { held[index].sending = true }
     usersInFlight.formUnion(users)
     counter += 1
-    let token = pacing.record(Clock.monotonicSeconds())
-    flights[counter] = (items.map(\.seq), users, token)
+    let sentAt = Clock.monotonicSeconds()
+    let token = pacing.record(sentAt)
+    flights[counter] = Flight(seqs: items.map(\.seq), users: users, token: token, sentAt: sentAt)
+    if flights.count >= self.limit.value { lastFull = sentAt }
     send(counter, items, sendBy: sendBy)
     return true
   }
@@ -175,16 +193,15 @@ package final class HeldDelivery {
       batch.seqs = items.map(\.seq)
       var body: [UInt8] = []
       batch.appendBody(to: &body)
-      let request = HTTPRequest(url: url, bearer: key, body: body, timeoutMs: timeout, connectTimeoutMs: connect)
-      let result: Result<HTTPResponse, DeliveryFailure> =
-        Clock.monotonicSeconds() < sendBy ? poster.post(request) : .failure(.notSent(Self.leaseEnded))
-      inbox.put(Completion(id: id, batch: batch, result: result, answeredAt: Clock.monotonicSeconds()))
-      wakeup.signal()
+      var request = HTTPRequest(url: url, bearer: key, body: body, timeoutMs: timeout, connectTimeoutMs: connect)
+      request.notAfter = sendBy
+      let sent = batch
+      poster.start(request) { result in
+        inbox.put(Completion(id: id, batch: sent, result: result, answeredAt: Clock.monotonicSeconds()))
+        wakeup.signal()
+      }
     }
   }
-
-  /// Why a request was not sent: the time allowed to send had passed when it was about to leave.
-  static let leaseEnded = "not sent: the leader's lease ended before the request could leave"
 
   /// Blocks until an answer arrives or `seconds` pass.
   package func waitForAnswer(seconds: Double) { _ = wakeup.wait(timeout: .now() + seconds) }
@@ -200,6 +217,11 @@ package final class HeldDelivery {
     guard let flight = flights.removeValue(forKey: completion.id) else { return nil }
     usersInFlight.subtract(flight.users)
     pacing.answered(flight.token, at: completion.answeredAt)
+    if let signal = ConcurrencyLimit.signal(completion.result) {
+      limit.record(
+        signal, roundTrip: completion.answeredAt - flight.sentAt, atLimit: lastFull >= flight.sentAt,
+        now: completion.answeredAt)
+    }
     switch completion.result {
     case .success(let response): requestsByCode[String(response.status), default: 0] += 1
     case .failure: requestsByCode["error", default: 0] += 1

@@ -41,7 +41,7 @@ final class PickingQueue {
   /// How long a scan that found nothing keeps the next ones from running (without an answer).
   static let quietSeconds = 0.005
   /// Rows a scan looks at, at most.
-  static let scanRows = 2048
+  static let scanRows = 8192
 
   init(store: Store, batchLimit: Int, mode: TrackBatchMode) {
     self.store = store

@@ -42,8 +42,17 @@ package struct MetricsAddress: Sendable, Equatable {
     return address
   }
 
-  /// 127.0.0.0/8 or ::1.
-  package var isLoopback: Bool { v6 ? host == "::1" : host.hasPrefix("127.") }
+  /// 127.0.0.0/8, ::1, or IPv4-mapped loopback (::ffff:127.0.0.0/104), judged on the parsed bytes.
+  package var isLoopback: Bool {
+    guard let storage = sockaddr() else { return false }
+    return withUnsafeBytes(of: storage) { raw in
+      if !v6 { return raw[4] == 127 }  // sin_addr follows the family and the port
+      let a = Array(raw[8..<24])  // sin6_addr follows the family, the port and the flow info
+      let loopback6 = a[0..<15].allSatisfy { $0 == 0 } && a[15] == 1
+      let mapped = a[0..<10].allSatisfy { $0 == 0 } && a[10] == 0xff && a[11] == 0xff && a[12] == 127
+      return loopback6 || mapped
+    }
+  }
 
   fileprivate func sockaddr() -> sockaddr_storage? {
     var storage = sockaddr_storage()
@@ -64,16 +73,17 @@ package struct MetricsAddress: Sendable, Equatable {
   }
 }
 
-/// The HTTP side of `/metrics`: one background thread accepting one connection at a time and
-/// answering it from the `MetricsBoard`, never touching the loop's state.
+/// The HTTP side of `/metrics`: one background thread serving every connection at once with
+/// `poll`, answering from the `MetricsBoard`, never touching the loop's state.
 ///
-/// Hostile input is bounded: a request head over 8 KiB gets 400, a client gets 2 seconds in all to
-/// send its head (a slow one is cut off; the next waits at most that long), and every answer closes
-/// the connection. `GET /metrics` (or `HEAD`) → 200; any other well-formed request → 404; anything
-/// unparsable → 400.
+/// Hostile input is bounded: at most `maxConnections` are open (a new one closes the oldest), each
+/// gets 2 seconds from its accept to send its request head (else 408) and at most 8 KiB for it (else
+/// 431), so neither slow nor many clients keep a scrape waiting. Only the head is read; each
+/// connection gets one answer with `Connection: close`, and whatever follows the head (a pipelined
+/// request, a body) is discarded unread (`MetricsConnection`). `GET /metrics` (or `HEAD`) → 200;
+/// any other well-formed request → 404; anything unparsable → 400.
 package final class MetricsListener: Sendable {
-  static let maxRequestBytes = 8192
-  static let requestSeconds = 2.0
+  static let maxConnections = 64
 
   private let fd: Int32
   package let port: UInt16
@@ -97,7 +107,7 @@ package final class MetricsListener: Sendable {
     let bound = withUnsafePointer(to: &storage) {
       $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
     }
-    guard bound == 0, listen(fd, 16) == 0 else {
+    guard bound == 0, listen(fd, 128) == 0, fcntl(fd, F_SETFL, O_NONBLOCK) == 0 else {
       let text = errnoText(errno)
       close(fd)
       throw .refused(
@@ -121,107 +131,76 @@ package final class MetricsListener: Sendable {
   }
 
   private func serve() {
+    var connections: [MetricsConnection] = []
+    while true {
+      var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+      fds += connections.map { pollfd(fd: $0.fd, events: $0.events, revents: 0) }
+      let ready = poll(&fds, nfds_t(fds.count), Self.pollTimeoutMs(connections))
+      if ready < 0 && errno != EINTR { usleep(10_000) }  // never spin
+      let now = Clock.monotonicSeconds()
+      for i in connections.indices where fds[i + 1].revents != 0 || now >= connections[i].deadline {
+        connections[i].step(now: now) { answer($0) }
+      }
+      connections.removeAll { $0.phase == .closed }
+      if fds[0].revents != 0 { acceptWaiting(into: &connections, now: now) }
+    }
+  }
+
+  /// Milliseconds until the nearest connection's deadline (-1: none open).
+  private static func pollTimeoutMs(_ connections: [MetricsConnection]) -> Int32 {
+    guard let nearest = connections.map(\.deadline).min() else { return -1 }
+    return Int32(clamping: Int(max(0, nearest - Clock.monotonicSeconds()) * 1000) + 1)
+  }
+
+  /// Takes every waiting connection, non-blocking; when full, the oldest open one makes room.
+  private func acceptWaiting(into connections: inout [MetricsConnection], now: Double) {
     while true {
       let client = accept(fd, nil, nil)
       if client < 0 {
         if errno == EINTR || errno == ECONNABORTED { continue }
-        usleep(10_000)  // EMFILE and the like: wait, never spin or stop
-        continue
+        // EAGAIN: none left. EMFILE and the like: wait a little, or the next poll returns at once.
+        if errno != EAGAIN && errno != EWOULDBLOCK { usleep(10_000) }
+        return
       }
+      _ = fcntl(client, F_SETFL, fcntl(client, F_GETFL) | O_NONBLOCK)
+      _ = fcntl(client, F_SETFD, FD_CLOEXEC)
       #if canImport(Darwin)
       var one: Int32 = 1
       setsockopt(client, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
       #endif
-      answer(client)
-      close(client)
-    }
-  }
-
-  private func answer(_ client: Int32) {
-    let deadline = Clock.monotonicSeconds() + Self.requestSeconds
-    var head: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 2048)
-    while !Self.endsHead(head) {
-      guard head.count <= Self.maxRequestBytes else { return reply(client, 400, "request too large\n") }
-      let left = deadline - Clock.monotonicSeconds()
-      guard left > 0 else { return reply(client, 400, "request timed out\n") }
-      var p = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
-      let ready = poll(&p, 1, Int32(max(1, left * 1000)))
-      if ready < 0 && errno == EINTR { continue }
-      guard ready > 0 else { return reply(client, 400, "request timed out\n") }
-      let n = chunk.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
-      if n < 0 && errno == EINTR { continue }
-      guard n > 0 else { return }
-      head.append(contentsOf: chunk[0..<n])
-    }
-    guard head.count <= Self.maxRequestBytes, let request = Self.parse(head) else {
-      return reply(client, 400, "bad request\n")
-    }
-    let path = request.target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
-    guard request.method == "GET" || request.method == "HEAD", path == "/metrics" else {
-      return reply(client, 404, "not found; try GET /metrics\n")
-    }
-    let format = MetricsFormat.negotiate(accept: request.accept)
-    reply(client, 200, board.text(format), type: format.contentType, head: request.method == "HEAD")
-  }
-
-  /// True once the bytes hold a blank line (the end of the request head).
-  private static func endsHead(_ bytes: [UInt8]) -> Bool {
-    guard bytes.count >= 2 else { return false }
-    var i = 1
-    while i < bytes.count {
-      if bytes[i] == 10 && (bytes[i - 1] == 10 || (i >= 2 && bytes[i - 1] == 13 && bytes[i - 2] == 10)) { return true }
-      i += 1
-    }
-    return false
-  }
-
-  /// The request line and the `Accept` header, or nil when the head is not HTTP/1.x.
-  static func parse(_ head: [UInt8]) -> (method: String, target: String, accept: String?)? {
-    guard head.allSatisfy({ $0 == 9 || $0 == 10 || $0 == 13 || ($0 >= 32 && $0 < 127) }) else { return nil }
-    // Bytes, not Characters: "\r\n" is one Character in Swift.
-    let lines = head.split(separator: 10, omittingEmptySubsequences: false).map { line in
-      String(decoding: line.last == 13 ? line.dropLast() : line, as: UTF8.self)
-    }
-    guard let first = lines.first else { return nil }
-    let parts = first.split(separator: " ", omittingEmptySubsequences: false)
-    guard parts.count == 3, !parts[0].isEmpty, parts[0].allSatisfy({ $0.isUppercase }), parts[1].hasPrefix("/"),
-      parts[2] == "HTTP/1.1" || parts[2] == "HTTP/1.0"
-    else { return nil }
-    var accept: String? = nil
-    for line in lines.dropFirst() where !line.isEmpty {
-      guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else { return nil }
-      if line[..<colon].lowercased() == "accept" {
-        accept = (accept.map { $0 + "," } ?? "") + line[line.index(after: colon)...]
+      if connections.count >= Self.maxConnections {
+        connections[0].drop()  // the oldest: they are kept in accept order
+        connections.removeFirst()
       }
+      connections.append(MetricsConnection(fd: client, now: now))
     }
-    return (String(parts[0]), String(parts[1]), accept)
   }
 
-  private func reply(
-    _ client: Int32, _ status: Int, _ body: String, type: String = "text/plain; charset=utf-8",
-    head: Bool = false
-  ) {
-    let reason = status == 200 ? "OK" : status == 404 ? "Not Found" : "Bad Request"
+  /// The whole answer to what a connection sent: 200, 404, 400, 408 (head not in time), 431.
+  private func answer(_ parsed: HTTPRequestHead.Parse) -> [UInt8] {
+    switch parsed {
+    case .incomplete: return Self.reply(408, "request timed out\n")
+    case .tooLarge: return Self.reply(431, "request head too large\n")
+    case .malformed: return Self.reply(400, "bad request\n")
+    case .head(let request, _):
+      let path = request.target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
+      guard request.method == "GET" || request.method == "HEAD", path == "/metrics" else {
+        return Self.reply(404, "not found; try GET /metrics\n")
+      }
+      let format = MetricsFormat.negotiate(accept: request.accept)
+      return Self.reply(200, board.text(format), type: format.contentType, head: request.method == "HEAD")
+    }
+  }
+
+  private static func reply(
+    _ status: Int, _ body: String, type: String = "text/plain; charset=utf-8", head: Bool = false
+  ) -> [UInt8] {
+    let reasons = [200: "OK", 404: "Not Found", 408: "Request Timeout", 431: "Request Header Fields Too Large"]
     let bytes = Array(body.utf8)
     var out = Array(
-      "HTTP/1.1 \(status) \(reason)\r\nContent-Type: \(type)\r\nContent-Length: \(bytes.count)\r\nConnection: close\r\n\r\n"
-        .utf8)
+      ("HTTP/1.1 \(status) \(reasons[status] ?? "Bad Request")\r\nContent-Type: \(type)\r\n"
+        + "Content-Length: \(bytes.count)\r\nConnection: close\r\n\r\n").utf8)
     if !head { out += bytes }
-    var done = 0
-    let deadline = Clock.monotonicSeconds() + Self.requestSeconds
-    while done < out.count, Clock.monotonicSeconds() < deadline {
-      var p = pollfd(fd: client, events: Int16(POLLOUT), revents: 0)
-      guard poll(&p, 1, 500) > 0 else { continue }
-      #if canImport(Darwin)
-      let flags: Int32 = 0
-      #else
-      let flags = Int32(MSG_NOSIGNAL)
-      #endif
-      let n = out.withUnsafeBytes { send(client, $0.baseAddress! + done, $0.count - done, flags) }
-      if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
-      guard n > 0 else { return }
-      done += n
-    }
+    return out
   }
 }

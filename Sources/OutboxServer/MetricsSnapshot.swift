@@ -16,6 +16,9 @@ package struct MetricsSnapshot: Sendable {
   package var deadLetters: [String: Int] = [:]
   var deliveredObjects: UInt64 = 0
   var brazeRequests: [String: UInt64] = [:]
+  /// Delivery's requests in flight, its concurrency limit and smoothed round trip (seconds); nil
+  /// without delivery.
+  var delivery: (inFlight: Int, limit: Int, roundTrip: Double?)?
   /// The whole store directory (`Store.storeBytes`), and `--max-store-bytes` when set.
   package var storeBytes: Int64 = 0
   var storeMaxBytes: Int64?

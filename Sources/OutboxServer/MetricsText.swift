@@ -53,6 +53,17 @@ package enum MetricsText {
     for (code, n) in s.brazeRequests.sorted(by: { $0.key < $1.key }) {
       w.sample("push_outbox_braze_requests_total", [("code", code)], n)
     }
+    if let delivery = s.delivery {
+      w.family("push_outbox_delivery_in_flight", .gauge, "Requests to Braze in flight now.")
+      w.sample("push_outbox_delivery_in_flight", [], UInt64(max(0, delivery.inFlight)))
+      w.family(
+        "push_outbox_delivery_concurrency_limit", .gauge,
+        "Requests that may be in flight now (adaptive, or --braze-max-in-flight).")
+      w.sample("push_outbox_delivery_concurrency_limit", [], UInt64(max(0, delivery.limit)))
+      w.family(
+        "push_outbox_delivery_round_trip_seconds", .gauge, "Smoothed round trip of Braze's successful answers.")
+      w.sample("push_outbox_delivery_round_trip_seconds", [], delivery.roundTrip ?? 0)
+    }
     w.family("push_outbox_store_bytes", .gauge, "Bytes of the store directory: segments, checkpoint, quarantine.")
     w.sample("push_outbox_store_bytes", [], UInt64(max(0, s.storeBytes)))
     if let cap = s.storeMaxBytes {

@@ -53,12 +53,12 @@ package struct RequestLoop<T: Transport> {
   /// One turn: the periodic work, one wait for input, and a write when the burst is done.
   private mutating func step(timeoutMs: Int32) -> StopReason? {
     // The last batch, answered by the last flush, may have held `exit`.
-    if let stop = stopRequested() { return flush() && finishLongCalls() ? stop : .outputClosed }
+    if let requested = stopRequested() { return stop(requested) }
     server.service.tick(now: server.service.clock.now(), busy: busy)
     let server = self.server
     let timeoutMs = server.service.longCalls.output.isEmpty ? timeoutMs : 0  // a long call's reply waits
     let event = read(timeoutMs: timeoutMs)
-    if let stop = stopRequested() { return flush() && finishLongCalls() ? stop : .outputClosed }
+    if let requested = stopRequested() { return stop(requested) }
     switch event {
     case .data:
       if outputLost { return .outputClosed }
@@ -71,14 +71,22 @@ package struct RequestLoop<T: Transport> {
       busy = false
       return flush() ? nil : .outputClosed
     case .signal:
-      return flush() && finishLongCalls() ? .signal : .outputClosed
+      return stop(.signal)
     case .endOfInput:
       framer.finish { batch.append($0) }
       handleBatch()
-      guard flush() && finishLongCalls() else { return .outputClosed }
-      server.service.drainDelivery()  // --deliver: what is pending still goes, up to --drain-timeout
-      return .endOfInput
+      return stop(.endOfInput)
     }
+  }
+
+  /// The last flush before stopping for `reason`. That flush may answer the batch posted to the
+  /// second thread, or the framer's last message at end of input: an `exit` there is the reason, as
+  /// with one thread when `exit` came in an earlier read.
+  private mutating func stop(_ reason: StopReason) -> StopReason {
+    guard flush() && finishLongCalls() else { return .outputClosed }
+    if server.service.lifecycle.exitCode != nil { return .exitRequested }
+    if reason == .endOfInput { server.service.drainDelivery() }  // --deliver: pending items still go, up to --drain-timeout
+    return reason
   }
 
   /// Waits for input and handles what one read brings: as one batch with a second thread

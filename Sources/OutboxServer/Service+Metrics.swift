@@ -5,7 +5,8 @@ import OutboxSupport
 package final class MetricsExport {
   let board: MetricsBoard
   let listener: MetricsListener?
-  package let file: String?
+  /// `--metrics-file`, written off the loop.
+  let file: MetricsFileWriter?
   /// Monotonic seconds of the last publish, and of the last file write.
   var publishedAt = -Double.infinity
   var writtenAt = -Double.infinity
@@ -19,11 +20,13 @@ package final class MetricsExport {
   init(board: MetricsBoard, listener: MetricsListener?, file: String?) {
     self.board = board
     self.listener = listener
-    self.file = file
+    self.file = file.map(MetricsFileWriter.init(path:))
   }
 
   /// The loop publishes at most this often.
   static let publishInterval = 0.1
+  /// How long the exit waits for the last metrics file write.
+  static let exitWriteSeconds = 2.0
 }
 
 extension Service {
@@ -58,10 +61,17 @@ extension Service {
     metrics.board.publish(snapshot)
     if let file = metrics.file, force || now - metrics.writtenAt >= config.snapshotInterval {
       metrics.writtenAt = now
-      if !MetricsFile.write(MetricsText.render(snapshot, format: .prometheus, nowMs: clock.now()), to: file) {
-        log.warn("cannot write the metrics file \(file)")
+      if !file.submit(MetricsText.render(snapshot, format: .prometheus, nowMs: clock.now())) {
+        log.warn("cannot write the metrics file \(file.path)")
       }
     }
+  }
+
+  /// At exit: the last metrics file write gets a short while to land (it runs off the loop, and a
+  /// hung file system must not hold the exit).
+  func finishMetrics() {
+    guard let file = metrics?.file, !file.drain(seconds: MetricsExport.exitWriteSeconds) else { return }
+    log.warn("the metrics file \(file.path) was not written at exit")
   }
 
   /// Milliseconds until a publish is due for changes not yet published, or -1.
@@ -108,6 +118,7 @@ extension Service {
     let summary = delivery?.summary
     s.deliveredObjects = UInt64(max(0, summary?.delivered ?? 0))
     for (code, n) in summary?.requestsByCode ?? [:] { s.brazeRequests[code] = UInt64(max(0, n)) }
+    s.delivery = summary.map { ($0.inFlight, $0.concurrencyLimit, $0.roundTripMs.map { $0 / 1000 }) }
     s.storeBytes = Int64(store.storeBytes)
     s.storeMaxBytes = disk == nil ? nil : store.cap.map { Int64($0.max) }
     s.journalFsync = DurationHistogram.journalFsync.value

@@ -110,6 +110,7 @@ package final class Service {
     }
     disk?.finish(store, now: clock.now())
     publishMetrics(force: true)
+    finishMetrics()
   }
 
   /// The shorter of two poll timeouts (-1: none).

@@ -55,6 +55,8 @@ package final class Disk {
   private let journal: Journal
   private let interval: Double
   private let loadImageMinBytes: Int?
+  /// `store.id`, which a load image records (nil: none is written).
+  private let identity: [UInt8]?
   private var savedVersion: UInt64
   private var nextDue: Double
   private let queue = DispatchQueue(label: "push-outbox.snapshot")
@@ -87,6 +89,7 @@ package final class Disk {
     lock = try StoreLock(directory: directory)
     let outcome = try Recovery.run(directory: directory, store: store, acceptLoss: options.acceptLoss, log: log)
     if let image = outcome.discardedImage { queue.async { unlink(image) } }
+    identity = outcome.identity ?? StoreIdentity.create(directory: directory, log: log)
     journal = Journal(
       directory: directory, policy: options.fsync, segments: outcome.segments,
       rotateAt: store.cap?.segmentLimit ?? Journal.segmentLimit)
@@ -160,7 +163,9 @@ package final class Disk {
   /// `load.image` for the next start, when the store is large and its last checkpoint describes it as
   /// it is (the final snapshot succeeded), and the image fits under `--max-store-bytes`.
   private func writeLoadImage(_ store: Store) {
-    guard let minimum = loadImageMinBytes, store.version == savedVersion, inFlight == nil else { return }
+    guard let minimum = loadImageMinBytes, let identity, store.version == savedVersion, inFlight == nil else {
+      return
+    }
     let size = LoadImage.estimatedBytes(store.items)
     guard size >= minimum else { return }
     if let cap = store.cap, size > cap.max - StoreCap.measure(directory) {
@@ -169,7 +174,8 @@ package final class Disk {
     }
     do {
       guard let checkpoint = try FileIO.read(directory + "/" + Checkpoint.fileName) else { return }
-      try LoadImage.write(store.items, segments: journal.segments, checkpoint: checkpoint, directory: directory)
+      try LoadImage.write(
+        store.items, segments: journal.segments, checkpoint: checkpoint, identity: identity, directory: directory)
       log.info("wrote \(LoadImage.fileName): \(store.items.table.liveCount) rows")
     } catch {
       log.warn("no \(LoadImage.fileName): \(error)")

@@ -33,12 +33,12 @@ extension LoadImage {
   /// decoded as `decoded`) and the segments of these first seqs, in order, as large as they are now.
   /// nil when there is none (the segments are then not looked at).
   static func read(
-    directory: String, checkpoint: [UInt8], decoded: Checkpoint, segments firsts: [UInt64]
+    directory: String, checkpoint: [UInt8], decoded: Checkpoint, segments firsts: [UInt64], identity: [UInt8]
   ) throws(Refusal) -> LoadedImage? {
     guard let input = ImageInput(path: directory + "/" + fileName) else { return nil }
     let files = firsts.map { (first: $0, bytes: FileIO.size(directory + "/" + SegmentFormat.name(first: $0))) }
-    var reader = ImageReader(input: input)
-    let image = try reader.header(checkpoint: checkpoint, decoded: decoded, files: files)
+    var reader = ImageReader(input: input, directory: directory)
+    let image = try reader.header(checkpoint: checkpoint, decoded: decoded, files: files, identity: identity)
     return try reader.body(image, decoded: decoded)
   }
 }
@@ -46,22 +46,26 @@ extension LoadImage {
 /// The checks and rebuilding, section by section (the layout is in `LoadImage`).
 private struct ImageReader {
   let input: ImageInput
+  let directory: String
   var rows = 0
   var reasons = 0
 
   mutating func header(
-    checkpoint: [UInt8], decoded: Checkpoint, files: [(first: UInt64, bytes: Int)]
+    checkpoint: [UInt8], decoded: Checkpoint, files: [(first: UInt64, bytes: Int)], identity: [UInt8]
   ) throws(LoadImage.Refusal) -> LoadedImage {
     guard try input.bytes(8).elementsEqual(LoadImage.magic), try input.int(4) == UInt64(LoadImage.version),
       try input.int(4) == 0
     else { throw .stale("not a load image of this version") }
+    guard try input.bytes(StoreIdentity.byteCount).elementsEqual(identity) else {
+      throw .stale("written by another store (\(StoreIdentity.fileName))")
+    }
     guard try input.int() == UInt64(checkpoint.count), try input.int(4) == UInt64(CRC32C.checksum(checkpoint)),
       try input.int(4) == 0
     else { throw .stale("written beside another checkpoint") }
     var image = LoadedImage()
     image.nextSeq = try input.int()
     rows = try input.count(perItem: LoadImage.rowHeaderSize)
-    let segments = try input.count(perItem: 56)
+    let segments = try input.count(perItem: LoadImage.segmentEntrySize)
     reasons = try input.count(perItem: 12)
     guard image.nextSeq == decoded.nextSeq, decoded.coversSeq &+ 1 == decoded.nextSeq, segments == files.count else {
       throw .stale("the checkpoint or the segments changed since it was written")
@@ -70,13 +74,20 @@ private struct ImageReader {
       var info = SegmentInfo(first: try input.int(), bytes: try input.count(), items: try input.count())
       (info.dead, info.changed, info.otherBytes) = (try input.count(), try input.count(), try input.count())
       let damaged = try input.int()
-      guard info.first == file.first, info.bytes == file.bytes, damaged <= 1 else {
+      let tail = try input.int()
+      guard info.first == file.first, info.bytes == file.bytes, damaged <= 1, tail == tailChecksum(file) else {
         throw .stale("segment \(SegmentFormat.name(first: file.first)) changed since it was written")
       }
       info.damaged = damaged == 1
       image.segments.append(info)
     }
     return image
+  }
+
+  /// The segment's tail checksum now (never a checksum's value when it cannot be read).
+  private func tailChecksum(_ file: (first: UInt64, bytes: Int)) -> UInt64 {
+    let path = directory + "/" + SegmentFormat.name(first: file.first)
+    return (try? LoadImage.tailChecksum(path, bytes: file.bytes)).map(UInt64.init) ?? .max
   }
 
   mutating func body(_ start: LoadedImage, decoded: Checkpoint) throws(LoadImage.Refusal) -> LoadedImage {
@@ -203,96 +214,5 @@ private struct RestoredTable {
       total += Int(count) * table.length(UInt32(number))
     }
     return total
-  }
-}
-
-/// The image file, read a few MiB at a time and checksummed as it is read.
-private final class ImageInput {
-  private let fd: Int32
-  private var memory: UnsafeMutableRawPointer
-  private var capacity = 4 << 20
-  private var start = 0
-  private var end = 0
-  /// File bytes not read yet, and how many of those the checksum covers (all but the trailer).
-  private var unread: Int
-  private var unsummed: Int
-  private var crc: UInt32 = 0
-
-  /// nil when there is no image (or no regular file by its name).
-  init?(path: String) {
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-    guard fd >= 0 else { return nil }
-    var info = stat()
-    guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-      close(fd)
-      return nil
-    }
-    unread = Int(info.st_size)
-    unsummed = max(0, unread - LoadImage.trailerSize)
-    memory = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
-  }
-
-  deinit {
-    close(fd)
-    memory.deallocate()
-  }
-
-  /// The next `count` bytes, valid until the next read.
-  func bytes(_ count: Int) throws(LoadImage.Refusal) -> UnsafeRawBufferPointer {
-    if end - start < count { try fill(count) }
-    defer { start += count }
-    return UnsafeRawBufferPointer(start: memory + start, count: count)
-  }
-
-  /// A little-endian unsigned integer of `size` bytes.
-  func int(_ size: Int = 8) throws(LoadImage.Refusal) -> UInt64 {
-    let bytes = try bytes(size)
-    var value: UInt64 = 0
-    for byte in bytes.reversed() { value = value << 8 | UInt64(byte) }
-    return value
-  }
-
-  /// A count of things of at least `perItem` bytes each, which the rest of the file can hold.
-  func count(perItem: Int) throws(LoadImage.Refusal) -> Int {
-    let value = try int()
-    guard value <= UInt64(unread + end - start) / UInt64(perItem) else { throw .damaged("a count past its end") }
-    return Int(value)
-  }
-
-  /// A size or count kept for the store's bookkeeping.
-  func count() throws(LoadImage.Refusal) -> Int {
-    let value = try int()
-    guard value < 1 << 48 else { throw .damaged("a count out of range") }
-    return Int(value)
-  }
-
-  /// The trailer: the checksum of everything before it, then the end mark, then nothing.
-  func finish() throws(LoadImage.Refusal) {
-    let trailer = try bytes(LoadImage.trailerSize)
-    guard unread == 0, start == end, unsummed == 0,
-      trailer.loadUnaligned(as: UInt32.self).littleEndian == crc, trailer[4...].elementsEqual(LoadImage.endMagic)
-    else { throw .damaged("its checksum does not match") }
-  }
-
-  private func fill(_ count: Int) throws(LoadImage.Refusal) {
-    let kept = end - start
-    guard count - kept <= unread else { throw .damaged("it ends early") }
-    if count > capacity {
-      let grown = UnsafeMutableRawPointer.allocate(byteCount: count, alignment: 16)
-      grown.copyMemory(from: memory + start, byteCount: kept)
-      memory.deallocate()
-      (memory, capacity) = (grown, count)
-    } else if kept > 0 {
-      memmove(memory, memory + start, kept)
-    }
-    (start, end) = (0, kept)
-    while end < count {
-      let n = read(fd, memory + end, min(capacity - end, unread))
-      if n < 0 && errno == EINTR { continue }
-      guard n > 0 else { throw .damaged("unreadable (\(n < 0 ? String(cString: strerror(errno)) : "short"))") }
-      let summed = min(n, unsummed)
-      crc = CRC32C.checksum(UnsafeRawBufferPointer(start: memory + end, count: summed), continuing: crc)
-      (unsummed, unread, end) = (unsummed - summed, unread - n, end + n)
-    }
   }
 }

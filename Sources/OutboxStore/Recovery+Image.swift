@@ -14,10 +14,13 @@ extension Recovery {
   mutating func loadImage(_ firsts: [UInt64]) -> Bool {
     let path = directory + "/" + LoadImage.fileName
     defer { discardImage(path) }
-    guard let checkpoint = outcome.checkpoint, let bytes = checkpointBytes else { return false }
+    guard let checkpoint = outcome.checkpoint, let bytes = checkpointBytes, let identity = outcome.identity else {
+      return false
+    }
     do throws(LoadImage.Refusal) {
       guard
-        let image = try LoadImage.read(directory: directory, checkpoint: bytes, decoded: checkpoint, segments: firsts)
+        let image = try LoadImage.read(
+          directory: directory, checkpoint: bytes, decoded: checkpoint, segments: firsts, identity: identity)
       else { return false }
       store.items.install(image)
       outcome.segments = image.segments
@@ -38,7 +41,7 @@ extension Recovery {
   /// being written back, took 0.2 s and more of a start. A renamed image a kill leaves is a temporary
   /// file, removed at the next start. Under `--max-store-bytes` it goes at once: the cap counts every file.
   private mutating func discardImage(_ path: String) {
-    let temp = path + ".old.tmp." + String(getpid())  // not the name this process writes its image under
+    let temp = FileIO.temporaryName(beside: path + ".old")  // random: nothing planted there is replaced
     if store.cap == nil && rename(path, temp) == 0 {
       outcome.discardedImage = temp
     } else {

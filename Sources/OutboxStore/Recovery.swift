@@ -23,6 +23,8 @@ struct RecoveryOutcome {
   package var fromImage = false
   /// Where the image was moved to be deleted off the start's path (`Recovery.discardImage`).
   package var discardedImage: String?
+  /// The store's identity (`store.id`); nil when it has none yet (`Disk` writes one once it opened).
+  package var identity: [UInt8]?
 }
 
 /// Rebuilds the store at start from `checkpoint.json` and the `segment.*` files (format 2), after
@@ -70,6 +72,7 @@ struct Recovery {
     let names = try list()
     try StoreFiles.checkVersions(directory: directory, names: names)
     StoreFiles.removeTemporaries(directory: directory, names: names)
+    outcome.identity = StoreIdentity.read(directory: directory)
     outcome.checkpoint = loadCheckpoint(names)
     if let key = outcome.checkpoint?.idKey { store.items.idKey = key }  // before any row: ids recomputed, not held
     if UpgradeV1.hasFormatV1Files(names) {

@@ -114,9 +114,7 @@ package enum FileIO {
   package static func writeAtomically(
     _ bytes: [UInt8], to path: String, directory: String, keepingPrevious previous: String? = nil, sync: Bool = true
   ) throws(FileError) {
-    let temp = path + ".tmp." + String(getpid())
-    if unlink(temp) != 0 && errno != ENOENT { throw FileError(operation: "unlink", path: temp, code: errno) }
-    let fd = try createExclusive(temp, append: false)
+    let (fd, temp) = try createTemporary(beside: path)
     do throws(FileError) {
       try writeAll(fd, bytes, path: temp)
       if sync { try FileIO.sync(fd, path: temp) }
@@ -149,6 +147,31 @@ package enum FileIO {
     let fd = open(path, flags, 0o600)
     if fd < 0 { throw FileError(operation: "create", path: path, code: errno) }
     return fd
+  }
+
+  /// A name for a temporary file beside `path`: `PATH.tmp.` and 16 random hex digits, so nothing can
+  /// be planted at it in advance (`.tmp.` marks what `StoreFiles.removeTemporaries` removes).
+  package static func temporaryName(beside path: String) -> String {
+    let suffix = String(UInt64.random(in: .min ... .max), radix: 16)
+    return path + ".tmp." + String(repeating: "0", count: 16 - suffix.utf8.count) + suffix
+  }
+
+  /// Creates a new temporary file beside `path` under a fresh random name (`temporaryName`), with
+  /// `O_EXCL | O_NOFOLLOW`: whatever is planted in the directory (a FIFO, a symlink) is never opened,
+  /// so the open cannot block or write elsewhere. Returns its descriptor and its path.
+  package static func createTemporary(
+    beside path: String, mode: Int = 0o600
+  ) throws(FileError) -> (fd: Int32, path: String) {
+    var attempts = 0
+    while true {
+      let temp = temporaryName(beside: path)
+      let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode_t(mode))
+      if fd >= 0 { return (fd, temp) }
+      attempts += 1
+      guard errno == EEXIST || errno == EINTR, attempts < 8 else {
+        throw FileError(operation: "create", path: temp, code: errno)
+      }
+    }
   }
 
   /// Creates a directory and its parents (mode 0700 for new ones).

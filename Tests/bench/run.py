@@ -21,6 +21,9 @@ Sections, on the realistic mix (saveCustomEvent with a `user` on every line) unl
   first_reply    spawn to the status reply with N and 2N items pending, and peak RSS
   delivery       realistic saves onto a fresh store, delivery off vs --deliver against a local Braze
                  stub, and the cold start with delivery configured
+  drain          a 200k backlog delivered by `push-outbox deliver` to a fake /users/track answering after 0, 20,
+                 100 and 250 ms, and --deliver while saving: objects/s, requests in flight, CPU per 100k
+                 objects, the busiest rate window, duplicates (drain.py, track_fake.py)
   instructions   (only with --callgrind) instructions per save under callgrind, both mixes and modes
 Each figure prints as min / median / max over its runs and as a ratio to a figure of the same run.
 The suite asserts only correctness (every request answered, exact reply counts, no error replies,
@@ -36,6 +39,7 @@ import tempfile
 import time
 
 import delivery
+import drain
 import inputs
 import instructions
 import latency
@@ -46,7 +50,8 @@ import throughput
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-SECTIONS = ["realistic", "nouser", "backlog", "mixed", "bytes_per_item", "latency", "cold_start", "first_reply", "delivery"]
+SECTIONS = ["realistic", "nouser", "backlog", "mixed", "bytes_per_item", "latency", "cold_start", "first_reply", "delivery",
+            "drain"]
 OPTIONAL = ["instructions", "scale"]
 
 
@@ -158,6 +163,7 @@ def run_sections(ctx, wanted, out):
         "cold_start": lambda: latency.cold_start(ctx),
         "first_reply": lambda: latency.first_reply(ctx, cold_store_figure(done)),
         "delivery": lambda: delivery.delivery(ctx, realistic()),
+        "drain": lambda: drain.drain(ctx),
         "instructions": lambda: instructions.instructions(ctx),
         "scale": lambda: scale.scale(ctx, realistic()),
     }

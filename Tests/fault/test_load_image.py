@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 from pathlib import Path
 
@@ -172,3 +173,64 @@ def test_an_image_the_disk_refuses_is_skipped_and_nothing_is_lost(outbox_bin: Pa
     flushed = flush_all(outbox_bin, store, "--log-level", "info")
     assert LOADED not in flushed.stderr
     assert {item["id"] for item in flushed.items} == set(model)
+
+
+TWIN = ["--fixed-clock", "2026-01-01T00:00:00Z", "--id-seed", "7"]
+
+
+def make_twin(binary: Path, store: Path, letter: str) -> set[str]:
+    """A store of 300 saves whose checkpoint and segment sizes are those of every other twin (the
+    clock and the ids fixed, the bodies of one length), only the letters differ. Returns the names."""
+    ob = start(binary, store, *TWIN)
+    try:
+        for n in range(300):
+            user = {"externalId": f"{letter}-u{n % 7}"}
+            ob.result("saveCustomEvent", {"name": f"{letter}{n:04d}", "user": user})
+        ob.close(expect=0)
+    finally:
+        ob.ensure_dead()
+    return {f"{letter}{n:04d}" for n in range(300)}
+
+
+@pytest.mark.parametrize("identity", ["own", "copied"])
+def test_an_image_from_a_twin_store_is_not_used(outbox_bin: Path, tmp_path: Path, identity: str) -> None:
+    """Issue 40 item 12: an image was matched to the files only by the checkpoint and the segment
+    sizes, so one copied from a twin store was used and the store served the twin's items. It is
+    bound to the store (`store.id`) and to the segments' contents (their tails' checksums): copied
+    alone, or with the twin's `store.id` too, it is not used, and the store serves its own items."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    make_twin(outbox_bin, a, "a")
+    own = make_twin(outbox_bin, b, "b")
+    assert (a / "checkpoint.json").read_bytes() == (b / "checkpoint.json").read_bytes()
+    for segment in sorted(a.glob("segment.*")):
+        assert segment.stat().st_size == (b / segment.name).stat().st_size
+    assert (a / IMAGE).exists() and (b / IMAGE).exists()
+    shutil.copyfile(a / IMAGE, b / IMAGE)
+    if identity == "copied" and (a / "store.id").exists():
+        shutil.copyfile(a / "store.id", b / "store.id")
+    flushed = flush_all(outbox_bin, b, "--log-level", "info")
+    served = {item["name"] for item in flushed.items}
+    assert served == own, f"served {len(served - own)} items of the twin, e.g. {sorted(served - own)[:3]}"
+    assert LOADED not in flushed.stderr and "load.image not used" in flushed.stderr, flushed.stderr
+
+
+def test_an_image_without_the_binding_is_rebuilt(outbox_bin: Path, tmp_path: Path) -> None:
+    """A store from before `store.id` gets one at its next open; an image written before the binding
+    (another version) is not used, and the next clean exit writes one that is."""
+    store = tmp_path / "store"
+    own = make_twin(outbox_bin, store, "c")
+    (store / "store.id").unlink(missing_ok=True)
+    image = bytearray((store / IMAGE).read_bytes())
+    image[8:12] = (1).to_bytes(4, "little")  # the version before the binding
+    (store / IMAGE).write_bytes(bytes(image))
+    ob = start(outbox_bin, store)
+    try:
+        assert ob.result("status")["pending"]["total"] == 300
+        assert (store / "store.id").exists()
+        ob.close(expect=0)
+    finally:
+        ob.ensure_dead()
+    assert LOADED not in ob.stderr, ob.stderr
+    flushed = flush_all(outbox_bin, store, "--log-level", "info")
+    assert LOADED in flushed.stderr, flushed.stderr
+    assert {item["name"] for item in flushed.items} == own

@@ -13,8 +13,11 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import re
 import shutil
+import signal
 import socket
+import stat
 import subprocess
 import threading
 import time
@@ -297,6 +300,70 @@ def test_metrics_file_written_atomically_and_at_exit(tmp_path: Path) -> None:
     assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, flushed.name])
 
 
+def call_within(box: Outbox, seconds: float, method: str, params: dict[str, Any]) -> Any:
+    """`box.call` on a thread: its answer, or None when none came within `seconds` (the loop hangs)."""
+    answers: list[Any] = []
+    caller = threading.Thread(target=lambda: answers.append(box.call(method, params)), daemon=True)
+    caller.start()
+    caller.join(seconds)
+    return answers[0] if answers else None
+
+
+@pytest.mark.parametrize("planted", ["fifo", "symlink"])
+def test_nothing_planted_at_a_temp_name_blocks_or_redirects(tmp_path: Path, planted: str) -> None:
+    """Issue 40 item 9: the metrics file's temp name was `PATH.tmp.<pid>`, opened without `O_EXCL`:
+    a FIFO there hung the loop for good (no answer, SIGTERM ignored), a symlink stopped the writes.
+    Every name the old code used (the metrics file's; the store's checkpoint, load image and its
+    discard) is planted; the loop still answers, the metrics file still advances, SIGTERM exits, and
+    nothing planted is opened, replaced or written through."""
+    path = tmp_path / "out" / "push_outbox.prom"
+    path.parent.mkdir()
+    store = tmp_path / "store"
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"untouched")
+    box = Outbox(store, "--metrics-file", str(path), "--snapshot-interval", "0.1")
+    try:
+        eventually(lambda: assert_saves(path, 0))
+        pid = box.proc.pid
+        names = [
+            path.parent / f"{path.name}.tmp.{pid}",
+            store / f"checkpoint.json.tmp.{pid}",
+            store / f"load.image.tmp.{pid}",
+            store / f"load.image.old.tmp.{pid}",
+        ]
+        for name in names:
+            if planted == "fifo":
+                os.mkfifo(name)
+            else:
+                name.symlink_to(victim)
+        for n in range(3):
+            assert call_within(box, 10, "saveCustomEvent", {"name": f"e{n}", "user": USER})
+            time.sleep(
+                0.3
+            )  # a few snapshot intervals: the metrics file and the checkpoint are written
+        status = call_within(box, 10, "status", {})
+        assert status and "result" in status, (
+            "no answer to status with something planted at a temp name"
+        )
+        eventually(lambda: assert_saves(path, 3))
+        box.proc.send_signal(signal.SIGTERM)
+        assert box.proc.wait(timeout=10) == 0
+        for name in names:  # still there, untouched: the writes went under other names
+            assert stat.S_ISFIFO(name.lstat().st_mode) if planted == "fifo" else name.is_symlink()
+        assert victim.read_bytes() == b"untouched"
+        assert_saves(path, 3)
+    finally:
+        if box.proc.poll() is None:
+            box.proc.kill()
+            box.proc.wait()
+
+
+def assert_saves(path: Path, saves: int) -> None:
+    assert path.exists()
+    found = samples(path.read_text())
+    assert value(found, "push_outbox_saves_total", kind="customEvent") == saves
+
+
 def raw_http(port: int, payload: bytes, timeout: float = 5.0) -> bytes:
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
         try:
@@ -325,7 +392,7 @@ def test_hostile_http_never_stops_the_server(outbox: Outbox) -> None:
     assert raw_http(port, b"\x00\xff garbage \x01\r\n\r\n").startswith(b"HTTP/1.1 400")
     assert raw_http(
         port, b"GET /metrics HTTP/1.1\r\n" + b"X: " + b"a" * 100_000 + b"\r\n\r\n"
-    ).startswith(b"HTTP/1.1 400")
+    ).startswith(b"HTTP/1.1 431")
     assert raw_http(port, b"GET /metrics HTTP/9\r\n\r\n").startswith(b"HTTP/1.1 400")
     # A connection closed at once, then a slowloris that never finishes its head: cut off after the
     # request timeout, while JSON-RPC answers throughout.
@@ -338,13 +405,85 @@ def test_hostile_http_never_stops_the_server(outbox: Outbox) -> None:
     slow.settimeout(10)
     answer = slow.recv(4096)
     slow.close()
-    assert answer.startswith(b"HTTP/1.1 400") or answer == b""
+    assert answer.startswith(b"HTTP/1.1 408") or answer == b""
     assert time.monotonic() - started < 8
     # Still serving both sides.
     assert "result" in outbox.call("status", {})
     found = eventually(lambda: samples(scrape(outbox)[1]))
     assert value(found, "push_outbox_saves_total", kind="customEvent") >= 1
     assert outbox.proc.poll() is None
+
+
+def exchange(port: int, pieces: list[bytes], gap: float = 0.3) -> bytes:
+    """Sends `pieces` on one connection, `gap` seconds apart, then reads until the server closes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        for n, piece in enumerate(pieces):
+            if n:
+                time.sleep(gap)
+            try:
+                s.sendall(piece)
+            except OSError:
+                break  # closed after its answer: what is left was never going to be read
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+        return data
+
+
+def statuses(data: bytes) -> list[int]:
+    return [int(code) for code in re.findall(rb"^HTTP/1\.1 (\d{3}) ", data, re.M)]
+
+
+GET = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+SEGMENTED = [
+    ("two pipelined GETs", GET + GET, [200]),
+    ("GET with a body", b"GET /metrics HTTP/1.1\r\nContent-Length: 4\r\n\r\nbody", [200]),
+    ("POST with a body", b"POST /metrics HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello", [404]),
+    ("404 then a GET", b"GET /nope HTTP/1.1\r\n\r\n" + GET, [404]),
+    ("a GET then garbage", GET + b"\x00\xff garbage\r\n\r\n", [200]),
+]
+
+
+@pytest.mark.parametrize("name,payload,want", SEGMENTED, ids=[case[0] for case in SEGMENTED])
+def test_answer_does_not_depend_on_segmentation(
+    outbox: Outbox, name: str, payload: bytes, want: list[int]
+) -> None:
+    """Issue 40 item 11: only the head is read; what follows it (a pipelined request, a body) in
+    the same read or 0.3 s later gets the same answer: one, then `Connection: close`."""
+    together = exchange(outbox.port, [payload])
+    cut = payload.index(b"\r\n\r\n") + 4
+    apart = exchange(outbox.port, [payload[:cut], payload[cut:]])
+    assert statuses(together) == statuses(apart) == want, (name, together[:200], apart[:200])
+    for data in (together, apart):
+        assert b"Connection: close" in data
+        assert (b"push_outbox_saves_total" in data) == (want == [200])
+
+
+@pytest.mark.timeout(60)
+def test_slow_connections_do_not_hold_a_scrape(outbox: Outbox) -> None:
+    """Issue 40 item 11: a scrape waited 33 s behind 100 slow connections. Connections are served
+    together, so a scrape is answered while 100 slow-loris heads are still open."""
+    slow = []
+    try:
+        for _ in range(100):
+            s = socket.create_connection(("127.0.0.1", outbox.port), timeout=10)
+            s.sendall(b"GET /metr")
+            slow.append(s)
+        answer = exchange(outbox.port, [GET])
+        assert statuses(answer) == [200] and b"push_outbox_saves_total" in answer
+        assert "result" in outbox.call("status", {})
+    finally:
+        for s in slow:
+            s.close()
+    assert statuses(exchange(outbox.port, [GET])) == [200]
+
+
+def test_oversized_and_late_heads_are_cut_off(outbox: Outbox) -> None:
+    """A head over 8 KiB gets 431 (the rest of it is read and dropped, so the answer arrives); a
+    head not finished within 2 s gets 408."""
+    huge = b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 100_000 + b"\r\n\r\n"
+    assert statuses(exchange(outbox.port, [huge])) == [431]
+    assert statuses(exchange(outbox.port, [b"GET /metr"])) == [408]
 
 
 def test_non_loopback_must_be_spelled_out(tmp_path: Path) -> None:

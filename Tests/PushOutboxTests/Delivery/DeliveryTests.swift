@@ -94,30 +94,21 @@ final class ScriptedPoster: HTTPPoster {
     #expect(reply.at("result.remaining") == .int(2))
   }
 
-  @Test func whileRequestsWaitBackgroundDeliveryStartsSendsOnlyEveryInterval() throws {
-    let server = server(ScriptedPoster([])) {
-      $0.delivery.background = true
-      $0.delivery.maxInFlight = 1
-      $0.trackBatchLimit = 1
-    }
-    let delivery = try #require(server.service.delivery)
-    delivery.busyStartSeconds = 3600
-    delivery.tick(busy: true)  // requests waiting at start go first
-    #expect(delivery.inFlight == 0)
-    // One burst of three saves; the loop's idle turn after it starts one send (the only one allowed).
-    let saves = (1...3).map {
-      #"{"jsonrpc":"2.0","id":\#($0),"method":"saveCustomEvent","params":{"name":"e","user":{"externalId":"u\#($0)"}}}"#
-    }
-    #expect(server.send(saves[0], saves[1], saves[2]).count == 3)
-    #expect(delivery.inFlight == 1)
-    delivery.waitForAnswer(seconds: 10)
-    delivery.tick(busy: true)  // applies the answer, but starts nothing within the interval
-    #expect(delivery.stats.delivered == 1)
-    #expect(delivery.inFlight == 0)
-    delivery.tick(busy: false)  // idle: starts at once
-    #expect(delivery.inFlight == 1)
+  @Test func whileRequestsWaitATickStartsOnlyASliceOfSends() throws {
+    let server = server(ScriptedPoster([])) { $0.trackBatchLimit = 1 }
+    for n in 1...20 { try save(server, n, user: "u\(n)") }
+    var settings = server.service.config.delivery
+    settings.background = true
+    settings.maxInFlight = 64
+    let delivery = Deliverer(
+      settings: settings, store: server.service.store, clock: .system, log: Log(level: .error), batchLimit: 1,
+      mode: .perArray, poster: ScriptedPoster([]))
+    delivery.tick(busy: true)  // requests wait: one slice
+    #expect(delivery.inFlight == Deliverer.startsPerBusyTick)
+    delivery.tick(busy: false)  // idle: everything the limit allows, at once
+    #expect(delivery.inFlight + delivery.stats.delivered == 20)
     delivery.finish()
-    #expect(delivery.stats.delivered == 2)
+    #expect(delivery.stats.delivered == 20)
   }
 
   @Test func withoutAnEndpointDeliverPendingIsAnError() throws {

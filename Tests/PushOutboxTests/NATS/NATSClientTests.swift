@@ -109,7 +109,9 @@ import Testing
       OutgoingMessage(subject: "W.\($0 % 2)", messageID: "m\($0)", payload: Array("p\($0)".utf8))
     }
     #expect(
-      try js.publish(sent, to: "W", deadline: Self.deadline()).allSatisfy { if case .stored? = $0 { true } else { false } })
+      try js.publish(sent, to: "W", deadline: Self.deadline()).allSatisfy {
+        if case .stored? = $0 { true } else { false }
+      })
     let consumer = NATSPullConsumer(js, streamName: "W", name: "deliverer")
     try consumer.ensure(ackWaitSeconds: 30, maxDeliver: 5, deadline: Self.deadline())
     try consumer.ensure(ackWaitSeconds: 30, maxDeliver: 5, deadline: Self.deadline())  // found again

@@ -58,7 +58,8 @@ func checkBelief(_ event: NATSEvent, _ input: [UInt8]) {
     }
     let allowed = m.status != 503 && value?["error"] == nil && named == "S" && (seq ?? 0) > 0
     guard stored == allowed else {
-      fuzzFailure("FuzzNATS", "publish ack counted stored: \(stored), the protocol allows \(allowed)", input, asBytes: true)
+      fuzzFailure(
+        "FuzzNATS", "publish ack counted stored: \(stored), the protocol allows \(allowed)", input, asBytes: true)
     }
   case .info(let json):
     guard let info = try? JSONReader.parse(json, maxDepth: 16) else { return }
