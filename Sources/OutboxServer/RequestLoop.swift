@@ -85,7 +85,8 @@ package struct RequestLoop<T: Transport> {
   private mutating func stop(_ reason: StopReason) -> StopReason {
     guard flush() && finishLongCalls() else { return .outputClosed }
     if server.service.lifecycle.exitCode != nil { return .exitRequested }
-    if reason == .endOfInput { server.service.drainDelivery() }  // --deliver: pending items still go, up to --drain-timeout
+    // With --deliver, what is pending still goes at the end of input, for up to --drain-timeout.
+    if reason == .endOfInput { server.service.drainDelivery() }
     return reason
   }
 
