@@ -38,7 +38,11 @@ let layers: [(name: String, dependencies: [Target.Dependency])] = [
       "OutboxSupport",
     ]
   ),
-  ("OutboxCommandLine", ["OutboxServer", "OutboxNATS", "OutboxFakeBraze"]),
+  (
+    "OutboxPayloadLSP",
+    ["OutboxDomain", "OutboxJSONRPC", "OutboxTransport", "OutboxJSON", "OutboxSupport"]
+  ),
+  ("OutboxCommandLine", ["OutboxServer", "OutboxNATS", "OutboxPayloadLSP", "OutboxFakeBraze"]),
 ]
 let allLayers: [Target.Dependency] = layers.map { .target(name: $0.name) }
 
@@ -77,7 +81,7 @@ if ProcessInfo.processInfo.environment["PUSH_OUTBOX_FUZZ"] == "1" {
     ))
   for name in [
     "FuzzJSON", "FuzzDiff", "FuzzLine", "FuzzRecovery", "FuzzPayload", "FuzzDelivery", "FuzzStoreOps", "FuzzMCP",
-    "FuzzNATS", "FuzzHTTPHead",
+    "FuzzNATS", "FuzzHTTPHead", "FuzzLSP",
   ] {
     package.targets.append(
       .executableTarget(

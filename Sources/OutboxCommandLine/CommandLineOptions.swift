@@ -258,6 +258,10 @@ extension Configuration {
       .init(
         name: "--dead-letters", valueName: nil, help: "the dead letters instead of the pending items", command: .dump
       ) { c, v throws(UsageError) in c.dump.deadLetters = try bool(v) },
+      .init(
+        name: "--max-document-bytes", valueName: "N",
+        help: "documents over N bytes get one diagnostic and are not read (default 1048576)", command: .lsp
+      ) { c, v throws(UsageError) in c.lsp.maxDocumentBytes = try int(v, min: 64, max: 1 << 28) },
     ] + relayOptions + fleetOptions + fakeBrazeOptions + deliverOptions
 
   private static let stringPolicies: [StringPolicy] = [.reject, .truncate]

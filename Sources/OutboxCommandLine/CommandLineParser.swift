@@ -46,6 +46,7 @@ extension Invocation {
       var relay = values.relay
       relay.take(values.nats)
       return .relay(values.config, relay)
+    case .lsp: return .lsp(values.config, values.lsp)
     case .ack, .release:
       guard let file else { throw UsageError("needs FLUSHID (the flushId flush --lease printed)") }
       return .endLease(values.config, command == .ack ? .ack : .release, flushId: file)
@@ -146,7 +147,7 @@ extension Configuration {
     if command == nil, values.config.delivery.background, let missing = values.config.missingDelivery {
       throw UsageError("--deliver needs " + missing)
     }
-    if command != .fakeBraze && !values.config.memory && values.config.storePath == nil {
+    if command != .fakeBraze && command != .lsp && !values.config.memory && values.config.storePath == nil {
       throw UsageError("no store directory: set --store, $XDG_STATE_HOME or $HOME, or pass --memory")
     }
     return .values(values)

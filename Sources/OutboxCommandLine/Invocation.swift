@@ -3,7 +3,7 @@ package import OutboxServer
 
 /// The subcommands: one-shots that open the same store with the same flags, then exit.
 package enum Subcommand: String, CaseIterable, Sendable {
-  case deliver, flush, `import`, verify, dump, ack, release, relay
+  case deliver, flush, `import`, verify, dump, ack, release, relay, lsp
   case fakeBraze = "fake-braze"
 
   /// Whether the command takes one word that is not a flag (import's FILE, ack's and release's FLUSHID).
@@ -17,6 +17,7 @@ package enum Subcommand: String, CaseIterable, Sendable {
     case .relay: "--to nats://HOST:PORT [options]"
     case .import: "[--user JSON] [options] FILE"
     case .ack, .release: "[options] FLUSHID"
+    case .lsp: "[--max-document-bytes N]"
     case .fakeBraze: "[--listen HOST:PORT] [--api-key KEY] [--record FILE] [options]"
     }
   }
@@ -33,6 +34,7 @@ package enum Subcommand: String, CaseIterable, Sendable {
     case .ack: "ack a flush --lease by its flushId: its items leave the store (1: unknown or expired)"
     case .release: "release a flush --lease by its flushId: its items are pending again (1: unknown or expired)"
     case .relay: "publish pending items to a NATS JetStream stream, then exit (1: some stay local)"
+    case .lsp: "a language server for push payloads (.apns, JSON) on stdin/stdout; opens no store"
     case .fakeBraze: "serve a fake Braze POST /users/track for tests, checking and recording each request"
     }
   }
@@ -64,6 +66,7 @@ package enum Subcommand: String, CaseIterable, Sendable {
     case .ack, .release: return store
     case .relay: return store.union(nats).union(["--id-seed"])
     case .fakeBraze: return logs
+    case .lsp: return logs.union(["--max-line-bytes"])
     }
   }
 }
@@ -81,6 +84,8 @@ package enum Invocation: Sendable {
   case verify(Configuration)
   case dump(Configuration, DumpCommand.Options)
   case relay(Configuration, RelayCommand.Options)
+  /// `lsp`: the payload language server (no store).
+  case lsp(Configuration, LSPCommand.Options)
   /// `fake-braze`: a Braze stand-in for tests.
   case fakeBraze(FakeBrazeSettings)
   /// `ack` or `release` of one flush lease.
@@ -98,7 +103,8 @@ package enum Invocation: Sendable {
     switch self {
     case .serve(let config, _, _), .deliver(let config), .deliverFrom(let config, _), .flush(let config, _),
       .import(let config, _, _),
-      .verify(let config), .dump(let config, _), .endLease(let config, _, _), .relay(let config, _):
+      .verify(let config), .dump(let config, _), .endLease(let config, _, _), .relay(let config, _),
+      .lsp(let config, _):
       config
     case .help, .version, .manPage, .completion, .fakeBraze: nil
     }
@@ -114,6 +120,7 @@ package struct OptionValues: Sendable {
   package var dump = DumpCommand.Options()
   package var relay = RelayCommand.Options()
   package var fleet = FleetDeliverCommand.Options()
+  package var lsp = LSPCommand.Options()
   /// The NATS settings the service flags set, shared by `--relay`, `relay` and `deliver --from`.
   package var nats = NATSFlags()
   /// `import --user`, checked and written back as JSON.

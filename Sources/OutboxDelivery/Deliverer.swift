@@ -202,7 +202,7 @@ package final class Deliverer {
       store.settle(completion.flushId, delivered: [], dead: [])
       stats.retrying.formUnion(batch.seqs)
       picking.dropSplits()
-      fail(reason: reason, afterMs: afterMs)
+      fail(reason: reason, afterMs: afterMs, sentAt: flight.sentAt)
     case .split(let reason):
       split(completion.flushId, batch, reason: reason)
     case .stop(let reason):
@@ -241,8 +241,8 @@ package final class Deliverer {
     picking.split(batch.seqs)
   }
 
-  private func fail(reason: String, afterMs: Int?) {
-    let until = throttle.fail(nowMs: clock.now(), afterMs: afterMs)
+  private func fail(reason: String, afterMs: Int?, sentAt: Double = .infinity) {
+    let until = throttle.fail(nowMs: clock.now(), afterMs: afterMs, sentAt: sentAt)
     stats.lastError = reason
     stats.failingSince = stats.failingSince ?? clock.now()
     log.warn("delivery: \(reason); retrying at \(UTCTime.format(ms: until))")

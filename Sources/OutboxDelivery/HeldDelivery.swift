@@ -235,7 +235,7 @@ package final class HeldDelivery {
       return .settled(
         delivered: items.filter { dead[$0.seq] == nil }, dead: items.compactMap { i in dead[i.seq].map { (i, $0) } })
     case .retry(let afterMs, let reason):
-      let until = throttle.fail(nowMs: clock.now(), afterMs: afterMs)
+      let until = throttle.fail(nowMs: clock.now(), afterMs: afterMs, sentAt: flight.sentAt)
       log.warn("fleet delivery: \(reason); retrying at \(UTCTime.format(ms: until))")
       return .retry(take(flight.seqs), reason: reason)
     case .split(let reason):

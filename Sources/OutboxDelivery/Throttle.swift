@@ -1,3 +1,5 @@
+import OutboxSupport
+
 /// When delivery may send again after a setback: the backoff after failures (or Braze's
 /// Retry-After, whichever is longer), and the long pause after a 401/403/404.
 struct Throttle {
@@ -10,6 +12,8 @@ struct Throttle {
   private(set) var pausedUntil: Int64 = 0
   /// Failures and stops so far: a pass stops starting requests after its first one.
   private(set) var setbacks = 0
+  /// Monotonic seconds of the last failure that counted toward `failures`.
+  private var lastCounted = -Double.infinity
 
   init(backoffMs: Int, maxBackoffMs: Int, configErrorBackoffMs: Int) {
     self.backoffMs = backoffMs
@@ -20,14 +24,21 @@ struct Throttle {
   /// True while a setback keeps delivery from sending at wall-clock `nowMs`.
   func isPaused(_ nowMs: Int64) -> Bool { nowMs < pausedUntil }
 
-  /// A failed attempt: pauses for the backoff, or for `afterMs` (Retry-After) if longer.
-  /// Returns the end of the pause.
+  /// A failed attempt: pauses for the backoff, or for `afterMs` (Retry-After) if longer; never
+  /// shortens a pause already set. A failure counts toward the doubling only when its request left
+  /// after the last counted failure (`sentAt`, monotonic seconds): the answers of requests that were
+  /// already in flight at one bad moment are one setback, not one each (with a hundred requests in
+  /// flight, a burst of 429s would otherwise double the backoff a hundred times). Returns the end of
+  /// the pause.
   @discardableResult
-  mutating func fail(nowMs: Int64, afterMs: Int?) -> Int64 {
-    failures += 1
+  mutating func fail(nowMs: Int64, afterMs: Int?, sentAt: Double = .infinity) -> Int64 {
+    if failures == 0 || sentAt > lastCounted {
+      failures += 1
+      lastCounted = Clock.monotonicSeconds()
+    }
     setbacks += 1
     let backoff = Backoff.delayMs(failures: failures, baseMs: backoffMs, capMs: maxBackoffMs)
-    pausedUntil = nowMs + Int64(max(backoff, afterMs ?? 0))
+    pausedUntil = max(pausedUntil, nowMs + Int64(max(backoff, afterMs ?? 0)))
     return pausedUntil
   }
 

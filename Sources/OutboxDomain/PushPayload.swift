@@ -63,7 +63,15 @@ package enum PushPayload {
       JSONMember("extras", .object(members.filter { !($0.key.isASCII && reservedKeys.contains($0.key)) })),
       JSONMember("values", .object(values)),
       JSONMember("warnings", .array(warnings)),
+      JSONMember("diagnostics", diagnostics(payload)),
     ])
+  }
+
+  /// The rule table's findings (`PayloadCheck`), for the payload's text or the object's compact JSON.
+  static func diagnostics(_ payload: JSONValue) -> JSONValue {
+    let text = payload.stringValue
+    let findings = PayloadCheck.check(text.map { Array($0.utf8) } ?? payload.jsonBytes).findings
+    return .array(findings.map { $0.json(withRange: text != nil) })
   }
 
   /// The payload object: an object, or a string holding the JSON text of one.

@@ -23,7 +23,8 @@ import Testing
       "OutboxDelivery", "OutboxStore", "OutboxDomain", "OutboxJSONRPC", "OutboxTransport", "OutboxJSON",
       "OutboxSupport",
     ],
-    "OutboxCommandLine": ["OutboxServer", "OutboxNATS", "OutboxFakeBraze"],
+    "OutboxPayloadLSP": ["OutboxDomain", "OutboxJSONRPC", "OutboxTransport", "OutboxJSON", "OutboxSupport"],
+    "OutboxCommandLine": ["OutboxServer", "OutboxNATS", "OutboxPayloadLSP", "OutboxFakeBraze"],
   ]
 
   /// The `layers` table of Package.swift: each row's name and the names it depends on.

@@ -24,6 +24,8 @@ Sections, on the realistic mix (saveCustomEvent with a `user` on every line) unl
   drain          a 200k backlog delivered by `push-outbox deliver` to a fake /users/track answering after 0, 20,
                  100 and 250 ms, and --deliver while saving: objects/s, requests in flight, CPU per 100k
                  objects, the busiest rate window, duplicates (drain.py, track_fake.py)
+  lsp            push-outbox lsp: edit + pull diagnostics round trips on a 4 KB payload against the same
+                 text unchecked (the difference is the check), and 1,000 edits at once (lsp.py)
   instructions   (only with --callgrind) instructions per save under callgrind, both mixes and modes
 Each figure prints as min / median / max over its runs and as a ratio to a figure of the same run.
 The suite asserts only correctness (every request answered, exact reply counts, no error replies,
@@ -43,6 +45,7 @@ import drain
 import inputs
 import instructions
 import latency
+import lsp
 import procs
 import report
 import scale
@@ -51,7 +54,7 @@ import throughput
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SECTIONS = ["realistic", "nouser", "backlog", "mixed", "bytes_per_item", "latency", "cold_start", "first_reply", "delivery",
-            "drain"]
+            "drain", "lsp"]
 OPTIONAL = ["instructions", "scale"]
 
 
@@ -164,6 +167,7 @@ def run_sections(ctx, wanted, out):
         "first_reply": lambda: latency.first_reply(ctx, cold_store_figure(done)),
         "delivery": lambda: delivery.delivery(ctx, realistic()),
         "drain": lambda: drain.drain(ctx),
+        "lsp": lambda: lsp.lsp(ctx),
         "instructions": lambda: instructions.instructions(ctx),
         "scale": lambda: scale.scale(ctx, realistic()),
     }

@@ -248,7 +248,7 @@ def test_every_flag_a_page_shows_is_one_the_binary_knows(page: str) -> None:
         return
     binary = str(real_binary())
     helps = [subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=30).stdout]
-    for sub in ("deliver", "flush", "import", "relay", "verify", "dump"):
+    for sub in ("deliver", "flush", "import", "relay", "verify", "dump", "lsp"):
         done = subprocess.run([binary, sub, "--help"], capture_output=True, text=True, timeout=30)
         helps.append(done.stdout + done.stderr)
     known = set(re.findall(r"--[a-z][a-z-]+", "\n".join(helps)))

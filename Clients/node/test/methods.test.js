@@ -317,12 +317,24 @@ describe('parsePayload', () => {
 
   test('an object payload', () =>
     withServer(async (ob) => {
-      assert.deepEqual(await ob.parsePayload({ payload, require: { count: 'integer' } }), expected);
+      const { diagnostics, ...rest } = await ob.parsePayload({ payload, require: { count: 'integer' } });
+      assert.deepEqual(rest, expected);
+      assert.deepEqual(
+        diagnostics.map(({ code, severity, path }) => ({ code, severity, path })),
+        [
+          { code: 'silent-with-alert', severity: 'warning', path: 'aps.content-available' },
+          { code: 'attachment-needs-mutable-content', severity: 'error', path: 'ab.att' },
+        ],
+      );
     }));
 
   test('a payload given as a JSON string', () =>
     withServer(async (ob) => {
-      assert.deepEqual(await ob.parsePayload({ payload: JSON.stringify(payload), require: { count: 'integer' } }), expected);
+      const text = JSON.stringify(payload);
+      const { diagnostics, ...rest } = await ob.parsePayload({ payload: text, require: { count: 'integer' } });
+      assert.deepEqual(rest, expected);
+      const att = diagnostics.find((d) => d.code === 'attachment-needs-mutable-content');
+      assert.equal(Buffer.from(text).subarray(att.start, att.end).toString(), '"att"');
     }));
 
   test('required-key failures list every key as InvalidParams errors', () =>

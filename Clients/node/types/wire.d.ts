@@ -65,6 +65,19 @@ export interface ParsePayloadResult {
   /** The `require`d keys, typed. */
   values: JsonObject;
   warnings: Warning[];
+  /** The payload rule table's findings, as `push-outbox lsp` reports them in an editor. */
+  diagnostics: PayloadDiagnostic[];
+}
+
+/** One finding of the payload rules: `start`/`end` (UTF-8 byte offsets) only for a payload given as text. */
+export interface PayloadDiagnostic {
+  code: string;
+  severity: 'error' | 'warning' | 'information' | 'hint';
+  path: string;
+  message: string;
+  start?: number;
+  end?: number;
+  href?: string;
 }
 
 // MARK: - Saves

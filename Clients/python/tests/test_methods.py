@@ -299,6 +299,7 @@ def test_parse_payload_braze(spawn: Callable[..., Outbox]) -> None:
         "extras",
         "values",
         "warnings",
+        "diagnostics",
     }
     assert (
         r["braze"] is True

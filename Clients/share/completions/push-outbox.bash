@@ -49,6 +49,7 @@ _push_outbox() {
     --max) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --user) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --format) COMPREPLY=($(compgen -W "items usersTrack" -- "$cur")); return ;;
+    --max-document-bytes) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --to) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --max-seconds) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --default-user) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
@@ -66,7 +67,7 @@ _push_outbox() {
     --max-seconds) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
   esac
   if [ "$COMP_CWORD" -eq 1 ] && [[ $cur != -* ]]; then
-    COMPREPLY=($(compgen -W "deliver flush import verify dump ack release relay fake-braze" -- "$cur")); return
+    COMPREPLY=($(compgen -W "deliver flush import verify dump ack release relay lsp fake-braze" -- "$cur")); return
   fi
   if [ "${COMP_WORDS[1]}" = import ] && [[ $cur != -* ]]; then
     COMPREPLY=($(compgen -f -- "$cur")); return
@@ -78,6 +79,7 @@ _push_outbox() {
     import) flags+=" --user" ;;
     dump) flags+=" --format --dead-letters" ;;
     relay) flags+=" --to --max-seconds --default-user" ;;
+    lsp) flags+=" --max-document-bytes" ;;
     fake-braze) flags+=" --listen --api-key --record --delay-ms --script --script-file --retry-after --rate-limit --max-objects --combined-limit --max-body-bytes --keep --stop-on-stdin-eof" ;;
   esac
   COMPREPLY=($(compgen -W "$flags" -- "$cur"))

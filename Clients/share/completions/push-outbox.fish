@@ -51,6 +51,7 @@ complete -c push-outbox -l max -d 'write at most N items (default all; 10000 wit
 complete -c push-outbox -l user -d 'the user every imported item is saved for, e.g. {"externalId":"u1"}' -n '__fish_seen_subcommand_from import' -r -f
 complete -c push-outbox -l format -d 'items or usersTrack (/users/track bodies) (default items)' -n '__fish_seen_subcommand_from dump' -r -f -a 'items usersTrack'
 complete -c push-outbox -l dead-letters -d 'the dead letters instead of the pending items' -n '__fish_seen_subcommand_from dump'
+complete -c push-outbox -l max-document-bytes -d 'documents over N bytes get one diagnostic and are not read (default 1048576)' -n '__fish_seen_subcommand_from lsp' -r -f
 complete -c push-outbox -l to -d 'the NATS server, nats://HOST:PORT (loopback unless plaintext is allowed)' -n '__fish_seen_subcommand_from relay' -r -f
 complete -c push-outbox -l max-seconds -d 'give up retrying after this long (default 30)' -n '__fish_seen_subcommand_from relay' -r -f
 complete -c push-outbox -l default-user -d 'the user for items saved without one' -n '__fish_seen_subcommand_from relay' -r -f
@@ -69,7 +70,7 @@ complete -c push-outbox -l max-body-bytes -d 'larger bodies get 413 (default 838
 complete -c push-outbox -l keep -d 'requests GET /_fake/requests remembers (default 100000)' -n '__fish_seen_subcommand_from fake-braze' -r -f
 complete -c push-outbox -l stop-on-stdin-eof -d 'exit when stdin closes (for a harness that spawned it)' -n '__fish_seen_subcommand_from fake-braze'
 complete -c push-outbox -l max-seconds -d 'keep retrying what fails for up to SECONDS, then exit 6 if anything is left (default: 8 passes)' -n '__fish_seen_subcommand_from deliver' -r -f
-complete -c push-outbox -n __fish_use_subcommand -f -a 'deliver flush import verify dump ack release relay fake-braze'
+complete -c push-outbox -n __fish_use_subcommand -f -a 'deliver flush import verify dump ack release relay lsp fake-braze'
 complete -c push-outbox -n '__fish_seen_subcommand_from import' -F
 complete -c push-outbox -s h -l help -d 'show this help and exit'
 complete -c push-outbox -s V -l version -d 'print the version and exit'

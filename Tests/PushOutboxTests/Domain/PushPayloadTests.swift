@@ -44,7 +44,7 @@ struct PushPayloadTests {
         {"braze":true,"silent":false,"internal":false,"pushStory":false,"category":"lab_register","threadId":"t1",\#
         "mutableContent":true,"alert":{"title":"Hi","subtitle":"Sub","body":"Body"},"badge":3,"sound":"ping.caf",\#
         "deepLink":"myapp://cert","attachment":{"url":"https://x.example/a.jpg","type":"jpg"},"brazeId":"abc123",\#
-        "extras":{"cert_title":"Swift","completed_session_count":"3"},"values":{},"warnings":[]}
+        "extras":{"cert_title":"Swift","completed_session_count":"3"},"values":{},"warnings":[],"diagnostics":[]}
         """#)
   }
 
@@ -61,7 +61,10 @@ struct PushPayloadTests {
       result.jsonText == #"""
         {"braze":false,"silent":false,"internal":false,"pushStory":false,"category":null,"threadId":null,\#
         "mutableContent":false,"alert":{"title":null,"subtitle":null,"body":"Hello"},"badge":null,"sound":null,\#
-        "deepLink":null,"attachment":null,"brazeId":null,"extras":{},"values":{},"warnings":[]}
+        "deepLink":null,"attachment":null,"brazeId":null,"extras":{},"values":{},"warnings":[],\#
+        "diagnostics":[{"code":"ab-empty","severity":"warning","path":"ab",\#
+        "message":"ab is empty, so Braze's SDK does not treat this push as Braze's",\#
+        "href":"https://github.com/braze-inc/braze-swift-sdk/blob/main/Sources/BrazeKitCompat/AppboyKit/ABKPushUtils.m"}]}
         """#)
     #expect(Self.parse(F.json("{}")).result["alert"] == .null)
   }

@@ -175,6 +175,21 @@ class PayloadWarning(_PayloadWarningBase, total=False):
     key: str
 
 
+class _PayloadDiagnosticBase(TypedDict):
+    code: str
+    severity: Literal["error", "warning", "information", "hint"]
+    path: str
+    message: str
+
+
+class PayloadDiagnostic(_PayloadDiagnosticBase, total=False):
+    """One finding of the payload rule table, as `push-outbox lsp` reports it in an editor."""
+
+    start: int
+    end: int
+    href: str
+
+
 class ParsePayloadResult(TypedDict):
     braze: bool
     silent: bool
@@ -192,6 +207,7 @@ class ParsePayloadResult(TypedDict):
     extras: Dict[str, JSONValue]
     values: Dict[str, JSONValue]
     warnings: List[PayloadWarning]
+    diagnostics: List[PayloadDiagnostic]
 
 
 # --- saves ----------------------------------------------------------------------------------
