@@ -29,6 +29,7 @@ let layers: [(name: String, dependencies: [Target.Dependency])] = [
   ("OutboxDomain", ["OutboxJSON", "OutboxSupport"]),
   ("OutboxStore", ["OutboxJSON", "OutboxSupport"]),
   ("OutboxNATS", ["OutboxJSON", "OutboxSupport"]),
+  ("OutboxFakeBraze", ["OutboxJSON", "OutboxSupport"]),
   ("OutboxDelivery", ["OutboxStore", "OutboxDomain", "OutboxJSON", "OutboxSupport", "CurlShim"]),
   (
     "OutboxServer",
@@ -41,7 +42,7 @@ let layers: [(name: String, dependencies: [Target.Dependency])] = [
     "OutboxPayloadLSP",
     ["OutboxDomain", "OutboxJSONRPC", "OutboxTransport", "OutboxJSON", "OutboxSupport"]
   ),
-  ("OutboxCommandLine", ["OutboxServer", "OutboxNATS", "OutboxPayloadLSP"]),
+  ("OutboxCommandLine", ["OutboxServer", "OutboxNATS", "OutboxPayloadLSP", "OutboxFakeBraze"]),
 ]
 let allLayers: [Target.Dependency] = layers.map { .target(name: $0.name) }
 

@@ -458,3 +458,52 @@ def test_npm_bin_shim_passes_stdio_and_signals(node_project: Tuple[Path, Dict[st
     finally:
         proc.kill()
         proc.wait()
+
+
+# MARK: - the test kit, from the installed packages
+
+KIT_PY = """
+import importlib.metadata, json, urllib.request
+from push_outbox.testing import FakeBraze
+[plugin] = [e for e in importlib.metadata.entry_points(group="pytest11") if e.name == "push_outbox"]
+assert plugin.value == "push_outbox.pytest_plugin", plugin
+with FakeBraze.start() as braze:
+    body = json.dumps({"events": [{"external_id": "u1", "name": "e", "time": "2026-01-01T00:00:00Z"}]})
+    request = urllib.request.Request(braze.url + "/users/track", body.encode(), method="POST",
+                                     headers={"Authorization": "Bearer " + braze.api_key})
+    print(urllib.request.urlopen(request).status, [e["name"] for e in braze.events(user="u1")])
+"""
+
+KIT_NODE = """
+import { startFakeBraze, startOutbox } from 'push-outbox/testing';
+const braze = await startFakeBraze();
+const outbox = await startOutbox({ braze });
+await outbox.saveCustomEvent({ name: 'push_opened', user: { externalId: 'u1' } });
+await outbox.waitDelivered();
+console.log(JSON.stringify((await braze.events({ user: 'u1' })).map((e) => e.name)));
+await outbox.close();
+await braze.close();
+"""
+
+
+@pytest.mark.timeout(600)
+def test_the_wheel_registers_the_pytest_plugin_and_runs_the_bundled_fake(
+    wheel_venv: Tuple[Path, Dict[str, str]], tmp_path: Path
+) -> None:
+    _venv, env = wheel_venv
+    assert run(["python", "-c", KIT_PY], tmp_path, env).strip() == "201 ['e']"
+
+
+@pytest.mark.timeout(600)
+def test_the_tarball_exports_the_testing_module_with_the_bundled_fake(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "package.json").write_text(
+        json.dumps({"name": "kit-user", "private": True, "type": "module"})
+    )
+    env = clean_env(tmp_path)
+    env["npm_config_cache"] = str(tmp_path / "npm-cache")
+    tarball = artifact("push-outbox-*.tgz")
+    run(["npm", "install", "--offline", "--no-audit", "--no-fund", str(tarball)], project, env)
+    (project / "kit.mjs").write_text(KIT_NODE)
+    assert run(["node", "kit.mjs"], project, env).strip() == '["push_opened"]'

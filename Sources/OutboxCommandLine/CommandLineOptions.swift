@@ -186,6 +186,10 @@ extension Configuration {
         c, v throws(UsageError) in
         c.delivery.background = try bool(v)
       },
+      .init(
+        name: "--drain-timeout", valueName: "SECONDS",
+        help: "with --deliver: after stdin ends, keep delivering what is pending for up to SECONDS (default 30)"
+      ) { c, v throws(UsageError) in c.drainTimeout = try number(v, min: 0, max: 86_400) },
       .init(name: "--braze-rate", valueName: "N/S", help: "at most N requests per S seconds (default 500/1)") {
         c, v throws(UsageError) in
         do throws(SettingError) { c.delivery.rate = try RateLimit(v) } catch { throw UsageError(error.description) }
@@ -258,7 +262,7 @@ extension Configuration {
         name: "--max-document-bytes", valueName: "N",
         help: "documents over N bytes get one diagnostic and are not read (default 1048576)", command: .lsp
       ) { c, v throws(UsageError) in c.lsp.maxDocumentBytes = try int(v, min: 64, max: 1 << 28) },
-    ] + relayOptions + fleetOptions
+    ] + relayOptions + fleetOptions + fakeBrazeOptions + deliverOptions
 
   private static let stringPolicies: [StringPolicy] = [.reject, .truncate]
 }

@@ -50,6 +50,7 @@ extension Invocation {
     case .ack, .release:
       guard let file else { throw UsageError("needs FLUSHID (the flushId flush --lease printed)") }
       return .endLease(values.config, command == .ack ? .ack : .release, flushId: file)
+    case .fakeBraze: return .fakeBraze(values.fake)
     }
   }
 
@@ -143,10 +144,10 @@ extension Configuration {
     }
     try resolveConflicts(&values.config, given)
     try loadAPIKey(&values.config, env: env)
-    if values.config.delivery.background, let missing = values.config.missingDelivery {
+    if command == nil, values.config.delivery.background, let missing = values.config.missingDelivery {
       throw UsageError("--deliver needs " + missing)
     }
-    if !values.config.memory && values.config.storePath == nil && command != .lsp {
+    if command != .fakeBraze && command != .lsp && !values.config.memory && values.config.storePath == nil {
       throw UsageError("no store directory: set --store, $XDG_STATE_HOME or $HOME, or pass --memory")
     }
     return .values(values)

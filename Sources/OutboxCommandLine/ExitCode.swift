@@ -10,6 +10,10 @@ package enum ExitCode: Int32, CaseIterable, Sendable {
   case usage = 2
   case locked = 3
   case framingLost = 4
+  /// `deliver`: everything left the store, but Braze refused some items (dead letters).
+  case deadLettered = 5
+  /// `deliver`: some items are still pending (Braze kept failing, or `--max-seconds` ran out).
+  case stillPending = 6
 
   var meaning: String {
     switch self {
@@ -18,6 +22,8 @@ package enum ExitCode: Int32, CaseIterable, Sendable {
     case .usage: "usage error, or a store written by a newer format"
     case .locked: "the store is locked by another push-outbox"
     case .framingLost: "a Content-Length header could not be read and the input cannot be resynchronised"
+    case .deadLettered: "deliver: nothing is left pending, but some items were dead-lettered (Braze refused them)"
+    case .stillPending: "deliver: some items are still pending (Braze kept failing or --max-seconds ran out); run again"
     }
   }
 }

@@ -14,22 +14,24 @@ package enum HelpText {
   static func usage(_ command: Subcommand? = nil, defaultStore: String?) -> String {
     var lines: [String]
     if let command {
-      lines = ["USAGE: push-outbox \(command) \(command.arguments)", "", command.help + "."]
+      lines = ["USAGE: push-outbox \(command.rawValue) \(command.arguments)", "", command.help + "."]
       let own = Configuration.options.filter { $0.command == command }
       if !own.isEmpty { lines += ["", "OPTIONS OF \(command.rawValue.uppercased()):"] + rows(own, defaultStore) }
-      lines += ["", "SERVICE OPTIONS (each also read from its environment variable, e.g. PUSH_OUTBOX_STORE):"]
+      let used = Configuration.options.filter { $0.command == nil && command.serviceOptions.contains($0.name) }
+      lines += ["", "SERVICE OPTIONS IT USES (each also read from its environment variable, e.g. PUSH_OUTBOX_STORE):"]
+      lines += rows(used, defaultStore)
     } else {
       lines = [
         "push-outbox \(version): \(summary)", "on stdin/stdout (one request per line, one response per line).", "",
         "USAGE: push-outbox [options]",
       ]
       for command in Subcommand.allCases {
-        lines.append("       push-outbox \(command) \(command.arguments)".padding(to: 42) + command.help)
+        lines.append("       push-outbox \(command.rawValue) \(command.arguments)".padding(to: 42) + command.help)
         lines += rows(Configuration.options.filter { $0.command == command }, defaultStore).map { "    " + $0 }
       }
       lines += ["", "OPTIONS (each also read from its environment variable, e.g. PUSH_OUTBOX_STORE):"]
+      lines += rows(Configuration.options.filter { $0.command == nil }, defaultStore)
     }
-    lines += rows(Configuration.options.filter { $0.command == nil }, defaultStore)
     for info in Configuration.infoOptions {
       lines.append("  " + "\(info.short), \(info.name)".padding(to: 32) + info.help)
     }

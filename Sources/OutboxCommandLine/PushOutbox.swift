@@ -61,6 +61,7 @@ package enum PushOutbox {
     case .endLease(let config, let action, let flushId): return LeaseCommand.run(action, flushId: flushId, config)
     case .relay(let config, let options): return RelayCommand.run(options, config, env: environment)
     case .lsp(let config, let options): return LSPCommand.run(options, config)
+    case .fakeBraze(let settings): return FakeBrazeCommand.run(settings, standard)
     }
     return .success
   }

@@ -40,6 +40,11 @@ package struct EndpointURL: Sendable, Equatable {
     let authority = rest.prefix { $0 != "/" }
     var path = String(rest.dropFirst(authority.count))
     while path.hasSuffix("/") { path.removeLast() }
+    for method in ["/users/track/sync", "/users/track"] where path.lowercased().hasSuffix(method) {
+      let base = text.prefix(scheme.count + authority.count) + path.dropLast(method.count)
+      throw SettingError(
+        "names the method (\(method)); give the base URL, \(base): push-outbox adds /users/track itself")
+    }
     self.path = path
     (host, port) = try Self.authority(authority.lowercased()[...])
     guard secure || isLoopback else {

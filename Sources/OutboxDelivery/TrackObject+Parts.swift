@@ -33,8 +33,11 @@ extension TrackObject {
     out.append(contentsOf: UnsafeRawBufferPointer(rebasing: parts.label[0..<nameEnd]))  // ,"name":"…"
     out.appendASCII(",\"time\":\"")
     time.append(ms: savedAt, to: &out)
-    out.appendASCII("\",\"properties\":")
-    out.append(contentsOf: parts.rest)
+    out.append(UInt8(ascii: "\""))
+    if !isEmptyObject(parts.rest[...]) {  // an event without properties is sent without the key
+      out.appendASCII(",\"properties\":")
+      out.append(contentsOf: parts.rest)
+    }
     out.append(UInt8(ascii: "}"))
     return .rendered
   }
@@ -49,6 +52,12 @@ extension TrackObject {
       memcmp(label.baseAddress! + end, propertiesKey.utf8Start, propertiesKey.utf8CodeUnitCount) == 0
     else { return nil }
     return end
+  }
+
+  /// `{}`, perhaps with spaces inside: properties that say nothing.
+  static func isEmptyObject(_ value: Slice<UnsafeRawBufferPointer>) -> Bool {
+    guard value.first == UInt8(ascii: "{"), value.last == UInt8(ascii: "}") else { return false }
+    return value.dropFirst().dropLast().allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
   }
 
   private static let userKey: StaticString = #","user":"#

@@ -109,8 +109,11 @@ enum TrackObject {
       append(m.name, body, or: "null", into: &out)
       out.appendASCII(",\"time\":")
       append(m.time, body, or: "null", into: &out)
-      out.appendASCII(",\"properties\":")
-      append(m.properties, body, or: "{}", into: &out)
+      // No properties (the store holds `{}` for an event saved without them): no key, as the SDKs send it.
+      if let properties = m.properties, !isEmptyObject(body[properties]) {
+        out.appendASCII(",\"properties\":")
+        out.append(contentsOf: UnsafeRawBufferPointer(rebasing: body[properties]))
+      }
       done = true
     case .customAttribute: done = appendCustomAttribute(m, body, into: &out)
     case .userAttribute:

@@ -192,11 +192,13 @@ package enum UsersTrack {
     return JSONMember(members["field"]?.stringValue ?? "", members["value"] ?? .null)
   }
 
+  /// An event without properties (none saved, or `{}`) is sent without the key, as the SDKs send it.
   private static func event(_ members: [JSONMember]) -> [JSONMember] {
-    [
-      JSONMember("name", members["name"] ?? .null), JSONMember("time", members["time"] ?? .null),
-      JSONMember("properties", members["properties"] ?? .object([])),
-    ]
+    var event = [JSONMember("name", members["name"] ?? .null), JSONMember("time", members["time"] ?? .null)]
+    if let properties = members["properties"], properties.objectValue?.isEmpty != true {
+      event.append(JSONMember("properties", properties))
+    }
+    return event
   }
 
   private static func customAttribute(_ members: [JSONMember]) -> JSONMember {

@@ -106,7 +106,9 @@ package enum Envelope {
       return .invalid(id: id ?? .null, .invalidRequest("method must be a string"))
     }
     var paramsNode = paramsNode
-    if paramsNode >= 0, tape.isNull(paramsNode), known.takesNullParams(tape, methodNode) { paramsNode = -1 }
+    // A deliberate leniency: `"params": null` is taken as no params, for every method (Emacs
+    // jsonrpc.el and pygls send it for a call without arguments; JSON-RPC 2.0 says omit it).
+    if paramsNode >= 0, tape.isNull(paramsNode) { paramsNode = -1 }
     if paramsNode >= 0, !tape.isObject(paramsNode), !tape.isArray(paramsNode) {
       return .invalid(id: id ?? .null, .invalidRequest("params must be an object or an array when present"))
     }
@@ -149,18 +151,9 @@ package enum RequestLine {
 package struct KnownMethods: Sendable {
   private let names: [String]
   private let bytes: [[UInt8]]
-  /// Methods whose `params: null` counts as absent (see `RPCMethod.nullParamsAreNone`).
-  private let nullParams: [[UInt8]]
-
-  package init(_ names: [String], nullParams: [String] = []) {
+  package init(_ names: [String]) {
     self.names = names
     bytes = names.map { Array($0.utf8) }
-    self.nullParams = nullParams.map { Array($0.utf8) }
-  }
-
-  /// True when string node `n` names a method whose `params: null` means no params.
-  func takesNullParams(_ tape: JSONTape, _ n: Int) -> Bool {
-    nullParams.contains { name in name.withUnsafeBufferPointer { tape.stringEquals(n, bytes: $0) } }
   }
 
   /// The known name equal (by code points) to string node `n`, as the table's own string.

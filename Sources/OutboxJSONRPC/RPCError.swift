@@ -44,8 +44,11 @@ package struct RPCError: Error, Sendable, Hashable {
     RPCError(.invalidRequest, "Invalid Request", data: .object([JSONMember("reason", .string(reason))]))
   }
 
-  package static func methodNotFound(_ method: String) -> RPCError {
-    RPCError(.methodNotFound, "Method not found", data: .object([JSONMember("method", .string(method))]))
+  /// `didYouMean`: the served name nearest to `method`, when it is near enough to be a slip.
+  package static func methodNotFound(_ method: String, didYouMean: String? = nil) -> RPCError {
+    var data = [JSONMember("method", .string(method))]
+    if let didYouMean { data.append(JSONMember("didYouMean", .string(didYouMean))) }
+    return RPCError(.methodNotFound, "Method not found", data: .object(data))
   }
 
   package static func internalError(_ reason: String) -> RPCError {

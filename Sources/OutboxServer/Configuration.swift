@@ -47,6 +47,10 @@ package struct Configuration: Sendable {
   package var metricsListen: MetricsAddress?
   /// `--metrics-file PATH`: write the metrics there, atomically, each snapshot interval and at exit.
   package var metricsFile: String?
+  /// `--drain-timeout SECONDS`: with `--deliver`, how long delivery goes on after stdin ends.
+  package var drainTimeout = 30.0
+  /// `deliver --max-seconds SECONDS`: how long the one-shot keeps retrying (nil: its eight passes).
+  package var deliverMaxSeconds: Double?
 
   package init(storePath: String? = nil) { self.storePath = storePath }
 

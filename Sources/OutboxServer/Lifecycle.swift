@@ -1,5 +1,14 @@
 import OutboxJSON
 import OutboxJSONRPC
+import OutboxSupport
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The editor lifecycle of LSP: `shutdown` (a request), then `exit` (a notification). Optional:
 /// a client that never sends them ends the process by closing stdin, as before.
@@ -26,5 +35,31 @@ extension Service {
   func snapshotNow() {
     if let failure = store.commit() { log.error("journal write failed at shutdown (\(failure))") }
     disk?.snapshotNow(store, now: clock.now())
+  }
+}
+
+extension Service {
+  /// `--deliver` once stdin has ended: delivery goes on, as a drain, until nothing is left that it
+  /// could send, Braze refuses the endpoint or key, a stopping signal comes, or `--drain-timeout`
+  /// seconds pass. What is left stays in the store for the next start.
+  package func drainDelivery() {
+    guard config.delivery.background, config.drainTimeout > 0, let delivery else { return }
+    let start = Clock.monotonicSeconds()
+    let until = start + config.drainTimeout
+    let before = store.count
+    while !StopRequest.isRequested && Clock.monotonicSeconds() < until {
+      tick(now: clock.now())
+      let summary = delivery.summary
+      if summary.configError != nil { break }
+      if store.count == 0 || (summary.inFlight == 0 && store.count == store.items.leasedCount) { break }
+      let wait = pollTimeoutMs()
+      usleep(UInt32(wait < 0 ? 20 : min(max(wait, 1), 20)) * 1000)
+    }
+    guard before > 0 else { return }
+    let seconds = Int((Clock.monotonicSeconds() - start).rounded())
+    let left = store.count
+    let text =
+      "stdin ended: delivery drained for \(seconds) s; \(before - left) items left the store, \(left) still pending"
+    if left > 0 { log.warn(text + " (kept for the next start)") } else { log.info(text) }
   }
 }

@@ -22,7 +22,7 @@ package struct MethodTable: Sendable {
 
   package init(_ methods: [any RPCMethod.Type]) {
     for method in methods { register(method) }
-    known = KnownMethods(names, nullParams: methods.filter { $0.nullParamsAreNone }.map { $0.name })
+    known = KnownMethods(names)
   }
 
   /// Every method push-outbox serves.
@@ -71,7 +71,10 @@ package struct MethodTable: Sendable {
   /// journal commit), or throws the error to answer with.
   package func call(_ request: Request, _ service: Service, into out: inout [UInt8]) throws(RPCError) -> WaitingReply? {
     if service.lifecycle.shutDown && request.method != Exit.name { throw .shuttingDown }
-    guard let entry = entry(request) else { throw .methodNotFound(request.method) }
+    guard let entry = entry(request) else {
+      let names = entries.map { String(decoding: $0.name, as: UTF8.self) }
+      throw .methodNotFound(request.method, didYouMean: Self.nearest(request.method, names))
+    }
     if request.mayHaveDuplicateKeys, request.paramsNode >= 0,
       let path = request.tape.duplicateKeyPath(request.paramsNode)
     {

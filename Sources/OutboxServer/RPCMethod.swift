@@ -9,9 +9,6 @@ package protocol RPCMethod {
   /// True for methods that hand items out: earlier saves are made durable before they run,
   /// so nothing handed out can later be rolled back.
   static var commitsFirst: Bool { get }
-  /// True for the LSP lifecycle methods, which take no params: `params: null` (as pygls sends) is
-  /// read as absent instead of `-32600`.
-  static var nullParamsAreNone: Bool { get }
   associatedtype Result: JSONEncodable
   /// Handles one call. Throw `RPCError` for protocol-level failures and `StoreError` for store refusals.
   static func handle(_ params: inout Params, _ service: Service) throws -> Result
@@ -19,7 +16,6 @@ package protocol RPCMethod {
 
 extension RPCMethod {
   package static var commitsFirst: Bool { false }
-  package static var nullParamsAreNone: Bool { false }
 }
 
 /// A result that stored items: its reply waits for the journal commit while `awaitsCommit` is true,

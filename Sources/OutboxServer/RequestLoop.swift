@@ -84,7 +84,10 @@ package struct RequestLoop<T: Transport> {
   /// with one thread when `exit` came in an earlier read.
   private mutating func stop(_ reason: StopReason) -> StopReason {
     guard flush() && finishLongCalls() else { return .outputClosed }
-    return server.service.lifecycle.exitCode != nil ? .exitRequested : reason
+    if server.service.lifecycle.exitCode != nil { return .exitRequested }
+    // With --deliver, what is pending still goes at the end of input, for up to --drain-timeout.
+    if reason == .endOfInput { server.service.drainDelivery() }
+    return reason
   }
 
   /// Waits for input and handles what one read brings: as one batch with a second thread

@@ -17,13 +17,14 @@ import Testing
     "OutboxDomain": ["OutboxJSON", "OutboxSupport"],
     "OutboxStore": ["OutboxJSON", "OutboxSupport"],
     "OutboxNATS": ["OutboxJSON", "OutboxSupport"],
+    "OutboxFakeBraze": ["OutboxJSON", "OutboxSupport"],
     "OutboxDelivery": ["OutboxStore", "OutboxDomain", "OutboxJSON", "OutboxSupport", "CurlShim"],
     "OutboxServer": [
       "OutboxDelivery", "OutboxStore", "OutboxDomain", "OutboxJSONRPC", "OutboxTransport", "OutboxJSON",
       "OutboxSupport",
     ],
     "OutboxPayloadLSP": ["OutboxDomain", "OutboxJSONRPC", "OutboxTransport", "OutboxJSON", "OutboxSupport"],
-    "OutboxCommandLine": ["OutboxServer", "OutboxNATS", "OutboxPayloadLSP"],
+    "OutboxCommandLine": ["OutboxServer", "OutboxNATS", "OutboxPayloadLSP", "OutboxFakeBraze"],
   ]
 
   /// The `layers` table of Package.swift: each row's name and the names it depends on.

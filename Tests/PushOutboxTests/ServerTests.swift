@@ -12,7 +12,7 @@ import Testing
 
 @Suite struct ServerTests {
   @Test(arguments: [
-    (#"{"jsonrpc":"2.0","id":1,"method":"status","params":null}"#, -32600),
+    (#"{"jsonrpc":"2.0","id":1,"method":"status","params":5}"#, -32600),
     (#"{"jsonrpc":"2.0","id":1,"method":"status","params":"x"}"#, -32600),
     (#"{"jsonrpc":"1.0","id":1,"method":"status"}"#, -32600),
     (#"{"id":1,"method":"status"}"#, -32600),

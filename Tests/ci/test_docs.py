@@ -39,6 +39,7 @@ PAGES = [
     "Clients/editors/README.md",
     "Clients/python/README.md",
     "Clients/node/README.md",
+    "Clients/testing.md",
 ]
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)

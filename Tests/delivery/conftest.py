@@ -105,10 +105,32 @@ def store_dir():
 @pytest.fixture
 def outbox(stub, store_dir):
     """A factory: outbox(args...) starts push-outbox on the test's store, pointed at the stub."""
+    yield from outbox_factory(stub.url, store_dir)
+
+
+@pytest.fixture
+def fake():
+    """`push-outbox fake-braze` (Clients/testing.md), for tests that need no oracle independent of
+    the binary: it checks every body against its own table of Braze's rules."""
+    sys.path.insert(0, str(ROOT / "Clients" / "python" / "src"))
+    from push_outbox.testing import FakeBraze
+
+    started = FakeBraze.start(api_key=API_KEY, binary=binary())
+    yield started
+    started.close()
+
+
+@pytest.fixture
+def outbox_on_fake(fake, store_dir):
+    """The `outbox` factory, pointed at the fake."""
+    yield from outbox_factory(fake.url, store_dir)
+
+
+def outbox_factory(url: str, store_dir: str):
     started: List[Outbox] = []
 
     def start(*args: str, env: Optional[Dict[str, str]] = None, endpoint: bool = True) -> Outbox:
-        flags = ["--braze-endpoint", stub.url, "--braze-backoff-ms", "20"] if endpoint else []
+        flags = ["--braze-endpoint", url, "--braze-backoff-ms", "20"] if endpoint else []
         box = Outbox(store_dir, flags + list(args), env)
         started.append(box)
         return box

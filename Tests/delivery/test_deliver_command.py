@@ -69,7 +69,7 @@ def test_the_summary_adds_up_after_every_round_failed(stub, outbox, store_dir):
     box.close()
     stub.responder = lambda body: Reply(status=503)
     run = one_shot(stub, store_dir, "--braze-backoff-ms", "1")
-    assert run.returncode == 1
+    assert run.returncode == 6  # some still pending
     last = run.stderr.decode().strip().splitlines()[-1]
     assert (
         last == "push-outbox deliver: delivered 0, dead-lettered 0, still pending 5 (retrying 5)"

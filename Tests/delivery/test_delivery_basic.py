@@ -1,8 +1,10 @@
-"""Delivery to the local Braze stub: the request, batching, per-user order, the limiter, the key."""
+"""Delivery to the local Braze stub (the request, the key) and to push-outbox fake-braze (batching,
+per-user order, the limiter, connection reuse)."""
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 import os
 import subprocess
@@ -37,34 +39,48 @@ def test_a_pass_posts_users_track_with_the_bearer_key_and_acks(stub, outbox):
     assert len(stub.requests) == 1
 
 
-def test_requests_reuse_their_connection(stub, outbox):
-    box = outbox()
+# These run against push-outbox fake-braze (no oracle independent of the binary is needed: what is
+# checked is what the outbox sent), and every body must also pass the fake's own Braze rules.
+
+
+def bodies(fake):
+    records = fake.requests
+    assert [(r["status"], r["answer"].get("errors")) for r in records] == [(201, None)] * len(records), records
+    return [r["body"] for r in records]
+
+
+def arrival(record) -> float:
+    return datetime.fromisoformat(record["at"].replace("Z", "+00:00")).timestamp()
+
+
+def test_requests_reuse_their_connection(fake, outbox_on_fake):
+    box = outbox_on_fake()
     for n in range(6):
         box.save_event(f"e{n}", f"u{n}")
         assert box.result("deliverPending")["delivered"] == 1
-    assert len(stub.requests) == 6
-    assert len({r.connection for r in stub.requests}) == 1  # one keep-alive connection, not six
+    assert len(bodies(fake)) == 6
+    assert len({r["connection"] for r in fake.requests}) == 1  # one keep-alive connection, not six
 
 
-def test_bodies_hold_at_most_75_objects_combined(stub, outbox):
-    box = outbox()
+def test_bodies_hold_at_most_75_objects_combined(fake, outbox_on_fake):
+    box = outbox_on_fake()
     for n in range(60):
         box.result("saveCustomAttribute", {"key": "k", "value": n, "user": {"externalId": "u"}})
         box.save_event(f"e{n}", "u")
     assert box.result("deliverPending")["delivered"] == 120
-    sizes = [len(r.body["attributes"]) + len(r.body["events"]) for r in stub.requests]
+    sizes = [len(b["attributes"]) + len(b["events"]) for b in bodies(fake)]
     assert sizes == [75, 45]
-    values = [a["k"] for r in stub.requests for a in r.body["attributes"]]
+    values = [a["k"] for b in bodies(fake) for a in b["attributes"]]
     assert values == list(range(60))  # attribute order kept across bodies
 
 
-def test_per_array_mode_and_the_batch_limit(stub, outbox):
-    box = outbox("--track-batch-mode", "per-array", "--track-batch-limit", "50")
+def test_per_array_mode_and_the_batch_limit(fake, outbox_on_fake):
+    box = outbox_on_fake("--track-batch-mode", "per-array", "--track-batch-limit", "50")
     for n in range(60):
         box.result("saveCustomAttribute", {"key": "k", "value": n, "user": {"externalId": "u"}})
         box.save_event(f"e{n}", "u")
     box.result("deliverPending")
-    assert [(len(r.body["attributes"]), len(r.body["events"])) for r in stub.requests] == [(50, 50), (10, 10)]
+    assert [(len(b["attributes"]), len(b["events"])) for b in bodies(fake)] == [(50, 50), (10, 10)]
 
 
 def test_an_item_with_no_identifier_is_dead_lettered_not_sent(stub, outbox):
@@ -77,36 +93,41 @@ def test_an_item_with_no_identifier_is_dead_lettered_not_sent(stub, outbox):
     assert dead["reason"] == "no_identifier" and dead["item"]["name"] == "anonymous"
 
 
-def test_never_two_requests_for_one_user_in_flight_and_order_is_kept(stub, outbox):
-    stub.responder = lambda body: Reply(stall=0.02)
-    box = outbox("--track-batch-limit", "3", "--braze-max-in-flight", "4")
+def test_never_two_requests_for_one_user_in_flight_and_order_is_kept(fake, outbox_on_fake):
+    fake.script(delayMs=20)  # every answer after 20 ms: requests overlap
+    box = outbox_on_fake("--track-batch-limit", "3", "--braze-max-in-flight", "4")
     users = ["a", "b", "c", "d", "e"]
     for n in range(30):
         box.save_event(f"{n:02d}", users[n % len(users)])
     assert box.result("deliverPending")["remaining"] == 0
-    assert stub.max_in_flight > 1  # requests did overlap, so the check below means something
-    for first in stub.requests:
-        for second in stub.requests:
-            if first is second or not (first.at < second.done and second.at < first.done):
-                continue
-            assert not (first.users() & second.users()), "two requests for one user were in flight at once"
+    assert fake.stats()["maxInFlight"] > 1  # requests did overlap, so the check below means something
+    spans = [
+        (arrival(r), arrival(r) + r["delayMs"] / 1000, {o["external_id"] for o in r["body"]["events"]})
+        for r in fake.requests
+    ]
+    for n, (at, done, who) in enumerate(spans):
+        for other_at, other_done, other_who in spans[n + 1 :]:
+            if at < other_done and other_at < done:  # in flight together (the fake's ms clock)
+                assert not (who & other_who), "two requests for one user were in flight at once"
     for user in users:
-        sent = [o["name"] for o in stub.objects() if o["external_id"] == user]
+        sent = [e["name"] for e in fake.events(user=user)]
         assert sent == sorted(sent) and len(sent) == 6
 
 
-def test_the_limiter_keeps_under_the_configured_rate(stub, outbox):
-    box = outbox("--braze-rate", "3/0.5", "--track-batch-limit", "1", "--braze-max-in-flight", "8")
+def test_the_limiter_keeps_under_the_configured_rate(fake, outbox_on_fake):
+    box = outbox_on_fake("--braze-rate", "3/0.5", "--track-batch-limit", "1", "--braze-max-in-flight", "8")
     for n in range(12):
         box.save_event(f"e{n}", f"u{n}")
     assert box.result("deliverPending")["delivered"] == 12
-    assert len(stub.requests) == 12
-    assert stub.max_in_window(0.5) <= 3
+    assert len(bodies(fake)) == 12
+    times = sorted(arrival(r) for r in fake.requests)
+    # at most 3 in any 0.5 s, on the fake's millisecond clock (a request at the window's edge counts in it)
+    assert all(times[n + 3] - times[n] >= 0.5 - 0.002 for n in range(len(times) - 3)), times
     assert box.result("status")["delivery"]["rate"] == "3/0.5"
 
 
-def test_background_delivery_with_deliver(stub, outbox):
-    box = outbox("--deliver")
+def test_background_delivery_with_deliver(fake, outbox_on_fake):
+    box = outbox_on_fake("--deliver")
     box.save_event("bg", "u1")
     for _ in range(1000):  # generous: the loop polls, it never times a result
         if box.result("status")["pending"]["total"] == 0:
@@ -114,7 +135,7 @@ def test_background_delivery_with_deliver(stub, outbox):
         time.sleep(0.02)
     else:
         raise AssertionError("--deliver did not deliver")
-    assert names(stub.accepted_objects()) == ["bg"]
+    assert names(fake.events()) == ["bg"]
     assert box.result("status")["delivery"]["background"] is True
 
 

@@ -61,7 +61,8 @@ def save(rng: random.Random, n: int) -> tuple[dict[str, Any], tuple[str, dict[st
         params = {"name": name, "properties": props}
         if rng.random() < 0.1:
             params["time"] = "2025-06-01T12:00:00.000Z"
-        method, array, fields = "saveCustomEvent", "events", {"name": name, "properties": props}
+        # An event without properties is sent without the key.
+        method, array, fields = "saveCustomEvent", "events", {"name": name, **({"properties": props} if props else {})}
         if "time" in params:
             fields["time"] = params["time"]
     if user:

@@ -973,7 +973,7 @@ class Session:
             rb"delivered (\d+), dead-lettered (\d+), (?:still pending|retrying \d+, remaining) (\d+)",
             run.stderr,
         )
-        if run.returncode not in (0, 1) or summary is None:
+        if run.returncode not in (0, 1, 5, 6) or summary is None:
             if run.returncode != -signal.SIGKILL or not point:
                 raise Divergence(f"deliver exited {run.returncode}: {run.stderr[-300:]!r}")
             self.count_kill(point)
@@ -988,6 +988,11 @@ class Session:
                 f"deliver says {summary.group(0).decode()} of {len(before)} pending; the stub"
                 f" accepted {delivered} and refused {dead}; {len(candidates)} have no user"
             )
+        # The exit code tells a cron job the outcome: 6 some still pending, 5 some dead-lettered, 0 all
+        # delivered; 1 when Braze refused the endpoint or key.
+        expected = 6 if p else 5 if x else 0
+        if run.returncode != expected and not (run.returncode == 1 and b"stopped: Braze answered" in run.stderr):
+            raise Divergence(f"deliver exited {run.returncode} after {summary.group(0).decode()}")
         if no_identifier:
             self.model.dead_counts.append((set(candidates), no_identifier))
             for item in candidates:

@@ -113,3 +113,17 @@ const firstOutcome: ImportOutcome | undefined = imported.results[0];
 const firstIds: string[] | undefined = firstOutcome?.ids;
 const firstCode: number | undefined = firstOutcome?.error?.code;
 void [imported.saved, imported.failed, firstIds, firstCode];
+
+// push-outbox/testing, through the exports map.
+import { startFakeBraze, startOutbox } from 'push-outbox/testing';
+import type { FakeBraze, TestOutbox, TrackObject } from 'push-outbox/testing';
+async function testKit(t: { after(fn: () => unknown): void }): Promise<void> {
+  const braze: FakeBraze = await startFakeBraze({ t });
+  const outbox: TestOutbox = await startOutbox({ t, braze, fixedClock: '2026-01-01T00:00:00Z', idSeed: 1 });
+  await outbox.saveCustomEvent({ name: 'push_opened', user: { externalId: 'u1' } });
+  await outbox.waitDelivered({ timeoutMs: 10_000 });
+  const events: TrackObject[] = await braze.events({ user: 'u1' });
+  await braze.failNext({ status: 429, retryAfter: 1 });
+  void events;
+}
+void testKit;

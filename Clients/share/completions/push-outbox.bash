@@ -29,6 +29,7 @@ _push_outbox() {
     --track-batch-mode) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --braze-endpoint) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --braze-api-key-file) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --drain-timeout) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --braze-rate) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --braze-max-in-flight) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --braze-timeout-ms) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
@@ -52,21 +53,34 @@ _push_outbox() {
     --to) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --max-seconds) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
     --default-user) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --listen) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --api-key) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --record) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --delay-ms) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --script) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --script-file) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --retry-after) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --rate-limit) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --max-objects) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --max-body-bytes) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --keep) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
+    --max-seconds) COMPREPLY=($(compgen -W "" -- "$cur")); return ;;
   esac
   if [ "$COMP_CWORD" -eq 1 ] && [[ $cur != -* ]]; then
-    COMPREPLY=($(compgen -W "deliver flush import verify dump ack release relay lsp" -- "$cur")); return
+    COMPREPLY=($(compgen -W "deliver flush import verify dump ack release relay lsp fake-braze" -- "$cur")); return
   fi
   if [ "${COMP_WORDS[1]}" = import ] && [[ $cur != -* ]]; then
     COMPREPLY=($(compgen -f -- "$cur")); return
   fi
-  local flags="--store --memory --accept-loss --snapshot-interval --load-image-min-bytes --max-line-bytes --framing --max-depth --max-batch --threads --log-level --log-format --strings --array-limit --max-properties-bytes --max-nested-attribute-bytes --track-batch-limit --fsync --max-pending --max-pending-bytes --max-store-bytes --max-pending-age --max-retry-age --max-item-bytes --fixed-clock --id-seed --track-batch-mode --braze-endpoint --braze-api-key-file --deliver --braze-rate --braze-max-in-flight --braze-timeout-ms --braze-backoff-ms --metrics-listen --metrics-file --relay --relay-default-user --from --leader-lease --nats-stream --nats-creds --nats-allow-plaintext --nats-max-bytes -h --help -V --version"
+  local flags="--store --memory --accept-loss --snapshot-interval --load-image-min-bytes --max-line-bytes --framing --max-depth --max-batch --threads --log-level --log-format --strings --array-limit --max-properties-bytes --max-nested-attribute-bytes --track-batch-limit --fsync --max-pending --max-pending-bytes --max-store-bytes --max-pending-age --max-retry-age --max-item-bytes --fixed-clock --id-seed --track-batch-mode --braze-endpoint --braze-api-key-file --deliver --drain-timeout --braze-rate --braze-max-in-flight --braze-timeout-ms --braze-backoff-ms --metrics-listen --metrics-file --relay --relay-default-user --from --leader-lease --nats-stream --nats-creds --nats-allow-plaintext --nats-max-bytes -h --help -V --version"
   case ${COMP_WORDS[1]} in
-    deliver) flags+=" --follow" ;;
+    deliver) flags+=" --follow --max-seconds" ;;
     flush) flags+=" --format --lease --default-user --max" ;;
     import) flags+=" --user" ;;
     dump) flags+=" --format --dead-letters" ;;
     relay) flags+=" --to --max-seconds --default-user" ;;
     lsp) flags+=" --max-document-bytes" ;;
+    fake-braze) flags+=" --listen --api-key --record --delay-ms --script --script-file --retry-after --rate-limit --max-objects --combined-limit --max-body-bytes --keep --stop-on-stdin-eof" ;;
   esac
   COMPREPLY=($(compgen -W "$flags" -- "$cur"))
 }

@@ -29,6 +29,7 @@ complete -c push-outbox -l track-batch-mode -d 'combined (default) or per-array 
 complete -c push-outbox -l braze-endpoint -d 'Braze REST endpoint, e.g. https://rest.iad-01.braze.com' -r -f
 complete -c push-outbox -l braze-api-key-file -d 'file holding the Braze REST API key (else $BRAZE_API_KEY)' -r -f
 complete -c push-outbox -l deliver -d 'deliver pending items to Braze in the background'
+complete -c push-outbox -l drain-timeout -d 'with --deliver: after stdin ends, keep delivering what is pending for up to SECONDS (default 30)' -r -f
 complete -c push-outbox -l braze-rate -d 'at most N requests per S seconds (default 500/1)' -r -f
 complete -c push-outbox -l braze-max-in-flight -d 'requests in flight: a fixed N (1-1024), or auto (default): follows the round trip, up to 256' -r -f
 complete -c push-outbox -l braze-timeout-ms -d 'whole-request timeout (default 30000)' -r -f
@@ -55,7 +56,21 @@ complete -c push-outbox -l to -d 'the NATS server, nats://HOST:PORT (loopback un
 complete -c push-outbox -l max-seconds -d 'give up retrying after this long (default 30)' -n '__fish_seen_subcommand_from relay' -r -f
 complete -c push-outbox -l default-user -d 'the user for items saved without one' -n '__fish_seen_subcommand_from relay' -r -f
 complete -c push-outbox -l follow -d 'with --from: keep delivering until SIGTERM or SIGINT' -n '__fish_seen_subcommand_from deliver'
-complete -c push-outbox -n __fish_use_subcommand -f -a 'deliver flush import verify dump ack release relay lsp'
+complete -c push-outbox -l listen -d 'where to serve, a numeric IPv4 address (default 127.0.0.1:0; the port is the first stdout line)' -n '__fish_seen_subcommand_from fake-braze' -r -f
+complete -c push-outbox -l api-key -d 'the bearer key to require (default: any key, but one)' -n '__fish_seen_subcommand_from fake-braze' -r -f
+complete -c push-outbox -l record -d 'write every request (key masked) and its answer as a JSON line' -n '__fish_seen_subcommand_from fake-braze' -r -f
+complete -c push-outbox -l delay-ms -d 'answer every /users/track request after MS ms (default 0)' -n '__fish_seen_subcommand_from fake-braze' -r -f
+complete -c push-outbox -l script -d 'answer the next requests with these statuses in order, e.g. 500,429,drop (then check as usual)' -n '__fish_seen_subcommand_from fake-braze' -r -f
+complete -c push-outbox -l script-file -d 'a script as POST /_fake/script takes it (JSON)' -n '__fish_seen_subcommand_from fake-braze' -r -f
+complete -c push-outbox -l retry-after -d 'add Retry-After to every scripted 429 and 5xx answer' -n '__fish_seen_subcommand_from fake-braze' -r -f
+complete -c push-outbox -l rate-limit -d 'answer 429 above N requests per S seconds, with X-RateLimit-* headers (default none)' -n '__fish_seen_subcommand_from fake-braze' -r -f
+complete -c push-outbox -l max-objects -d 'most objects per array (default 75, Brazes limit)' -n '__fish_seen_subcommand_from fake-braze' -r -f
+complete -c push-outbox -l combined-limit -d 'count --max-objects across the three arrays together' -n '__fish_seen_subcommand_from fake-braze'
+complete -c push-outbox -l max-body-bytes -d 'larger bodies get 413 (default 8388608)' -n '__fish_seen_subcommand_from fake-braze' -r -f
+complete -c push-outbox -l keep -d 'requests GET /_fake/requests remembers (default 100000)' -n '__fish_seen_subcommand_from fake-braze' -r -f
+complete -c push-outbox -l stop-on-stdin-eof -d 'exit when stdin closes (for a harness that spawned it)' -n '__fish_seen_subcommand_from fake-braze'
+complete -c push-outbox -l max-seconds -d 'keep retrying what fails for up to SECONDS, then exit 6 if anything is left (default: 8 passes)' -n '__fish_seen_subcommand_from deliver' -r -f
+complete -c push-outbox -n __fish_use_subcommand -f -a 'deliver flush import verify dump ack release relay lsp fake-braze'
 complete -c push-outbox -n '__fish_seen_subcommand_from import' -F
 complete -c push-outbox -s h -l help -d 'show this help and exit'
 complete -c push-outbox -s V -l version -d 'print the version and exit'

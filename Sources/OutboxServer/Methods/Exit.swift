@@ -5,8 +5,6 @@ package import OutboxJSON
 package enum Exit: RPCMethod {
   package static let name = "exit"
 
-  package static let nullParamsAreNone = true
-
   package static func handle(_ params: inout Params, _ service: Service) throws -> JSONValue {
     _ = try params.finish()
     service.lifecycle.exitCode = service.lifecycle.shutDown ? 0 : 1

@@ -8,8 +8,6 @@ package enum Shutdown: RPCMethod {
   /// The snapshot must hold every save answered before it.
   package static let commitsFirst = true
 
-  package static let nullParamsAreNone = true
-
   package static func handle(_ params: inout Params, _ service: Service) throws -> JSONValue {
     _ = try params.finish()
     service.snapshotNow()

@@ -52,10 +52,11 @@ import Testing
     }
 
     static func event(_ members: [JSONMember]) -> [JSONMember] {
-      [
-        JSONMember("name", members["name"] ?? .null), JSONMember("time", members["time"] ?? .null),
-        JSONMember("properties", members["properties"] ?? .object([])),
-      ]
+      var event = [JSONMember("name", members["name"] ?? .null), JSONMember("time", members["time"] ?? .null)]
+      if let properties = members["properties"], properties.objectValue?.isEmpty != true {
+        event.append(JSONMember("properties", properties))
+      }
+      return event
     }
 
     static func customAttribute(_ members: [JSONMember]) -> JSONMember {

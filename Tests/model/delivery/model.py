@@ -1000,7 +1000,8 @@ class SingleHost(Session):
             "--fsync",
             self.rng.choice(["always", "everysec", "never"]),
         ]
-        args += self.braze_flags() + (["--deliver"] if deliver else [])
+        # At stdin's end a --deliver server drains what is pending first: up to 5 s here, inside `end`'s 30.
+        args += self.braze_flags() + (["--deliver", "--drain-timeout", "5"] if deliver else [])
         child = self.spawn("server" + (" --deliver" if deliver else ""), args, rpc=True)
         self.op("server --deliver" if deliver else "server (saves only)")
         how = self.rng.choice(["kill", "kill", "mid", "term", "eof", "eof"])
@@ -1028,7 +1029,7 @@ class SingleHost(Session):
         if code is None:
             child.kill9()
             raise Violation(f"{child.name} did not end within 60 s")
-        if code not in (0, 1):
+        if code not in (0, 1, 5, 6):  # 5: some dead-lettered, 6: some still pending (Protocol/delivery.md)
             raise Violation(f"{child.name} exit code {code}")
 
     def drain(self) -> None:
@@ -1041,7 +1042,7 @@ class SingleHost(Session):
             )
             code = child.finish(timeout=90)
             self.log(f"{child.name} exit {code}")
-            if code == 0:
+            if code in (0, 5):  # nothing pending (5: some were dead-lettered on the way)
                 break
             if code is None:
                 child.kill9()
