@@ -28,6 +28,9 @@ enum Reference {
     let slash = afterScheme.firstIndex(of: UInt8(ascii: "/")) ?? afterScheme.count
     var path = Array(original[slash...])
     while path.last == UInt8(ascii: "/") { path.removeLast() }
+    // A URL that names the method itself is refused (push-outbox adds /users/track).
+    let lowered = String(decoding: path, as: UTF8.self).lowercased()
+    guard !lowered.hasSuffix("/users/track"), !lowered.hasSuffix("/users/track/sync") else { return nil }
     guard let (host, port) = authority(Array(afterScheme[..<slash])) else { return nil }
     let loopback = host == "localhost" || host == "[::1]" || (host.hasPrefix("127.") && isAddress(host))
     guard scheme == "https" || loopback else { return nil }
