@@ -366,6 +366,16 @@ def wait_for(predicate: Any, timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
+# Deliverer flags for the leader tests: follow, a 1 s lease, a 2 s Braze timeout.
+FAST = ("--follow", "--leader-lease", "1", "--braze-timeout-ms", "2000")
+
+
+def leader_of(pair: List[Deliverer]) -> Deliverer:
+    """The one deliverer of `pair` that leads, once exactly one does."""
+    wait_for(lambda: sum(d.is_leader() for d in pair) == 1, 20, "one leader")
+    return next(d for d in pair if d.is_leader())
+
+
 def event_key(user: Optional[Dict[str, Any]], name: str, props: Any) -> Tuple[str, str, str]:
     return (json.dumps(user, sort_keys=True), name, json.dumps(props, sort_keys=True))
 

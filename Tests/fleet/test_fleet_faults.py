@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import List
 
 from conftest import (
+    FAST,
     BrazeStub,
     Deliverer,
     NatsServer,
     Reply,
+    leader_of,
     received_events,
     relay,
     save_items,
@@ -27,13 +29,6 @@ from conftest import (
     stream_count,
     wait_for,
 )
-
-FAST = ("--follow", "--leader-lease", "1", "--braze-timeout-ms", "2000")
-
-
-def leader_of(pair: List[Deliverer]) -> Deliverer:
-    wait_for(lambda: sum(d.is_leader() for d in pair) == 1, 20, "one leader")
-    return next(d for d in pair if d.is_leader())
 
 
 def drained(server: NatsServer, stub: BrazeStub, expected: Counter) -> bool:

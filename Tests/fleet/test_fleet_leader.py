@@ -5,16 +5,15 @@ binary, a real nats-server -js and the delivery suite's Braze stub; nats-py read
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import subprocess
 import threading
 import time
 from collections import Counter
 from pathlib import Path
-from typing import List
 
 from conftest import (
+    FAST,
     BrazeStub,
     Deliverer,
     NatsServer,
@@ -22,6 +21,7 @@ from conftest import (
     binary,
     deliver_once,
     event_key,
+    leader_of,
     leader_value,
     received_events,
     relay,
@@ -30,13 +30,6 @@ from conftest import (
     stream_count,
     wait_for,
 )
-
-FAST = ("--follow", "--leader-lease", "1", "--braze-timeout-ms", "2000")
-
-
-def leader_of(pair: List[Deliverer]) -> Deliverer:
-    wait_for(lambda: sum(d.is_leader() for d in pair) == 1, 20, "one leader")
-    return next(d for d in pair if d.is_leader())
 
 
 def test_standby_takes_over_after_the_leader_is_killed(
