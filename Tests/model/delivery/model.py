@@ -20,7 +20,8 @@ the replies the model saw, and the dead letters (`listDeadLetters`, with `"fleet
     of the earlier copy, or by a disruption (kill -9; in a fleet also a pause or a NATS restart)
     while the earlier copy was in flight or answered and not yet committed;
 (d) order: for each user and attribute key, Braze's final value is the last value saved (of those
-    not dead-lettered); a user's events first reach Braze in saved order; no two requests holding
+    not dead-lettered); a user's events first reach Braze in saved order (unless the earlier one was
+    refused by name in a 2xx answer that a kill left unsettled, so it was sent again); no two requests holding
     one user overlap at the fake (arrival to answer, capped at the client's timeout); in a fleet no
     two deliverers' requests overlap and a leader stopped past its lease sends nothing within one
     lease of SIGCONT when another took over meanwhile;
@@ -723,7 +724,7 @@ class Checker:
                 )
         for user, events in sorted(firsts.items()):
             for (n1, r1), (n2, r2) in zip(events, events[1:]):
-                if n2 < n1:
+                if n2 < n1 and not self.refused_then_unsettled(("event", user, str(n2)), r1, r2):
                     self.fail(
                         "d",
                         f"user {user}: event {n2} (first in {self.describe(r2)}) reached Braze after"
@@ -731,6 +732,20 @@ class Checker:
                         user,
                         (r1, r2),
                     )
+
+    def refused_then_unsettled(self, sig: Sig, later: Request, retry: Request) -> bool:
+        """Whether `sig` (an earlier event that first reached Braze in `retry`, after the later
+        event's first arrival in `later`) was refused by name in a 2xx answer (`errors`) and a
+        disruption explains why that answer was never settled: the process died before it dead-
+        lettered the refused object, so the next one sent it again. Braze applied the later event
+        in that same answer, so the earlier one's first acceptance can only come after it."""
+        for r in self.log:
+            if r.n > retry.n or not r.applied or r.at > later.at + 1e-9:
+                continue
+            refused = {object_sig(a, o) for a, i, o in r.objects() if (a, i) in r.errors}
+            if sig in refused and self.explained(r, retry):
+                return True
+        return False
 
     # (d), fleet: one sender at a time; a deposed leader sends nothing
     def one_sender(self) -> None:
