@@ -159,8 +159,7 @@ final class FleetSession {
       return nil
     }
     standbySince = Clock.monotonicSeconds()
-    if engine.isPaused {
-      if engine.inFlight == 0 && engine.heldCount > 0 { giveBack(untilMs: engine.pausedUntil) }
+    if engine.isPaused {  // held items wait, kept alive, to go first once the pause ends
       if !options.follow && engine.inFlight == 0 && engine.pausedUntil - now > Self.maxWaitMs {
         return try finishOneShot(js)
       }

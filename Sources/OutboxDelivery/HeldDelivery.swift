@@ -9,13 +9,17 @@ package import OutboxSupport
 /// The caller adds items in arrival order, each with a `seq` unique among them (the stream
 /// sequence). A request takes up to `batchLimit` items, oldest first, skipping every user with a
 /// request in flight or an older item held back, so one user's items reach Braze in order and never
-/// two requests for one user are in flight. A 400 halves the request until the bad object is alone.
+/// two requests for one user are in flight. A 400 halves the request until the bad object is alone;
+/// a retryable answer puts its items back where they were. Requests in flight follow the same
+/// `ConcurrencyLimit` as the store's deliverer (adaptive unless `--braze-max-in-flight N`).
 /// Each answer comes back from `collect` as an `Outcome` for the caller to settle at the source.
 package final class HeldDelivery {
   package enum Outcome {
     /// 2xx: `delivered` reached Braze; `dead` were refused by name (`errors`) or alone after a 400.
     case settled(delivered: [PendingItem], dead: [(PendingItem, String)])
-    /// 429, 5xx, timeouts: give them back; nothing is sent before `pausedUntil`.
+    /// Not sent because the lease ran out before the request left (`HTTPRequest.notAfter`): give
+    /// them back. (A retryable answer, 429, 5xx or a timeout, keeps its items held and waiting, to
+    /// go first after the pause.)
     case retry([PendingItem], reason: String)
     /// 401, 403, 404: the configuration is wrong; `stopReason` is set and nothing more is sent.
     case stopped([PendingItem], reason: String)
@@ -59,8 +63,6 @@ package final class HeldDelivery {
   private var awaited: [ByteKey: [UInt64: Int64]] = [:]
   private var pacing: Pacing
   package private(set) var limit: ConcurrencyLimit
-  /// Requests in flight for a fleet deliverer without `--braze-max-in-flight`.
-  package static let fixedInFlight = 4
   /// Monotonic seconds of the last moment every slot of the limit was taken (see `Deliverer`).
   private var lastFull = -Double.infinity
   private var throttle: Throttle
@@ -77,9 +79,7 @@ package final class HeldDelivery {
     self.poster = poster
     self.batchLimit = max(1, batchLimit)
     pacing = Pacing(settings.rate)
-    // The fleet keeps a fixed limit (4 unless --braze-max-in-flight says otherwise): with the adaptive
-    // one, many requests in flight through 503s broke per-user order in Tests/fleet (issue 41 note).
-    limit = ConcurrencyLimit(fixed: settings.maxInFlight ?? Self.fixedInFlight, rate: settings.rate)
+    limit = ConcurrencyLimit(fixed: settings.maxInFlight, rate: settings.rate)
     throttle = Throttle(
       backoffMs: settings.backoffMs, maxBackoffMs: settings.maxBackoffMs,
       configErrorBackoffMs: settings.configErrorBackoffMs)
@@ -241,7 +241,8 @@ package final class HeldDelivery {
     case .retry(let afterMs, let reason):
       let until = throttle.fail(nowMs: clock.now(), afterMs: afterMs, sentAt: flight.sentAt)
       log.warn("fleet delivery: \(reason); retrying at \(UTCTime.format(ms: until))")
-      return .retry(take(flight.seqs), reason: reason)
+      requeue(flight.seqs)
+      return nil
     case .split(let reason):
       let objects = Set(batch.attributeSeqs + batch.eventSeqs)
       guard objects.count <= 1 else {
@@ -270,11 +271,18 @@ package final class HeldDelivery {
 
   /// A 400 for the whole request: its items go again in requests half as large.
   private func halve(_ seqs: [UInt64]) {
+    requeue(seqs, cap: max(1, (seqs.count + 1) / 2))
+  }
+
+  /// Puts a request's items back among the waiting ones, where they were: each is again the oldest
+  /// of its user, so the next pick (after the pause, for a retryable answer) takes it before
+  /// anything newer of that user. They stay held at the source (kept alive, never given back for a
+  /// mere setback), so no redelivery can reorder them and no retry counts against `max_deliver`.
+  private func requeue(_ seqs: [UInt64], cap: Int? = nil) {
     let wanted = Set(seqs)
-    let cap = max(1, (seqs.count + 1) / 2)
     for index in held.indices where wanted.contains(held[index].item.seq) {
       held[index].sending = false
-      held[index].cap = cap
+      if let cap { held[index].cap = cap }
     }
   }
 }
