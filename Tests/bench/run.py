@@ -24,6 +24,8 @@ Sections, on the realistic mix (saveCustomEvent with a `user` on every line) unl
   drain          a 200k backlog delivered by `push-outbox deliver` to a fake /users/track answering after 0, 20,
                  100 and 250 ms, and --deliver while saving: objects/s, requests in flight, CPU per 100k
                  objects, the busiest rate window, duplicates (drain.py, track_fake.py)
+  fleet          the drain backlog relayed into a local nats-server, then delivered by the elected
+                 `deliver --from --follow` to the fake at 100 ms: items/s, in flight, busiest window (fleet_drain.py)
   lsp            push-outbox lsp: edit + pull diagnostics round trips on a 4 KB payload against the same
                  text unchecked (the difference is the check), and 1,000 edits at once (lsp.py)
   instructions   (only with --callgrind) instructions per save under callgrind, both mixes and modes
@@ -42,6 +44,7 @@ import time
 
 import delivery
 import drain
+import fleet_drain
 import inputs
 import instructions
 import latency
@@ -54,7 +57,7 @@ import throughput
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SECTIONS = ["realistic", "nouser", "backlog", "mixed", "bytes_per_item", "latency", "cold_start", "first_reply", "delivery",
-            "drain", "lsp"]
+            "drain", "fleet", "lsp"]
 OPTIONAL = ["instructions", "scale"]
 
 
@@ -167,6 +170,7 @@ def run_sections(ctx, wanted, out):
         "first_reply": lambda: latency.first_reply(ctx, cold_store_figure(done)),
         "delivery": lambda: delivery.delivery(ctx, realistic()),
         "drain": lambda: drain.drain(ctx),
+        "fleet": lambda: fleet_drain.fleet_drain(ctx, drain_figure(done)),
         "lsp": lambda: lsp.lsp(ctx),
         "instructions": lambda: instructions.instructions(ctx),
         "scale": lambda: scale.scale(ctx, realistic()),
@@ -177,6 +181,12 @@ def run_sections(ctx, wanted, out):
             results.append(done[key])
             report.print_section(done[key], out)
     return results
+
+
+def drain_figure(done):
+    """The one-host delivery at 100 ms the fleet is compared with, when the drain section ran."""
+    section = done.get("drain")
+    return section.made.get("deliver, 100 ms") if section else None
 
 
 def empty_store_figure(ctx, done, path):
