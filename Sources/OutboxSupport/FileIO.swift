@@ -23,43 +23,26 @@ package struct FileError: Error, Sendable, Equatable, CustomStringConvertible {
 
 /// Thin POSIX file helpers. Every function retries EINTR and reports errno.
 package enum FileIO {
-  /// Reads a whole file, or its first `limit` bytes, or returns nil if it does not exist.
+  /// Reads a whole file, or its first `limit` bytes, or returns nil if it does not exist (through
+  /// `ReadBuffer`, the one reading loop).
   package static func read(_ path: String, limit: Int = .max) throws(FileError) -> [UInt8]? {
-    // O_NONBLOCK: a FIFO planted in the store must not block the open; only regular files are read.
+    try ReadBuffer().read(path, limit: limit) { Array($0) }
+  }
+
+  /// Opens a file for reading when it is a regular file, never through a symlink, and nil when it
+  /// does not exist. O_NONBLOCK: a FIFO planted in the store must not block the open; it is refused.
+  package static func openRegular(_ path: String) throws(FileError) -> Int32? {
     let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
     if fd < 0 {
       if errno == ENOENT { return nil }
       throw FileError(operation: "open", path: path, code: errno)
     }
-    defer { close(fd) }
     var info = stat()
     guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+      close(fd)
       throw FileError(operation: "open (not a regular file)", path: path, code: EINVAL)
     }
-    var capacity = min(max(0, Int(info.st_size)) + 1, limit)
-    while true {
-      var failure: Int32 = 0
-      // Read straight into uninitialized storage: no zero-fill of what is about to be overwritten.
-      let bytes = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
-        count = 0
-        while count < buffer.count {
-          let n = posixRead(fd, buffer.baseAddress! + count, buffer.count - count)
-          if n > 0 {
-            count += n
-          } else if n == 0 {
-            return
-          } else if errno != EINTR {
-            failure = errno
-            return
-          }
-        }
-      }
-      if failure != 0 { throw FileError(operation: "read", path: path, code: failure) }
-      if bytes.count < capacity || capacity == limit { return bytes }
-      // The file grew while being read: read it again with more room.
-      guard lseek(fd, 0, SEEK_SET) == 0 else { throw FileError(operation: "seek", path: path, code: errno) }
-      capacity *= 2
-    }
+    return fd
   }
 
   /// Writes all bytes to `fd`, waiting with `poll` if the descriptor is non-blocking.

@@ -16,34 +16,32 @@ package final class ReadBuffer {
 
   deinit { memory?.deallocate() }
 
-  /// Reads a whole regular file (never through a symlink) and calls `body` with its bytes, which are
-  /// valid only during the call. A missing file is nil.
-  package func read<T>(_ path: String, _ body: (UnsafeRawBufferPointer) -> T) throws(FileError) -> T? {
-    try load(path).map(body)
+  /// Reads a whole regular file (never through a symlink), or its first `limit` bytes, and calls
+  /// `body` with its bytes, which are valid only during the call. A missing file is nil.
+  package func read<T>(
+    _ path: String, limit: Int = .max, _ body: (UnsafeRawBufferPointer) -> T
+  ) throws(FileError) -> T? {
+    try load(path, limit: limit).map(body)
   }
 
-  /// Reads a whole regular file (never through a symlink) into the buffer: its bytes, valid until
-  /// the next load. A missing file is nil.
-  package func load(_ path: String) throws(FileError) -> UnsafeRawBufferPointer? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-    if fd < 0 {
-      if errno == ENOENT { return nil }
-      throw FileError(operation: "open", path: path, code: errno)
-    }
+  /// Reads a whole regular file (never through a symlink), or its first `limit` bytes, into the
+  /// buffer: its bytes, valid until the next load. A missing file is nil. A file read whole leaves
+  /// the page cache (a store's segments are read once, at start).
+  package func load(_ path: String, limit: Int = .max) throws(FileError) -> UnsafeRawBufferPointer? {
+    guard let fd = try FileIO.openRegular(path) else { return nil }
     defer { close(fd) }
     var info = stat()
-    guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-      throw FileError(operation: "open (not a regular file)", path: path, code: EINVAL)
-    }
+    _ = fstat(fd, &info)
     var filled = 0
-    reserve(max(0, Int(info.st_size)) + 1)
+    reserve(min(max(0, Int(info.st_size)) + 1, max(1, limit)))
     while true {
-      let n = posixRead(fd, memory! + filled, capacity - filled)
+      let n = posixRead(fd, memory! + filled, min(capacity, limit) - filled)
       if n > 0 {
         filled += n
+        if filled == limit { return UnsafeRawBufferPointer(start: memory, count: filled) }
         if filled == capacity { reserve(capacity * 2, keeping: filled) }  // the file grew while being read
       } else if n == 0 {
-        FileIO.dropCache(fd)  // read whole into memory: its cache pages can go back (a store's segments)
+        FileIO.dropCache(fd)
         return UnsafeRawBufferPointer(start: memory, count: filled)
       } else if errno != EINTR {
         throw FileError(operation: "read", path: path, code: errno)
