@@ -63,48 +63,47 @@ package final class Journal {
 
   // MARK: - Recording
 
+  /// A record other than a saved item, as `append(_:seq:)` writes it.
+  enum Change {
+    case remove([UInt64])
+    case lease(Lease)
+    case leaseEnd(flushId: String, outcome: LeaseOutcome, counts: [(UInt64, UInt32)])
+    case deadLetter([(UInt64, String)])
+    case requeue([UInt64])
+  }
+
+  /// Records a saved item (the hot path: written in place, in one pass).
   func appendItem(
     seq: UInt64, savedAt: Int64, kind: ItemKind, hasUser: Bool, id: ItemID, body: UnsafeRawBufferPointer
   ) {
+    recording(seq, item: true) { out in
+      SegmentFormat.appendItem(
+        seq: seq, savedAt: savedAt, deliveries: 0, kind: kind, hasUser: hasUser, id: id, body: body, to: &out)
+    }
+  }
+
+  /// Records a change to held items, with its own `seq`.
+  func append(_ change: Change, seq: UInt64) {
+    recording(seq, item: false) { out in
+      switch change {
+      case .remove(let seqs): SegmentFormat.appendRemove(seqs, recordSeq: seq, to: &out)
+      case .lease(let lease): SegmentFormat.appendLease(lease, recordSeq: seq, to: &out)
+      case .leaseEnd(let flushId, let outcome, let counts):
+        SegmentFormat.appendLeaseEnd(flushId: flushId, outcome: outcome, counts: counts, recordSeq: seq, to: &out)
+      case .deadLetter(let entries): SegmentFormat.appendDeadLetter(entries, recordSeq: seq, to: &out)
+      case .requeue(let seqs): SegmentFormat.appendRequeue(seqs, recordSeq: seq, to: &out)
+      }
+    }
+  }
+
+  /// The one append path: the burst's first record names a segment opened for it, and the records
+  /// are counted (items, and the bytes of the others) for the segment's bookkeeping.
+  @inline(__always)
+  private func recording(_ seq: UInt64, item: Bool, _ write: (inout [UInt8]) -> Void) {
     if buffer.isEmpty { pendingFirst = seq }
-    SegmentFormat.appendItem(
-      seq: seq, savedAt: savedAt, deliveries: 0, kind: kind, hasUser: hasUser, id: id, body: body, to: &buffer)
-    pendingItems += 1
-  }
-
-  func appendRemove(_ seqs: [UInt64], recordSeq: UInt64) {
-    if buffer.isEmpty { pendingFirst = recordSeq }
     let start = buffer.count
-    SegmentFormat.appendRemove(seqs, recordSeq: recordSeq, to: &buffer)
-    pendingOther += buffer.count - start
-  }
-
-  func appendLease(_ lease: Lease, recordSeq: UInt64) {
-    if buffer.isEmpty { pendingFirst = recordSeq }
-    let start = buffer.count
-    SegmentFormat.appendLease(lease, recordSeq: recordSeq, to: &buffer)
-    pendingOther += buffer.count - start
-  }
-
-  func appendLeaseEnd(flushId: String, outcome: LeaseOutcome, counts: [(UInt64, UInt32)], recordSeq: UInt64) {
-    if buffer.isEmpty { pendingFirst = recordSeq }
-    let start = buffer.count
-    SegmentFormat.appendLeaseEnd(flushId: flushId, outcome: outcome, counts: counts, recordSeq: recordSeq, to: &buffer)
-    pendingOther += buffer.count - start
-  }
-
-  func appendDeadLetter(_ entries: [(UInt64, String)], recordSeq: UInt64) {
-    if buffer.isEmpty { pendingFirst = recordSeq }
-    let start = buffer.count
-    SegmentFormat.appendDeadLetter(entries, recordSeq: recordSeq, to: &buffer)
-    pendingOther += buffer.count - start
-  }
-
-  func appendRequeue(_ seqs: [UInt64], recordSeq: UInt64) {
-    if buffer.isEmpty { pendingFirst = recordSeq }
-    let start = buffer.count
-    SegmentFormat.appendRequeue(seqs, recordSeq: recordSeq, to: &buffer)
-    pendingOther += buffer.count - start
+    write(&buffer)
+    if item { pendingItems += 1 } else { pendingOther += buffer.count - start }
   }
 
   /// Forgets the burst's records without writing them.

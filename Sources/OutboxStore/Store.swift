@@ -101,7 +101,7 @@ package final class Store {
       items.rollBack(seqs: uncommitted)
       version &+= 1
       // Records that could not be cut back off the file must not come back at the next start.
-      if journal.lastCutFailed { journal.appendRemove(uncommitted, recordSeq: items.takeSeq()) }
+      if journal.lastCutFailed { journal.append(.remove(uncommitted), seq: items.takeSeq()) }
       return error
     }
   }
@@ -127,7 +127,7 @@ package final class Store {
     items.setLeased(lease.seqs, true)
     leases.append(lease)
     version &+= 1
-    journal?.appendLease(lease, recordSeq: items.takeSeq())
+    journal?.append(.lease(lease), seq: items.takeSeq())
   }
 
   /// The live lease with this flush id (compared by bytes).
@@ -144,7 +144,7 @@ package final class Store {
     let lease = leases.remove(at: n)
     let acked = lease.seqs.filter(items.contains(seq:)).count
     remove(lease.seqs)
-    journal?.appendLeaseEnd(flushId: lease.flushId, outcome: .acked, counts: [], recordSeq: items.takeSeq())
+    journal?.append(.leaseEnd(flushId: lease.flushId, outcome: .acked, counts: []), seq: items.takeSeq())
     rememberFinished(lease.flushId)
     return acked
   }
@@ -176,7 +176,7 @@ package final class Store {
     version &+= 1
     if let journal {
       for (seq, _) in counts { journal.noteChanged(seq) }
-      journal.appendLeaseEnd(flushId: lease.flushId, outcome: outcome, counts: counts, recordSeq: items.takeSeq())
+      journal.append(.leaseEnd(flushId: lease.flushId, outcome: outcome, counts: counts), seq: items.takeSeq())
     }
     return counts.count
   }
@@ -201,10 +201,10 @@ package final class Store {
     guard let journal else { return }
     if !recorded.isEmpty {
       for (seq, _) in recorded { journal.noteChanged(seq) }
-      journal.appendDeadLetter(recorded, recordSeq: items.takeSeq())
+      journal.append(.deadLetter(recorded), seq: items.takeSeq())
     }
     for (seq, _) in counts { journal.noteChanged(seq) }
-    journal.appendLeaseEnd(flushId: lease.flushId, outcome: .released, counts: counts, recordSeq: items.takeSeq())
+    journal.append(.leaseEnd(flushId: lease.flushId, outcome: .released, counts: counts), seq: items.takeSeq())
   }
 
   /// Makes unleased pending items dead letters (items no request can carry, such as `no_identifier`).
@@ -217,7 +217,7 @@ package final class Store {
     version &+= 1
     guard let journal else { return }
     for (seq, _) in recorded { journal.noteChanged(seq) }
-    journal.appendDeadLetter(recorded, recordSeq: items.takeSeq())
+    journal.append(.deadLetter(recorded), seq: items.takeSeq())
   }
 
   /// Returns dead letters to pending. Returns the seqs requeued. Refused, changing nothing, when its
@@ -232,7 +232,7 @@ package final class Store {
     version &+= 1
     guard let journal else { return changed }
     for seq in changed { journal.noteChanged(seq) }
-    journal.appendRequeue(changed, recordSeq: items.takeSeq())
+    journal.append(.requeue(changed), seq: items.takeSeq())
     return changed
   }
 
@@ -249,7 +249,7 @@ package final class Store {
     version &+= 1
     guard let journal else { return }
     for seq in held { journal.noteRemoved(seq) }
-    journal.appendRemove(held, recordSeq: items.takeSeq())
+    journal.append(.remove(held), seq: items.takeSeq())
   }
 
   private func rememberFinished(_ flushId: String) {
