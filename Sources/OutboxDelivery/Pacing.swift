@@ -11,10 +11,17 @@ import Synchronization
 /// (issue 41 weighed freeing slots a window after the start instead: exact only while the time from
 /// a request's start to its arrival varies by less than the margin, which a loaded server, a new
 /// connection or a stall before sending break).
+///
+/// Starts are also spread out: after a burst of a tenth of the limit, at most one per
+/// `limit.seconds / limit.count` (a cell-rate rule, GCRA). The window rule alone let a backlog go as
+/// 500 requests in the first few hundred milliseconds of each window and then nothing: the bursts
+/// overloaded the server, its round trips grew, and each slot was held longer (issue 41).
 struct Pacing {
   var limit: RateLimit
   private var slots: [Slot] = []
   private var lastToken = 0
+  /// The cell-rate rule's theoretical time of the next start (monotonic seconds).
+  private var nextStart = -Double.infinity
 
   private struct Slot {
     var token: Int
@@ -32,8 +39,16 @@ struct Pacing {
     slots.removeAll { $0.done && now - $0.time >= window }
   }
 
-  /// Nil when a request may start now, else the monotonic time a slot may free up.
+  /// Seconds between starts once the burst allowance is spent, and that allowance, as the time it
+  /// lets starts run ahead of the steady pace.
+  private var spacing: Double { limit.seconds / Double(max(1, limit.count)) }
+  private var burstAhead: Double { spacing * Double(max(0, limit.count / 10 - 1)) + 1e-9 }  // + rounding
+
+  /// Nil when a request may start now, else the monotonic time it may (a slot frees up, or the
+  /// pace allows the next start).
   mutating func blockedUntil(_ now: Double) -> Double? {
+    let paced = nextStart - burstAhead
+    if now < paced { return paced }
     prune(now)
     guard slots.count >= limit.count else { return nil }
     let window = self.window
@@ -43,6 +58,7 @@ struct Pacing {
 
   /// A request starts now; returns its slot's token for `answered`.
   mutating func record(_ now: Double) -> Int {
+    nextStart = max(nextStart, now) + spacing
     lastToken += 1
     slots.append(Slot(token: lastToken, time: now, done: false))
     return lastToken

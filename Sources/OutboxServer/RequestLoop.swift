@@ -27,7 +27,7 @@ package struct RequestLoop<T: Transport> {
     busy = transport.inputIsWaiting()
     var reason: StopReason? = nil
     while reason == nil {
-      reason = step(timeoutMs: server.service.pollTimeoutMs())
+      reason = step(timeoutMs: nil)
     }
     server.service.finish()
     server.service.log.info("stopped: \(reason!)")
@@ -39,7 +39,7 @@ package struct RequestLoop<T: Transport> {
   package mutating func runUntilIdle() -> StopReason? {
     while true {
       let before = transport.inputIsWaiting()
-      if let reason = step(timeoutMs: 0) { return reason }
+      if let reason = step(timeoutMs: nil) { return reason }  // a memory transport never waits
       if !before && !transport.inputIsWaiting() { return nil }
     }
   }
@@ -47,16 +47,21 @@ package struct RequestLoop<T: Transport> {
   /// Queues input for a loop over a memory transport.
   package mutating func push(_ bytes: [UInt8]) where T == MemoryTransport { transport.push(bytes) }
 
+  /// The wait a loop over a memory transport asked for last.
+  package func lastTimeoutMs() -> Int32? where T == MemoryTransport { transport.lastTimeoutMs }
+
   /// Takes the replies a loop over a memory transport wrote.
   package mutating func takeOutput() -> [UInt8] where T == MemoryTransport { transport.takeOutput() }
 
-  /// One turn: the periodic work, one wait for input, and a write when the burst is done.
-  private mutating func step(timeoutMs: Int32) -> StopReason? {
+  /// One turn: the periodic work, one wait for input, and a write when the burst is done. The wait
+  /// is at most `timeoutMs`, or (nil) until the periodic work has something to do, as it stands
+  /// after this turn's work: requests that work started are waited on, not slept through.
+  private mutating func step(timeoutMs: Int32?) -> StopReason? {
     // The last batch, answered by the last flush, may have held `exit`.
     if let requested = stopRequested() { return stop(requested) }
     server.service.tick(now: server.service.clock.now(), busy: busy)
     let server = self.server
-    let timeoutMs = server.service.longCalls.output.isEmpty ? timeoutMs : 0  // a long call's reply waits
+    let timeoutMs = server.service.longCalls.output.isEmpty ? timeoutMs ?? server.service.pollTimeoutMs() : 0  // a long call's reply waits
     let event = read(timeoutMs: timeoutMs)
     if let requested = stopRequested() { return stop(requested) }
     switch event {

@@ -7,6 +7,9 @@ package struct MemoryTransport: Transport {
   package var output: [UInt8] = []
   /// Bytes handed over per `next` at most, to exercise framing across chunks (default 64 KiB).
   package var chunkSize: Int
+  /// The wait the loop asked for at its last `next` (it never waits here): what a real transport
+  /// would have slept, at most, with no input.
+  package private(set) var lastTimeoutMs: Int32?
 
   package init(chunkSize: Int = 1 << 16) {
     self.chunkSize = max(1, chunkSize)
@@ -28,6 +31,7 @@ package struct MemoryTransport: Transport {
   }
 
   package mutating func next(timeoutMs: Int32, _ body: (UnsafeBufferPointer<UInt8>) -> Void) -> TransportEvent {
+    lastTimeoutMs = timeoutMs
     guard !input.isEmpty else { return closed ? .endOfInput : .timeout }
     var chunk = input.removeFirst()
     if chunk.count > chunkSize {

@@ -181,6 +181,26 @@ final class ScriptedPoster: HTTPPoster {
     }
   }
 
+  @Test func theLimiterSpreadsStartsAfterABurstOfATenth() {
+    // 500/1: 50 starts at once, then one per 2 ms, while no window holds 500 (answers come at once).
+    var pacing = Pacing(RateLimit(count: 500, seconds: 1))
+    var starts: [Double] = []
+    var now = 0.0
+    while starts.count < 200 {
+      if let until = pacing.blockedUntil(now) {
+        now = max(now + 0.0001, until)
+        continue
+      }
+      starts.append(now)
+      pacing.answered(pacing.record(now), at: now)
+    }
+    #expect(starts.prefix(50).allSatisfy { $0 == 0 }, "the burst: a tenth of the limit at once")
+    for (earlier, later) in zip(starts[50...], starts[51...]) {
+      #expect(later - earlier >= 0.002 - 1e-9, "starts \(earlier) and \(later) closer than 1 s / 500")
+    }
+    #expect(starts[199] < 0.002 * 151 + 1e-6, "no slower than the pace")
+  }
+
   @Test func theUserKeyReadFromTheBodyEqualsTheParsedOne() throws {
     let server = InProcessServer()
     let user = #"{"alias":{"name":"a}b\"{[","label":"l"}}"#

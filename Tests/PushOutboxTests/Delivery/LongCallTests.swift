@@ -47,6 +47,27 @@ final class GatedPoster: HTTPPoster {
     try lines.map { try JSONReader.parse($0)["id"] ?? .string("none") }
   }
 
+  /// A turn that starts a request waits for its answer, not the timeout computed before the turn's
+  /// work: with an item pending and nothing in flight that was 1,000 ms ("look again soon"), so a
+  /// serving `--deliver` slept through the answers of every request it had just started (issue 41:
+  /// delivery while saving stalled about a second after each rate window).
+  @Test func aTurnThatStartsARequestWaitsForItsAnswer() throws {
+    let poster = GatedPoster()
+    let server = InProcessServer {
+      $0.delivery.endpoint = "https://rest.example.invalid"
+      $0.delivery.apiKey = Secret("k")
+      $0.delivery.background = true
+    }
+    server.service.poster = poster
+    defer { poster.open() }
+    let reply = try server.request("saveCustomEvent", #"{"name":"e","user":{"externalId":"u"}}"#)
+    #expect(reply.at("result.seq") != nil)
+    for _ in 0..<20_000 where server.service.delivery?.inFlight ?? 0 == 0 { _ = server.turn() }
+    #expect(server.service.delivery?.inFlight == 1)
+    let wait = try #require(server.lastTimeoutMs)
+    #expect(wait >= 0 && wait <= 5, "the loop would sleep \(wait) ms with a request in flight")
+  }
+
   /// Turns the loop until a line comes; fails after many turns (a hang guard, not a timing claim).
   func next(_ server: InProcessServer) throws -> [String] {
     for _ in 0..<20_000 {

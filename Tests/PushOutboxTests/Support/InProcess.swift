@@ -34,6 +34,9 @@ final class InProcessServer {
 
   var service: Service { server.service }
 
+  /// What the loop would have slept, at most, at its last wait for input.
+  var lastTimeoutMs: Int32? { loop.lastTimeoutMs() }
+
   /// Sends raw lines (each framed as the transport would) and returns the reply lines, once every
   /// long call they started has been answered.
   func send(_ lines: String...) -> [String] {
