@@ -214,7 +214,8 @@ package final class Deliverer {
   }
 
   private func delivered(_ flushId: String, _ batch: TrackBatch, dead: [UInt64: String]) {
-    let delivered = batch.seqs.filter { dead[$0] == nil }
+    let back = carriedBack(batch, dead: Set(dead.keys))
+    let delivered = batch.seqs.filter { dead[$0] == nil && !back.contains($0) }
     store.settle(flushId, delivered: delivered, dead: dead.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
     stats.delivered += delivered.count
     stats.deadLettered += dead.count
@@ -230,7 +231,8 @@ package final class Deliverer {
     let objects = batch.attributeSeqs + batch.eventSeqs
     if objects.count <= 1 {
       let dead = objects.map { ($0, reason) }
-      let rest = batch.seqs.filter { !objects.contains($0) }  // superseded values it carried
+      let back = carriedBack(batch, dead: Set(objects))
+      let rest = batch.seqs.filter { !objects.contains($0) && !back.contains($0) }  // superseded values it carried
       store.settle(flushId, delivered: rest, dead: dead)
       stats.deadLettered += dead.count
       stats.retrying.subtract(batch.seqs)
@@ -239,6 +241,13 @@ package final class Deliverer {
     }
     store.settle(flushId, delivered: [], dead: [])
     picking.split(batch.seqs)
+  }
+
+  /// The superseded values a request carried whose newer value Braze did not take: they stay pending.
+  private func carriedBack(_ batch: TrackBatch, dead: Set<UInt64>) -> Set<UInt64> {
+    guard batch.seqs.count > batch.objectCount else { return [] }
+    return store.items.items(seqs: batch.seqs)
+      .carriedButNotReplaced(sent: Set(batch.attributeSeqs + batch.eventSeqs), dead: dead)
   }
 
   private func fail(reason: String, afterMs: Int?, sentAt: Double = .infinity) {

@@ -235,7 +235,9 @@ package final class HeldDelivery {
     switch Verdict.of(completion.result, batch, nowMs: clock.now(), key: settings.apiKey) {
     case .delivered(let dead):
       throttle.delivered()
-      let items = take(flight.seqs)
+      let back = carriedBack(flight.seqs, batch, dead: Set(dead.keys))
+      requeue(Array(back))
+      let items = take(flight.seqs.filter { !back.contains($0) })
       return .settled(
         delivered: items.filter { dead[$0.seq] == nil }, dead: items.compactMap { i in dead[i.seq].map { (i, $0) } })
     case .retry(let afterMs, let reason):
@@ -249,7 +251,9 @@ package final class HeldDelivery {
         halve(flight.seqs)
         return nil
       }
-      let items = take(flight.seqs)
+      let back = carriedBack(flight.seqs, batch, dead: objects)
+      requeue(Array(back))
+      let items = take(flight.seqs.filter { !back.contains($0) })
       log.warn("fleet delivery: Braze refused an object (\(reason)); it is a dead letter")
       return .settled(
         delivered: items.filter { !objects.contains($0.seq) },
@@ -259,6 +263,14 @@ package final class HeldDelivery {
       stopReason = reason
       return .stopped(take(flight.seqs), reason: reason)
     }
+  }
+
+  /// The superseded values a request carried whose newer value Braze did not take: they stay held.
+  private func carriedBack(_ seqs: [UInt64], _ batch: TrackBatch, dead: Set<UInt64>) -> Set<UInt64> {
+    guard seqs.count > batch.objectCount else { return [] }
+    let wanted = Set(seqs)
+    return held.filter { wanted.contains($0.item.seq) }.map(\.item)
+      .carriedButNotReplaced(sent: Set(batch.attributeSeqs + batch.eventSeqs), dead: dead)
   }
 
   /// Removes the items of `seqs` from the held ones and returns them.

@@ -217,7 +217,11 @@ package enum UsersTrack {
 extension Array where Element == PendingItem {
   /// Seqs of user-attribute items that a later item in this list sets again for the same user and field.
   /// Keys compare by bytes (code points), never by canonical equivalence.
-  package var supersededSeqs: Set<UInt64> {
+  package var supersededSeqs: Set<UInt64> { Set(replacedBy.keys) }
+
+  /// For each superseded user attribute (see `supersededSeqs`), the seq of the last item that sets
+  /// its user and field again: the value Braze is sent instead.
+  package var replacedBy: [UInt64: UInt64] {
     var latest: [ByteKey: UInt64] = [:]
     var keys: [UInt64: ByteKey] = [:]
     for index in indices where self[index].kind == .userAttribute {  // no copy of the other items
@@ -228,9 +232,26 @@ extension Array where Element == PendingItem {
       latest[key] = item.seq
       keys[item.seq] = key
     }
-    var superseded = Set<UInt64>()
-    for (seq, key) in keys where latest[key] != seq { superseded.insert(seq) }
-    return superseded
+    var replaced: [UInt64: UInt64] = [:]
+    for (seq, key) in keys where latest[key] != seq { replaced[seq] = latest[key] }
+    return replaced
+  }
+
+  /// Of a request's items (this list), the values it carried without sending them (superseded) that
+  /// Braze did not take a newer value for: the newer value was refused by name (`dead`), or it was not
+  /// in the request. They go back to pending instead of counting as delivered, so a refused newer
+  /// value never costs the user the older one (issue 40's end-to-end model).
+  package func carriedButNotReplaced(sent objects: Set<UInt64>, dead: Set<UInt64>) -> Set<UInt64> {
+    guard contains(where: { !objects.contains($0.seq) }) else { return [] }
+    let replaced = replacedBy
+    var back = Set<UInt64>()
+    for item in self where !objects.contains(item.seq) && !dead.contains(item.seq) {
+      guard let newer = replaced[item.seq], objects.contains(newer), !dead.contains(newer) else {
+        back.insert(item.seq)
+        continue
+      }
+    }
+    return back
   }
 }
 

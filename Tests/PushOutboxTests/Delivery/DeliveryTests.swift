@@ -60,6 +60,27 @@ final class ScriptedPoster: HTTPPoster {
     #expect(poster.bodies.withLock { $0.count } == 1)
   }
 
+  /// `f1`, `f2`, `f3` of one field: the request sends only `f3`, carrying `f1` and `f2`. Braze refuses
+  /// `f3` by name: `f1` and `f2` stay pending (not delivered), and the next request sends `f2`, the
+  /// last value Braze can still take (issue 40's end-to-end model: Braze kept a value older than both).
+  @Test func aRefusedNewerValueLeavesTheValuesItReplacedPending() throws {
+    let errors = #"{"message":"success","errors":[{"type":"bad","input_array":"attributes","index":0}]}"#
+    let poster = ScriptedPoster([.success(HTTPResponse(status: 201, body: Array(errors.utf8)))])
+    let server = server(poster)
+    for n in 1...3 {
+      let reply = try server.request(
+        "saveUserAttribute", #"{"field":"first_name","value":"f\#(n)","user":{"externalId":"u"}}"#, id: n)
+      #expect(reply.at("result.seq") != nil)
+    }
+    let first = try server.request("deliverPending")
+    #expect(first.at("result.deadLettered") == .int(1))
+    let bodies = poster.bodies.withLock { $0 }
+    #expect(bodies.count == 2, "the refused value's older ones are sent again: \(bodies)")
+    #expect(bodies.first?.at("attributes.0.first_name") == .string("f3"))
+    #expect(bodies.last?.at("attributes.0.first_name") == .string("f2"))
+    #expect(first.at("result.remaining") == .int(0))
+  }
+
   @Test func aFailureKeepsTheItemsAndRaisesTheirDeliveryCount() throws {
     let poster = ScriptedPoster([.failure(.transport("Couldn't connect to server"))])
     let server = server(poster)

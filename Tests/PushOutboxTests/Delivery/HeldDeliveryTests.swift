@@ -37,6 +37,32 @@ import Testing
     return out
   }
 
+  /// The fleet's side of `DeliveryTests.aRefusedNewerValueLeavesTheValuesItReplacedPending`: `f1` and
+  /// `f2` are carried by the request that sends `f3`; Braze refuses `f3`; `f2` goes next, `f1` with it.
+  @Test func aRefusedNewerValueKeepsTheValuesItReplacedHeld() {
+    let errors = #"{"message":"success","errors":[{"type":"bad","input_array":"attributes","index":0}]}"#
+    let poster = ScriptedPoster([.success(HTTPResponse(status: 201, body: Array(errors.utf8)))])
+    let engine = engine(poster, batchLimit: 75, inFlight: 1)
+    for n in 1...3 {
+      let body = #","user":{"externalId":"u"},"field":"first_name","value":"f\#(n)""#
+      engine.add(
+        PendingItem(
+          seq: UInt64(n), id: ItemID(client: Array("id\(n)".utf8)), kind: .userAttribute, savedAt: 0, hasUser: true,
+          body: Array(body.utf8)))
+    }
+    let outcomes = drain(engine)
+    let sent = poster.bodies.withLock { $0.compactMap { $0.at("attributes.0.first_name")?.stringValue } }
+    #expect(sent == ["f3", "f2"])
+    var delivered: [UInt64] = []
+    var dead: [UInt64] = []
+    for case .settled(let done, let refused) in outcomes {
+      delivered += done.map(\.seq)
+      dead += refused.map(\.0.seq)
+    }
+    #expect(dead == [3])
+    #expect(delivered.sorted() == [1, 2])
+  }
+
   @Test func neverTwoRequestsForOneUser() {
     let poster = ScriptedPoster([])
     let engine = engine(poster, batchLimit: 1)
