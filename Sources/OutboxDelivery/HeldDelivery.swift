@@ -31,6 +31,9 @@ package final class HeldDelivery {
     /// After a 400: at most this many items in its next request.
     var cap: Int
     var sending = false
+    /// Settled and gone; the entry waits for the next compaction (`take`). A taken entry is also
+    /// `sending`, so every scan for waiting items passes over it.
+    var taken = false
   }
 
   private struct Completion: Sendable {
@@ -50,6 +53,8 @@ package final class HeldDelivery {
   private let wakeup = DispatchSemaphore(value: 0)
   /// Held items by seq, oldest first.
   private var held: [Held] = []
+  /// Entries of `held` that were taken and not yet compacted away.
+  private var takenCount = 0
   private struct Flight {
     var seqs: [UInt64]
     var users: Set<ByteKey>
@@ -85,13 +90,13 @@ package final class HeldDelivery {
       configErrorBackoffMs: settings.configErrorBackoffMs)
   }
 
-  package var heldCount: Int { held.count }
+  package var heldCount: Int { held.count - takenCount }
   package var inFlight: Int { flights.count }
   /// Wall-clock ms before which nothing is sent (after a setback).
   package var pausedUntil: Int64 { throttle.pausedUntil }
   package var isPaused: Bool { throttle.isPaused(clock.now()) }
   /// The seqs of every held item (in flight or waiting), for keeping them alive at the source.
-  package var heldSeqs: [UInt64] { held.map(\.item.seq) }
+  package var heldSeqs: [UInt64] { held.filter { !$0.taken }.map(\.item.seq) }
 
   /// Adds an item (its `seq` unique among held ones); nil when it names no user (a dead letter).
   @discardableResult
@@ -113,7 +118,8 @@ package final class HeldDelivery {
   /// user sends nothing newer until it is added again or `untilMs` passes.
   package func takeWaiting(untilMs: Int64) -> [PendingItem] {
     let out = held.filter { !$0.sending }
-    held.removeAll { !$0.sending }
+    held.removeAll { !$0.sending || $0.taken }
+    takenCount = 0
     expectBack(out.map(\.item), untilMs: untilMs)
     return out.map(\.item)
   }
@@ -153,24 +159,13 @@ package final class HeldDelivery {
 
   private func startOne(sendBy: Double) -> Bool {
     let now = clock.now()
-    awaited = awaited.compactMapValues { seqs in
-      let live = seqs.filter { $0.value > now }
-      return live.isEmpty ? nil : live
-    }
-    var blocked = usersInFlight
-    var chosen: [Int] = []
-    var limit = batchLimit
-    for index in held.indices where !held[index].sending {
-      let entry = held[index]
-      if blocked.contains(entry.user) { continue }
-      if let seqs = awaited[entry.user], seqs.keys.contains(where: { $0 < entry.item.seq }) {
-        blocked.insert(entry.user)
-        continue
+    if !awaited.isEmpty {
+      awaited = awaited.compactMapValues { seqs in
+        let live = seqs.filter { $0.value > now }
+        return live.isEmpty ? nil : live
       }
-      if chosen.count + 1 > min(limit, entry.cap) { break }
-      limit = min(limit, entry.cap)
-      chosen.append(index)
     }
+    let chosen = pick()
     guard !chosen.isEmpty else { return false }
     let items = chosen.map { held[$0].item }
     let users = Set(chosen.map { held[$0].user })
@@ -183,6 +178,28 @@ package final class HeldDelivery {
     if flights.count >= self.limit.value { lastFull = sentAt }
     send(counter, items, sendBy: sendBy)
     return true
+  }
+
+  /// The indices of the next request's items: the oldest waiting ones whose users have nothing in
+  /// flight and no older item given back, up to the batch limit (or a halved request's cap).
+  private func pick() -> [Int] {
+    var waiting: Set<ByteKey> = []  // users with an older item given back (`awaited`)
+    var chosen: [Int] = []
+    var limit = batchLimit
+    // Fields are read in place: a copy of each entry would retain its body and user key.
+    for index in held.indices where !held[index].sending {
+      if usersInFlight.contains(held[index].user) || waiting.contains(held[index].user) { continue }
+      if !awaited.isEmpty, let seqs = awaited[held[index].user],
+        seqs.keys.contains(where: { $0 < held[index].item.seq })
+      {
+        waiting.insert(held[index].user)
+        continue
+      }
+      if chosen.count + 1 > min(limit, held[index].cap) { break }
+      limit = min(limit, held[index].cap)
+      chosen.append(index)
+    }
+    return chosen
   }
 
   private func send(_ id: Int, _ items: [PendingItem], sendBy: Double) {
@@ -268,17 +285,40 @@ package final class HeldDelivery {
   /// The superseded values a request carried whose newer value Braze did not take: they stay held.
   private func carriedBack(_ seqs: [UInt64], _ batch: TrackBatch, dead: Set<UInt64>) -> Set<UInt64> {
     guard seqs.count > batch.objectCount else { return [] }
-    let wanted = Set(seqs)
-    return held.filter { wanted.contains($0.item.seq) }.map(\.item)
+    return seqs.compactMap(index(of:)).map { held[$0].item }
       .carriedButNotReplaced(sent: Set(batch.attributeSeqs + batch.eventSeqs), dead: dead)
   }
 
-  /// Removes the items of `seqs` from the held ones and returns them.
+  /// Removes the items of `seqs` from the held ones and returns them. Each is found by binary search
+  /// (`held` is in seq order) and marked taken; the taken entries are dropped together once they are
+  /// half of `held`, so an answer costs its own items, not a pass over everything held.
   private func take(_ seqs: [UInt64]) -> [PendingItem] {
-    let wanted = Set(seqs)
-    let out = held.filter { wanted.contains($0.item.seq) }.map(\.item)
-    held.removeAll { wanted.contains($0.item.seq) }
+    var out: [PendingItem] = []
+    for index in seqs.compactMap(index(of:)) {
+      out.append(held[index].item)
+      held[index].taken = true
+      held[index].sending = true
+      takenCount += 1
+    }
+    if takenCount > 64 && takenCount * 2 > held.count {
+      held.removeAll { $0.taken }
+      takenCount = 0
+    }
     return out
+  }
+
+  /// The index in `held` of the item with this seq (not a taken one).
+  private func index(of seq: UInt64) -> Int? {
+    var (low, high) = (0, held.count)
+    while low < high {
+      let middle = (low + high) / 2
+      if held[middle].item.seq < seq { low = middle + 1 } else { high = middle }
+    }
+    while low < held.count && held[low].item.seq == seq {
+      if !held[low].taken { return low }
+      low += 1
+    }
+    return nil
   }
 
   /// A 400 for the whole request: its items go again in requests half as large.
@@ -291,8 +331,7 @@ package final class HeldDelivery {
   /// anything newer of that user. They stay held at the source (kept alive, never given back for a
   /// mere setback), so no redelivery can reorder them and no retry counts against `max_deliver`.
   private func requeue(_ seqs: [UInt64], cap: Int? = nil) {
-    let wanted = Set(seqs)
-    for index in held.indices where wanted.contains(held[index].item.seq) {
+    for index in seqs.compactMap(index(of:)) {
       held[index].sending = false
       if let cap { held[index].cap = cap }
     }

@@ -10,15 +10,31 @@ package struct FetchedMessage: Sendable, Equatable {
   package var ackSubject: String
 
   /// How many times the server has delivered it (1 the first time), read from the ack subject.
-  package var deliveries: Int {
-    let parts = ackSubject.split(separator: ".")
-    return parts.count >= 9 ? Int(parts[parts.count - 5]) ?? 0 : 0
-  }
+  package var deliveries: Int { Int(clamping: number(fromEnd: 4)) }
 
   /// Its sequence in the stream, read from the ack subject (0 when the subject has another shape).
-  package var streamSequence: UInt64 {
-    let parts = ackSubject.split(separator: ".")
-    return parts.count >= 9 ? UInt64(parts[parts.count - 4]) ?? 0 : 0
+  package var streamSequence: UInt64 { number(fromEnd: 3) }
+
+  /// The decimal field `k` places before the ack subject's last (0: the last) when the subject has at
+  /// least 9 dot-separated fields, else 0; read over its bytes (this runs for every message fetched).
+  private func number(fromEnd k: Int) -> UInt64 {
+    var subject = ackSubject
+    return subject.withUTF8 { bytes in
+      guard bytes.count(where: { $0 == UInt8(ascii: ".") }) >= 8 else { return 0 }
+      var end = bytes.count
+      for _ in 0..<k { end = (bytes[..<end].lastIndex(of: UInt8(ascii: ".")) ?? 0) }
+      let start = (bytes[..<end].lastIndex(of: UInt8(ascii: ".")) ?? -1) + 1
+      guard start < end, end - start <= 20 else { return 0 }
+      var value: UInt64 = 0
+      for byte in bytes[start..<end] {
+        guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return 0 }
+        let (times, over1) = value.multipliedReportingOverflow(by: 10)
+        let (sum, over2) = times.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
+        if over1 || over2 { return 0 }
+        value = sum
+      }
+      return value
+    }
   }
 }
 

@@ -116,3 +116,5 @@ import Testing
     #expect(all == ["e5", "e7", "e9"])
   }
 }
+
+

@@ -48,4 +48,24 @@ import Testing
     }
     try NATSConnection.checkMaxPayload(try JSONReader.parse(Array("{}".utf8), maxDepth: 4))
   }
+
+  /// The stream sequence and delivery count come from the ack subject's fields, counted from its end;
+  /// any other shape (too few fields, not a number, past 64 bits) reads as 0, never a trap.
+  @Test func theAckSubjectIsReadFromItsEnd() {
+    func message(_ ack: String) -> FetchedMessage {
+      FetchedMessage(subject: "s", headers: [], payload: [], ackSubject: ack)
+    }
+    let plain = message("$JS.ACK.PUSH_OUTBOX.deliver.3.4521.77.1732800000000000000.12")
+    #expect(plain.streamSequence == 4521 && plain.deliveries == 3)
+    let domain = message("$JS.ACK.hub.ACCHASH.PUSH_OUTBOX.deliver.1.18446744073709551615.9.1732800000000000000.0")
+    #expect(domain.streamSequence == UInt64.max && domain.deliveries == 1)
+    for bad in [
+      "$JS.ACK.S.c.1.2.3.4", "", "........", "$JS.ACK.S.c.x.5.3.4.0", "$JS.ACK.S.c.1.18446744073709551616.3.4.0",
+      "$JS.ACK.S.c.1..3.4.0", "$JS.ACK.S.c.1.-5.3.4.0",
+    ] {
+      #expect(message(bad).streamSequence == 0 || bad.hasPrefix("$JS.ACK.S.c.x"), "\(bad)")
+    }
+    #expect(message("$JS.ACK.S.c.x.5.3.4.0").deliveries == 0)
+    #expect(message("$JS.ACK.S.c.x.5.3.4.0").streamSequence == 5)
+  }
 }
