@@ -1,6 +1,7 @@
 import OutboxJSONRPC
 import OutboxNATS
 import OutboxServer
+import OutboxStore
 import OutboxSupport
 import OutboxTransport
 

@@ -2,6 +2,7 @@ import OutboxDomain
 import OutboxJSON
 import OutboxNATS
 package import OutboxServer
+import OutboxStore
 import OutboxSupport
 
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 import OutboxDelivery
 import OutboxDomain
+import OutboxJSON
 import OutboxNATS
 import OutboxServer
 import OutboxStore

@@ -1,6 +1,7 @@
 import OutboxDomain
 import OutboxNATS
 import OutboxServer
+import OutboxStore
 import OutboxSupport
 
 #if canImport(Glibc)

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import OutboxCommandLine
+@testable import OutboxDelivery
 @testable import OutboxNATS
 @testable import OutboxServer
 
