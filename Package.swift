@@ -44,10 +44,17 @@ let layers: [(name: String, dependencies: [Target.Dependency])] = [
     ["OutboxDomain", "OutboxJSONRPC", "OutboxTransport", "OutboxJSON", "OutboxSupport"]
   ),
   (
+    "OutboxFleet",
+    [
+      "OutboxServer", "OutboxNATS", "OutboxDelivery", "OutboxStore", "OutboxDomain", "OutboxJSONRPC", "OutboxJSON",
+      "OutboxSupport",
+    ]
+  ),
+  (
     "OutboxCommandLine",
     [
-      "OutboxServer", "OutboxNATS", "OutboxPayloadLSP", "OutboxFakeBraze", "OutboxDelivery", "OutboxStore",
-      "OutboxDomain", "OutboxJSONRPC", "OutboxTransport", "OutboxJSON", "OutboxSupport",
+      "OutboxFleet", "OutboxServer", "OutboxNATS", "OutboxPayloadLSP", "OutboxFakeBraze", "OutboxDelivery",
+      "OutboxStore", "OutboxDomain", "OutboxJSONRPC", "OutboxTransport", "OutboxJSON", "OutboxSupport",
     ]
   ),
 ]

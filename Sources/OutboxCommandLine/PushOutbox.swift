@@ -1,3 +1,4 @@
+import OutboxFleet
 import OutboxJSONRPC
 import OutboxNATS
 import OutboxServer

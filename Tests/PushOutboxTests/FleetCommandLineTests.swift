@@ -2,6 +2,7 @@ import Testing
 
 @testable import OutboxCommandLine
 @testable import OutboxDelivery
+@testable import OutboxFleet
 @testable import OutboxNATS
 @testable import OutboxServer
 
