@@ -111,6 +111,35 @@ final class ScriptedPoster: HTTPPoster {
     #expect(delivery.stats.delivered == 20)
   }
 
+  /// The rate limit on a monotonic clock the test holds (`MonotonicClock`): a slot frees one window
+  /// (plus the 5 ms margin) after its answer came back on that clock, however much real time passes.
+  @Test func aSlotFreesOneWindowAfterItsAnswerOnTheGivenClock() throws {
+    let server = server(ScriptedPoster([])) { $0.trackBatchLimit = 1 }
+    for n in 1...4 { try save(server, n, user: "u\(n)") }
+    var settings = server.service.config.delivery
+    settings.background = true
+    settings.maxInFlight = 64
+    settings.rate = RateLimit(count: 2, seconds: 1)
+    let now = Mutex(100.0)
+    let delivery = Deliverer(
+      settings: settings, store: server.service.store, clock: .system, log: Log(level: .error), batchLimit: 1,
+      mode: .perArray, poster: ScriptedPoster([]), monotonic: MonotonicClock { now.withLock { $0 } })
+    delivery.tick()
+    #expect(delivery.inFlight == 2)  // the rate's two slots
+    delivery.finish(seconds: 10)  // both answered at 100 on the given clock
+    #expect(delivery.stats.delivered == 2)
+    let freeAt = try #require(delivery.paceBlockedUntil())
+    #expect(abs(freeAt - 101.005) < 1e-9)
+    now.withLock { $0 = 101.004 }
+    delivery.tick()
+    #expect(delivery.inFlight == 0)
+    now.withLock { $0 = 101.006 }
+    delivery.tick()
+    #expect(delivery.inFlight == 2)
+    delivery.finish(seconds: 10)
+    #expect(delivery.stats.delivered == 4)
+  }
+
   @Test func withoutAnEndpointDeliverPendingIsAnError() throws {
     let reply = try InProcessServer().request("deliverPending")
     #expect(reply.at("error.code") == .int(-32010))
