@@ -17,12 +17,12 @@ import Darwin
 /// requests run on delivery's background queue. `BackgroundFleet` runs one on a thread of its own
 /// under `--deliver --from`.
 package final class FleetSession {
-  let options: FleetOptions
-  let nats: NATSOptions
-  let settings: DeliverySettings
-  let engine: HeldDelivery
-  private(set) var js: JetStream?
-  private(set) var consumer: NATSPullConsumer?
+  private let options: FleetOptions
+  private let nats: NATSOptions
+  private let settings: DeliverySettings
+  private let engine: HeldDelivery
+  private var js: JetStream?
+  private var consumer: NATSPullConsumer?
   private var leader: FleetLeader?
   /// The message behind each held item, by stream sequence.
   private var messages: [UInt64: FetchedMessage] = [:]
@@ -58,10 +58,10 @@ package final class FleetSession {
   }
 
   /// Longer than the Braze timeout; `+WPI` restarts it every third while an item is held.
-  var ackWaitSeconds: Int64 { Int64((Double(settings.timeoutMs) / 1000).rounded(.up)) + 2 }
+  private var ackWaitSeconds: Int64 { Int64((Double(settings.timeoutMs) / 1000).rounded(.up)) + 2 }
   /// Items held at once: enough for every request the concurrency limit allows now, twice.
   private var window: Int { min(engine.limit.value * 75 * 2, Self.maxAckPending / 2) }
-  var deadStream: String { options.stream + "_DEAD" }
+  private var deadStream: String { options.stream + "_DEAD" }
 
   package var summary: String {
     "delivered \(delivered), dead-lettered \(deadLettered) (to \(deadStream)), given back \(givenBack)"
@@ -240,7 +240,7 @@ package final class FleetSession {
 
   /// Stops sending, waits for requests in flight (at most the Braze timeout), settles their
   /// answers, gives back the rest and closes the connection.
-  func shutdown() -> SessionResult {
+  private func shutdown() -> SessionResult {
     let deadline = Clock.monotonicSeconds() + Double(settings.timeoutMs) / 1000 + 0.5
     while engine.inFlight > 0 && Clock.monotonicSeconds() < deadline {
       engine.waitForAnswer(seconds: 0.05)
