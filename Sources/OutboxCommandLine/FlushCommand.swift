@@ -1,4 +1,5 @@
 package import OutboxServer
+import OutboxStore
 import OutboxSupport
 
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 import OutboxDomain
 import OutboxJSON
+import OutboxJSONRPC
 package import OutboxServer
 import OutboxStore
 import OutboxSupport

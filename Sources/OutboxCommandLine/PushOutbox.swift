@@ -1,6 +1,8 @@
+import OutboxFleet
 import OutboxJSONRPC
 import OutboxNATS
 import OutboxServer
+import OutboxStore
 import OutboxSupport
 import OutboxTransport
 

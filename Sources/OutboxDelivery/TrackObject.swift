@@ -1,5 +1,6 @@
 import OutboxJSON
 import OutboxStore
+import OutboxSupport
 
 #if canImport(Glibc)
 import Glibc

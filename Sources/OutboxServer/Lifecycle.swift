@@ -1,5 +1,7 @@
+import OutboxDelivery
 import OutboxJSON
 import OutboxJSONRPC
+import OutboxStore
 import OutboxSupport
 
 #if canImport(Glibc)

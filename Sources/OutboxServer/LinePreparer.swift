@@ -1,5 +1,6 @@
 import Dispatch
 import OutboxJSON
+import OutboxStore
 import OutboxSupport
 import OutboxTransport
 import Synchronization

@@ -1,5 +1,6 @@
 package import OutboxJSON
 package import OutboxJSONRPC
+import OutboxSupport
 
 #if canImport(Glibc)
 import Glibc

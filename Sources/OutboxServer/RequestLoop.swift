@@ -1,3 +1,4 @@
+import OutboxSupport
 package import OutboxTransport
 
 /// The process's one loop: read a chunk, handle its lines in order, write all responses once, and

@@ -1,3 +1,5 @@
+import OutboxStore
+import OutboxSupport
 package import OutboxTransport
 
 /// The messages of one read, answered in order; their fast saves prepared on a second thread.

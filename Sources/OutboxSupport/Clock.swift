@@ -31,3 +31,15 @@ package struct Clock: Sendable {
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
   }
 }
+
+/// Monotonic seconds as a value a type is given, so that a test can hold time still or step it:
+/// `system` reads `Clock.monotonicSeconds()`; a test passes its own reading.
+package struct MonotonicClock: Sendable {
+  private let read: @Sendable () -> Double
+
+  package init(_ read: @escaping @Sendable () -> Double) { self.read = read }
+
+  package static let system = MonotonicClock { Clock.monotonicSeconds() }
+
+  package func seconds() -> Double { read() }
+}

@@ -24,7 +24,14 @@ import Testing
       "OutboxSupport",
     ],
     "OutboxPayloadLSP": ["OutboxDomain", "OutboxJSONRPC", "OutboxTransport", "OutboxJSON", "OutboxSupport"],
-    "OutboxCommandLine": ["OutboxServer", "OutboxNATS", "OutboxPayloadLSP", "OutboxFakeBraze"],
+    "OutboxFleet": [
+      "OutboxServer", "OutboxNATS", "OutboxDelivery", "OutboxStore", "OutboxDomain", "OutboxJSONRPC", "OutboxJSON",
+      "OutboxSupport",
+    ],
+    "OutboxCommandLine": [
+      "OutboxFleet", "OutboxServer", "OutboxNATS", "OutboxPayloadLSP", "OutboxFakeBraze", "OutboxDelivery",
+      "OutboxStore", "OutboxDomain", "OutboxJSONRPC", "OutboxTransport", "OutboxJSON", "OutboxSupport",
+    ],
   ]
 
   /// The `layers` table of Package.swift: each row's name and the names it depends on.
@@ -67,6 +74,33 @@ import Testing
     #expect(planted != manifest, "the planted edit applies")
     let declared = try Self.declaredLayers(planted)
     #expect(declared["OutboxStore"]?.subtracting(Self.allowed["OutboxStore"]!) == ["OutboxJSONRPC"])
+  }
+
+  /// Every target lists in `layers` each layer its files import, not only the ones it reaches through
+  /// another: the table is the real graph. (SwiftPM would compile an import of a layer reached only
+  /// transitively; `MemberImportVisibility` makes every file import the layers whose members it uses.)
+  @Test func everyTargetDeclaresWhatItImports() throws {
+    let manifest = try String(contentsOf: Paths.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+    let declared = try Self.declaredLayers(manifest)
+    let imports = try NSRegularExpression(
+      pattern: #"^(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:package|public|internal)\s+)?import\s+(\w+)"#,
+      options: .anchorsMatchLines)
+    let layerNames = Set(declared.keys).union(["CurlShim"])
+    for (layer, dependencies) in declared {
+      let folder = Paths.root.appendingPathComponent("Sources/" + layer)
+      let walker = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil)
+      let files = (walker?.allObjects as? [URL] ?? []).filter { $0.pathExtension == "swift" }
+      #expect(!files.isEmpty, "Sources/\(layer) holds Swift files")
+      var used: Set<String> = []
+      for file in files {
+        let code = try String(contentsOf: file, encoding: .utf8)
+        for match in imports.matches(in: code, range: NSRange(code.startIndex..., in: code)) {
+          used.insert(String(code[Range(match.range(at: 1), in: code)!]))
+        }
+      }
+      let undeclared = used.intersection(layerNames).subtracting(dependencies).subtracting([layer])
+      #expect(undeclared.isEmpty, "\(layer) imports \(undeclared.sorted()) without listing them in Package.swift")
+    }
   }
 
   /// Only the transport writes to stdout. Any `print(` or other write to fd 1 elsewhere is a leak.

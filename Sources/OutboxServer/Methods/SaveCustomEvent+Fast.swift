@@ -2,6 +2,7 @@ import OutboxDomain
 import OutboxJSON
 import OutboxJSONRPC
 import OutboxStore
+import OutboxSupport
 
 /// The fast path for the hot request: a single `saveCustomEvent` line with params `name`,
 /// `properties` and `user` only, that passes every rule, is answered straight from its tape,
