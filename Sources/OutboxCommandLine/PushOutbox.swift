@@ -6,14 +6,6 @@ import OutboxStore
 import OutboxSupport
 import OutboxTransport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The executable's body: secure the standard descriptors, parse the command line once into an
 /// `Invocation`, run it, exit. Every start-up failure of the service is one line on stderr AND one
 /// JSON-RPC error line with `id: null` on stdout (`fail`); a subcommand's usage error is one stderr line.

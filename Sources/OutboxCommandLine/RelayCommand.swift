@@ -6,14 +6,6 @@ package import OutboxServer
 import OutboxStore
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// `push-outbox relay --to nats://HOST:PORT [FLAGS]`: a one-shot that moves every pending item into
 /// a NATS JetStream stream (the producer side of a fleet, README "Fleet").
 ///

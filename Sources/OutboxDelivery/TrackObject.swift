@@ -2,14 +2,6 @@ import OutboxJSON
 import OutboxStore
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// One item's `/users/track` object, copied from its stored body bytes without building a tree.
 ///
 /// It accepts only bodies whose members it knows, each once, and whose bytes are canonical

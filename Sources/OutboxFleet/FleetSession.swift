@@ -4,14 +4,6 @@ package import OutboxNATS
 import OutboxStore
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// One `push-outbox deliver --from`: a durable pull consumer on the stream, leader election, and
 /// `HeldDelivery` for the requests (Protocol/fleet.md). One thread owns the connection; the HTTP
 /// requests run on delivery's background queue. `BackgroundFleet` runs one on a thread of its own

@@ -4,14 +4,6 @@ package import OutboxServer
 import OutboxStore
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The rounds of one `push-outbox relay`: lease, publish, settle (see `RelayOptions`); the store's
 /// side of each round is `RelayRounds`, shared with `--relay` while serving.
 package struct RelaySession {

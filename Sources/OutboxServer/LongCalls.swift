@@ -2,14 +2,6 @@ package import OutboxJSON
 package import OutboxJSONRPC
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Work a method started that may outlast its request (a `deliverPending` pass). The loop steps it
 /// from `Service.tick` between requests; a step never blocks, so the loop keeps serving meanwhile.
 package protocol LongWork: AnyObject {

@@ -1,11 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Wall-clock time in milliseconds since the Unix epoch, or a fixed instant for tests.
 ///
 /// Formatting happens when a value is written, never per request, so the hot path only reads the clock.

@@ -1,11 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A thread of its own, for work that must not wait for a pool (`LinePreparer`).
 package enum DetachedThread {
   /// Runs `body` on a new detached thread. False when the system would not make one.

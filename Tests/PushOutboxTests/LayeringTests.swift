@@ -127,8 +127,10 @@ import Testing
   /// they are; 5,071 with all of them `package`; 5,032 with `ByteCursor`, `ByteOutput` and
   /// `ResponseWriter` `package`; 4,469 with the JSON tape's readers and `ResponseWriter` `package`;
   /// 4,427 with `ResponseWriter` alone `package`. A new `public` declaration, or one in another
-  /// target, fails here until it is measured and the table says so.
-  static let publicDeclarations: [String: Int] = ["OutboxSupport": 16, "OutboxJSON": 34, "OutboxJSONRPC": 3]
+  /// target, fails here until it is measured and the table says so. (OutboxSupport's three include
+  /// the `@_exported public import` of the C library, one per platform; OutboxJSON's one of
+  /// OutboxSupport, for `memcmp` in an inlinable comparison.)
+  static let publicDeclarations: [String: Int] = ["OutboxSupport": 19, "OutboxJSON": 32, "OutboxJSONRPC": 3]
 
   @Test func publicOnlyWhereMeasured() throws {
     let sources = Paths.root.appendingPathComponent("Sources")
@@ -145,6 +147,20 @@ import Testing
       if found > 0 { counts[String(path.prefix { $0 != "/" }), default: 0] += found }
     }
     #expect(counts == Self.publicDeclarations, "public declarations per target")
+  }
+
+  /// The C library comes in through OutboxSupport (`Platform.swift` re-exports it): no other source
+  /// file names a platform module.
+  @Test func theCLibraryIsImportedOnce() throws {
+    let sources = Paths.root.appendingPathComponent("Sources")
+    var importers: [String] = []
+    for file in Self.swiftFiles() {
+      let code = try String(contentsOf: file, encoding: .utf8)
+      if code.contains("import Glibc") || code.contains("import Darwin") || code.contains("import Musl") {
+        importers.append(file.path.replacingOccurrences(of: sources.path + "/", with: ""))
+      }
+    }
+    #expect(importers == ["OutboxSupport/Platform.swift"])
   }
 
   static func swiftFiles() -> [URL] {

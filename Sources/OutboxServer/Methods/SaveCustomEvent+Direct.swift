@@ -4,14 +4,6 @@ import OutboxJSONRPC
 import OutboxStore
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The hot save read in one pass over its bytes, without a tape: a line that is exactly the compact,
 /// canonical text of a `saveCustomEvent` request the fast path takes, with plain values.
 ///

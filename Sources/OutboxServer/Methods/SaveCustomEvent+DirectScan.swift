@@ -1,12 +1,5 @@
 import OutboxJSON
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import OutboxSupport
 
 /// The small readers `DirectScan` is made of: each reads one piece at the cursor and moves past it.
 extension DirectScan {
