@@ -25,14 +25,21 @@ package final class Journal {
   package internal(set) var segments: [SegmentInfo] { didSet { cachedFileBytes = nil } }
   /// `fileBytes`, until `segments` changes (a capped store asks for it at every save).
   private var cachedFileBytes: Int64? = nil
-  private var lastSync = Clock.monotonicSeconds()
+  /// Monotonic time, for `everysec` (tests step their own).
+  private let monotonic: MonotonicClock
+  private var lastSync: Double
   private var unsynced = false
   private let syncQueue = DispatchQueue(label: "push-outbox.fsync")
   private let syncFailure = Mailbox<FileError>()
   /// True when the last failed commit could not cut its records back off the file.
   private(set) var lastCutFailed = false
 
-  package init(directory: String, policy: FsyncPolicy, segments: [SegmentInfo], rotateAt: Int = segmentLimit) {
+  package init(
+    directory: String, policy: FsyncPolicy, segments: [SegmentInfo], rotateAt: Int = segmentLimit,
+    monotonic: MonotonicClock = .system
+  ) {
+    self.monotonic = monotonic
+    lastSync = monotonic.seconds()
     self.rotateAt = rotateAt
     self.directory = directory
     self.policy = policy
@@ -231,9 +238,9 @@ package final class Journal {
       closeSegment()
       return failure
     }
-    guard policy == .everysec, unsynced, fd >= 0, Clock.monotonicSeconds() - lastSync >= 1 else { return nil }
+    guard policy == .everysec, unsynced, fd >= 0, monotonic.seconds() - lastSync >= 1 else { return nil }
     unsynced = false
-    lastSync = Clock.monotonicSeconds()
+    lastSync = monotonic.seconds()
     let copy = dup(fd)
     guard copy >= 0 else { return nil }
     let (path, directory, slot) = (path(segments[segments.count - 1].first), directory, syncFailure)
@@ -258,7 +265,7 @@ package final class Journal {
   /// Milliseconds until `tick` has work, or -1.
   var msUntilSync: Int32 {
     guard policy == .everysec, unsynced, fd >= 0 else { return -1 }
-    return Int32(max(0, (lastSync + 1 - Clock.monotonicSeconds()) * 1000) + 1)
+    return Int32(max(0, (lastSync + 1 - monotonic.seconds()) * 1000) + 1)
   }
 
   /// Flushes and closes (at shutdown); an open segment with no records is deleted.
