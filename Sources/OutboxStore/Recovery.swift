@@ -27,11 +27,11 @@ struct RecoveryOutcome {
 /// (a copy goes to `quarantine/`); damage elsewhere is quarantined, skipped to the next intact record,
 /// and reported as `recoveredWithLoss`. A missing segment refuses the start unless `acceptLoss`.
 struct Recovery {
-  let directory: String
-  let store: Store
-  let acceptLoss: Bool
-  let log: Log
-  var outcome = RecoveryOutcome()
+  private let directory: String
+  private let store: Store
+  private let acceptLoss: Bool
+  private let log: Log
+  private var outcome = RecoveryOutcome()
   private var leaseTable: [Lease] = []
   /// Items whose state a later record changed: a delivery count a lease end raised above their item
   /// record's, or a dead letter or requeue journaled after it. Their segments must be rewritten (with
@@ -41,12 +41,12 @@ struct Recovery {
   private let buffer = ReadBuffer()
   /// Seqs the checkpoint covers that left the pending set by a record written after it (removals,
   /// dead letters): what may lawfully be missing from the checkpoint's count.
-  var exitsAfterCover = 0
+  private var exitsAfterCover = 0
   /// Segments recovery found damaged or cut: their loss is reported already.
-  var damagedOrCut: Set<UInt64> = []
+  private var damagedOrCut: Set<UInt64> = []
   private var prefetch = true
   /// The checkpoint file's bytes, which a load image names.
-  var checkpointBytes: [UInt8]?
+  private var checkpointBytes: [UInt8]?
 
   /// `prefetch`: read the segments ahead on a second thread (`SegmentPrefetch`); false reads each in turn.
   package static func run(
@@ -287,5 +287,248 @@ struct Recovery {
       let held = (start..<end).reduce(0) { $0 + (table.has(.removed, $1) ? 0 : 1) }
       outcome.segments[n].dead = max(0, outcome.segments[n].items - held)
     }
+  }
+}
+
+// MARK: - Image
+
+extension Recovery {
+  /// Loads the rows from `load.image` when it describes exactly these files (`LoadImage`), and takes
+  /// it off its path, used or not, before anything is written. False: replay the segments.
+  mutating func loadImage(_ firsts: [UInt64]) -> Bool {
+    let path = directory + "/" + LoadImage.fileName
+    defer { discardImage(path) }
+    guard let checkpoint = outcome.checkpoint, let bytes = checkpointBytes, let identity = outcome.identity else {
+      return false
+    }
+    do throws(LoadImage.Refusal) {
+      guard
+        let image = try LoadImage.read(
+          directory: directory, checkpoint: bytes, decoded: checkpoint, segments: firsts, identity: identity)
+      else { return false }
+      store.items.install(image)
+      outcome.segments = image.segments
+      outcome.fromImage = true
+      log.info("loaded \(image.table.seqs.count) rows from \(LoadImage.fileName)")
+      return true
+    } catch {
+      switch error {
+      case .stale(let why): log.info("\(LoadImage.fileName) not used, \(why): replaying the segments")
+      case .damaged(let why): log.warn("\(LoadImage.fileName) not used, \(why): replaying the segments")
+      }
+      return false
+    }
+  }
+
+  /// Takes the image off its path: renamed at once, for `Disk` to unlink on its background queue
+  /// (`RecoveryOutcome.discardedImage`). Freeing a GB of cached pages, and waiting for any of them
+  /// being written back, took 0.2 s and more of a start. A renamed image a kill leaves is a temporary
+  /// file, removed at the next start. Under `--max-store-bytes` it goes at once: the cap counts every file.
+  private mutating func discardImage(_ path: String) {
+    let temp = FileIO.temporaryName(beside: path + ".old")  // random: nothing planted there is replaced
+    if store.cap == nil && rename(path, temp) == 0 {
+      outcome.discardedImage = temp
+    } else {
+      unlink(path)
+    }
+  }
+}
+
+// MARK: - Loss
+
+/// Recovery refuses to hide a loss: what was loaded is compared with what the checkpoint says was
+/// held. The oldest held seq must lie in a segment on disk, each listed segment must hold at least
+/// the rows the checkpoint counted for it, and the pending rows it covers, plus those that left by a
+/// record written after it, must reach its item count. A shortfall refuses the start unless
+/// `acceptLoss`, which reports `recoveredWithLoss` with the counts and seq ranges. (Release builds from
+/// store engine v2 (8f0e18a) to fabe680 wrote checkpoints that count items no file holds: such a store
+/// now says what it lost.)
+/// Damaged and torn segments are reported where they are found and not counted twice. A checkpoint
+/// counts only records that were flushed before it was written (see `Compaction.run`), so any
+/// shortfall is a loss, whatever the `--fsync` policy.
+extension Recovery {
+  struct Loss {
+    var from: UInt64
+    var to: UInt64?
+    /// How many items, when the count says (nil: a seq range with no file).
+    var missing: Int?
+    var detail: String
+  }
+
+  mutating func noteExits(_ record: SegmentReader.Record, _ count: Int) {
+    guard let covers = outcome.checkpoint?.coversSeq, record.seq > covers else { return }
+    exitsAfterCover += count
+  }
+
+  mutating func checkAgainstCheckpoint(_ firsts: [UInt64]) throws(StartupError) {
+    guard let checkpoint = outcome.checkpoint, damagedOrCut.isEmpty else { return }
+    var losses = perSegmentLosses(checkpoint)
+    // A checkpoint that counts no items and lists no segment held nothing (not even dead letters,
+    // whose segments it would list), whatever its firstSeq says: nothing can be missing.
+    let heldSomething = checkpoint.items > 0 || !checkpoint.segments.isEmpty
+    if heldSomething, checkpoint.firstSeq < checkpoint.nextSeq, firsts.first.map({ $0 > checkpoint.firstSeq }) ?? true {
+      let to = (firsts.first ?? checkpoint.nextSeq) - 1
+      losses.append(
+        Loss(
+          from: checkpoint.firstSeq, to: to, missing: nil,
+          detail: "no segment holds seqs \(checkpoint.firstSeq)–\(to), where the oldest held item was"))
+    }
+    let table = store.items.table
+    var loaded = 0
+    for row in table.rows where !table.has(.removed, row) && !table.has(.dead, row) {
+      if table.seqs[row] <= checkpoint.coversSeq { loaded += 1 }
+    }
+    if loaded + exitsAfterCover < checkpoint.items {
+      let missing = checkpoint.items - loaded - exitsAfterCover
+      losses.append(
+        Loss(
+          from: checkpoint.firstSeq, to: checkpoint.coversSeq, missing: missing,
+          detail: "the checkpoint counts \(checkpoint.items) pending items; \(loaded) were loaded"))
+    }
+    try report(losses)
+  }
+
+  private func perSegmentLosses(_ checkpoint: Checkpoint) -> [Loss] {
+    guard let held = checkpoint.held else { return [] }
+    var losses: [Loss] = []
+    for (n, first) in checkpoint.segments.enumerated() {
+      guard let info = outcome.segments.first(where: { $0.first == first }), info.items < held[n] else { continue }
+      let next = n + 1 < checkpoint.segments.count ? checkpoint.segments[n + 1] - 1 : nil
+      losses.append(
+        Loss(
+          from: first, to: next, missing: held[n] - info.items,
+          detail: "\(SegmentFormat.name(first: first)) holds \(info.items) items; the checkpoint counts \(held[n])"))
+    }
+    return losses
+  }
+
+  private mutating func report(_ losses: [Loss]) throws(StartupError) {
+    guard !losses.isEmpty else { return }
+    let message = "held items are missing: " + losses.map(\.detail).joined(separator: "; ")
+    let ranges = losses.map { loss in
+      JSONValue.object([
+        JSONMember("fromSeq", .int(Int64(loss.from))), JSONMember("toSeq", loss.to.map { .int(Int64($0)) } ?? .null),
+        JSONMember("missing", loss.missing.map { .int(Int64($0)) } ?? .null),
+      ])
+    }
+    let first = [
+      JSONMember("fromSeq", .int(Int64(losses[0].from))),
+      JSONMember("toSeq", losses[0].to.map { .int(Int64($0)) } ?? .null),
+    ]
+    let missing = JSONMember("missing", .int(Int64(losses.reduce(0) { $0 + ($1.missing ?? 0) })))
+    guard acceptLoss else {
+      throw .refused(
+        "missing_data", message + "; start with --accept-loss to serve what is left",
+        first + [missing, JSONMember("ranges", .array(ranges))])
+    }
+    log.error(message + "; --accept-loss: serving what is left")
+    outcome.warnings.append(
+      .object(
+        [JSONMember("code", .string("recoveredWithLoss")), JSONMember("message", .string(message))] + first
+          + [missing, JSONMember("ranges", .array(ranges))]))
+    outcome.dirty = true
+  }
+}
+
+// MARK: - Replay
+
+/// Reading one segment's records, a window at a time: the records of a window are read (each one
+/// checked) before any is applied, so the user-table lookups their items will make are read ahead
+/// together (`PendingStore.warm`): loading many users is then not one cache miss after another.
+/// The records are applied in order, each exactly as it would be alone.
+extension Recovery {
+  /// Records read ahead at once.
+  static let readAhead = 64
+
+  /// A record whose seq lies outside `seqs` (the range the file names give this segment) is damage: the
+  /// snapshot counts and rewrites items by that range, so one kept from elsewhere would be lost.
+  /// `ahead`: the records read ahead (`SegmentPrefetch`), taken while they continue where this reads.
+  mutating func replay(
+    _ reader: SegmentReader, name: String, seqs: Range<UInt64>, info: inout SegmentInfo, ahead: ReadAhead? = nil
+  ) {
+    var ahead = ahead
+    let isLast = seqs.upperBound == SegmentFormat.seqLimit
+    var offset = SegmentFormat.headerSize
+    var lastGood: UInt64? = nil
+    if reader.headerVersion != SegmentFormat.version {  // a newer version was refused before; this is damage
+      if isLast && reader.bytes.count <= SegmentFormat.headerSize {
+        cutTail(name: name, at: 0, reason: "incomplete segment header", info: &info)
+        info.bytes = 0
+        return
+      }
+      guard let next = damage(name: name, at: 0, after: nil, reader: reader, info: &info) else { return }
+      offset = next
+    }
+    var window = Window()
+    while true {
+      let stop = window.read(reader, from: offset, ahead: &ahead)
+      store.items.warm(userHashes: window.userHashes)
+      for (record, parts) in window.records {
+        if !seqs.contains(record.seq) || !apply(record, parts: parts, info: &info) {
+          damage(name: name, at: offset, after: lastGood, reader: reader, info: &info)
+        }
+        lastGood = record.seq
+        offset = record.end
+      }
+      switch stop {
+      case nil, .record:  // a full window: read on
+        continue
+      case .end:
+        return
+      case .torn where isLast && !reader.validRecordFollows(after: offset):
+        cutTail(name: name, at: offset, reason: "torn write at the end of the log", info: &info)
+        return
+      case .torn, .damaged:
+        guard let next = damage(name: name, at: offset, after: lastGood, reader: reader, info: &info) else { return }
+        offset = next
+      }
+    }
+  }
+}
+
+/// A segment's records as `SegmentPrefetch` read them, taken in order.
+struct ReadAhead {
+  let segment: SegmentPrefetch.Segment
+  /// The next record to take, and where it starts.
+  var index = 0
+  var offset = SegmentFormat.headerSize
+}
+
+/// Up to `Recovery.readAhead` intact records in a row, with the parts of their item bodies.
+private struct Window {
+  var records: [(record: SegmentReader.Record, parts: BodyParts?)] = []
+  var userHashes: [UInt32] = []
+
+  /// Reads records from `offset` on while they are intact; returns the read that ended the window
+  /// (not a record), or nil when the window is full. Records read ahead from `offset` on are taken
+  /// from `ahead` (the same reads, made on the prefetch thread).
+  mutating func read(
+    _ reader: SegmentReader, from offset: Int, ahead: inout ReadAhead?
+  ) -> SegmentReader.ReadResult? {
+    records.removeAll(keepingCapacity: true)
+    userHashes.removeAll(keepingCapacity: true)
+    if var scan = ahead, scan.offset == offset, let stop = scan.segment.stop {
+      let all = scan.segment.records
+      while records.count < Recovery.readAhead && scan.index < all.count {
+        add(all[scan.index])
+        scan.offset = all[scan.index].record.end
+        scan.index += 1
+      }
+      ahead = scan
+      return scan.index == all.count ? stop : nil
+    }
+    var at = offset
+    while records.count < Recovery.readAhead {
+      let result = reader.read(at: at)
+      guard case .record(let record) = result else { return result }
+      add(SegmentRecord(record))
+      at = record.end
+    }
+    return nil
+  }
+
+  private mutating func add(_ read: SegmentRecord) {
+    if let parts = read.parts, parts.userEnd > 0 { userHashes.append(parts.userHash) }
+    records.append((read.record, read.parts))
   }
 }
