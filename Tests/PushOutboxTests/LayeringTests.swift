@@ -92,9 +92,13 @@ import Testing
   /// save (callgrind, `Tests/bench/run.py --sections instructions --callgrind`, issue 43): 4,366 as
   /// they are; 5,071 with all of them `package`; 5,032 with `ByteCursor`, `ByteOutput` and
   /// `ResponseWriter` `package`; 4,469 with the JSON tape's readers and `ResponseWriter` `package`;
-  /// 4,427 with `ResponseWriter` alone `package`. A new `public` declaration, or one in another
+  /// 4,427 with `ResponseWriter` alone `package`. `OutboxDomain`'s raw-byte rules, which the
+  /// server's one-pass scan asks (`TextLimit`, `CustomEventRules`): 4,357 `public`, 4,600 `package`
+  /// (issue 43, item 4). A new `public` declaration, or one in another
   /// target, fails here until it is measured and the table says so.
-  static let publicDeclarations: [String: Int] = ["OutboxSupport": 16, "OutboxJSON": 34, "OutboxJSONRPC": 3]
+  static let publicDeclarations: [String: Int] = [
+    "OutboxSupport": 16, "OutboxJSON": 34, "OutboxJSONRPC": 3, "OutboxDomain": 8,
+  ]
 
   @Test func publicOnlyWhereMeasured() throws {
     let sources = Paths.root.appendingPathComponent("Sources")
