@@ -196,24 +196,16 @@ extension Server {
     let outcome = inBatch ? work.runToEnd(service) : work.stepsAtOnce ? work.step(service) : nil
     guard let outcome else {
       service.longCalls.add(start, id: id)
-      if id != nil { ledger.deferred += 1 }
+      if id != nil { burst.countDeferred() }
       return false
     }
     guard let id else { return false }
-    ledger.rendered += 1
+    burst.countReply()
     guard let body = start.finish.map({ $0(outcome) }) ?? .some(outcome) else { return false }
     switch body {
-    case .success(let result): ResponseWriter.append(Response(id: id, .result(result)), to: &draft)
-    case .failure(let error): ResponseWriter.append(Response(id: id, .error(error)), to: &draft)
+    case .success(let result): burst.write { ResponseWriter.append(Response(id: id, .result(result)), to: &$0) }
+    case .failure(let error): burst.write { ResponseWriter.append(Response(id: id, .error(error)), to: &$0) }
     }
     return true
-  }
-
-  /// Moves the replies and progress notifications of long calls into this burst's draft.
-  func takeLongCallOutput() {
-    guard !service.longCalls.output.isEmpty || service.longCalls.replies > 0 else { return }
-    let taken = service.longCalls.takeOutput()
-    draft.append(contentsOf: taken.bytes)
-    ledger.late += taken.replies
   }
 }

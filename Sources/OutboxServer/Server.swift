@@ -1,31 +1,21 @@
 import OutboxDelivery
 import OutboxDomain
 import OutboxJSON
-import OutboxJSONRPC
+package import OutboxJSONRPC
 import OutboxSupport
 package import OutboxTransport
 
 /// Turns request lines into response lines, strictly in order.
 ///
-/// Replies wait until the journal commit's outcome is known: a save's reply is written into `draft`
-/// and marked as a hole (`Hole`), and `render()` (called between lines, once per burst) commits what
-/// is still pending and writes every reply into `output`, as written or as `-32003` in its place.
-/// Nothing written into `output` is ever patched afterwards. Every request with an id gets exactly one reply;
-/// notifications get none, ever. A long call (`LongCalls`) is answered when its work ends, with a
+/// Every request with an id gets exactly one reply; notifications get none, ever. Replies go into
+/// the `Burst`, which holds those that wait for the journal commit and renders them once the
+/// commit's outcome is known. A long call (`LongCalls`) is answered when its work ends, with a
 /// later burst: the only replies that may follow replies to later requests.
 package final class Server {
   package let service: Service
   package let table: MethodTable
-  /// Response bytes ready to write: whole lines, each ending in `\n`.
-  package var output: [UInt8] = []
-  /// This burst's response bytes, without the replies that wait for a commit.
-  var draft: [UInt8] = []
-  /// Replies waiting for a commit, in order, each at its offset in `draft`.
-  var holes: [Hole] = []
-  /// What this burst's commits decided for `holes`.
-  var settlement = Settlement()
-  /// Requests with an id seen and replies rendered, in this burst (see `render`).
-  var ledger = ReplyLedger()
+  /// This burst's replies (`Burst`).
+  var burst = Burst()
   /// A batch's members are being handled: a long call among them runs to its end in place.
   var inBatch = false
   /// False to send every line through the general path (for tests that compare the two).
@@ -45,20 +35,28 @@ package final class Server {
   var postedBatch: PostedBatch?
   lazy var linePreparer: LinePreparer? = service.config.threads > 1 ? LinePreparer(config: service.config) : nil
 
-  /// How many of `holes` are saves whose replies are already in `draft`.
-  var writtenHoles = 0
+  /// About how many reply bytes the burst holds so far.
+  var burstBytes: Int { burst.byteCount }
 
-  /// About how many reply bytes the burst holds so far (replies not yet written counted at a
-  /// typical size).
-  var burstBytes: Int { draft.count + (holes.count - writtenHoles) * 96 }
+  /// Response bytes ready to write: whole lines, each ending in `\n` (`render` fills it).
+  package var output: [UInt8] { burst.output }
+
+  /// Empties `output` once it is written.
+  package func clearOutput() { burst.clearOutput() }
+
+  /// Commits the journal records gathered since the last commit and settles the waiting replies.
+  /// Returns the refusal they get when the write failed.
+  @discardableResult
+  package func commit() -> RPCError? { burst.commit(service) }
+
+  /// Commits, then writes the burst's replies into `output`. Call only between lines.
+  package func render() { burst.render(service) }
 
   package init(service: Service, table: MethodTable = .standard) {
     self.service = service
     self.table = table
     self.fastSaves = table.names.contains(SaveCustomEvent.name)
     self.fastLimits = FastSave.Limits(service.config)
-    output.reserveCapacity(1 << 16)
-    draft.reserveCapacity(1 << 16)
   }
 
   /// Handles one line (without its `\n`, `\r` or BOM): a request, a notification or a batch.
@@ -80,11 +78,11 @@ package final class Server {
     if case .batch(let members) = value {
       handleBatch(members)
     } else if case .single(let value) = value {
-      let mark = draft.count
+      let mark = burst.mark
       if handle(value) {
-        draft.append(UInt8(ascii: "\n"))
+        burst.append(UInt8(ascii: "\n"))
       } else {
-        draft.removeSubrange(mark...)
+        burst.discard(from: mark)
       }
     }
   }
@@ -118,18 +116,19 @@ package final class Server {
     }
     inBatch = true
     defer { inBatch = false }
-    let start = draft.count
-    draft.append(UInt8(ascii: "["))
+    let start = burst.mark
+    burst.append(UInt8(ascii: "["))
     var answered = 0
     for member in members {
-      let mark = draft.count
-      if answered > 0 { draft.append(UInt8(ascii: ",")) }
-      if handle(member) { answered += 1 } else { draft.removeSubrange(mark...) }
+      let mark = burst.mark
+      if answered > 0 { burst.append(UInt8(ascii: ",")) }
+      if handle(member) { answered += 1 } else { burst.discard(from: mark) }
     }
     if answered == 0 {
-      draft.removeSubrange(start...)
+      burst.discard(from: start)
     } else {
-      draft.append(contentsOf: [UInt8(ascii: "]"), UInt8(ascii: "\n")])
+      burst.append(UInt8(ascii: "]"))
+      burst.append(UInt8(ascii: "\n"))
     }
   }
 
@@ -140,8 +139,8 @@ package final class Server {
       service.log.warn("ignored a response object: this server sends no requests")
       return false
     case .invalid(let id, let error):
-      ledger.requested += 1
-      appendError(error, id: id ?? .null)
+      burst.countRequest()
+      burst.appendError(error, id: id ?? .null)
       return true
     case .request(let request):
       return call(request)
@@ -150,42 +149,44 @@ package final class Server {
 
   private func call(_ request: Request) -> Bool {
     if table.commitsFirst(request.method) { commit() }
-    let mark = draft.count
-    if request.id != nil { ledger.requested += 1 }
-    ResponseWriter.beginResult(id: request.id ?? .null, to: &draft)
+    let mark = burst.mark
+    if request.id != nil { burst.countRequest() }
     do {
-      let waiting = try table.call(request, service, into: &draft)
+      let waiting = try burst.write { draft throws(RPCError) in
+        ResponseWriter.beginResult(id: request.id ?? .null, to: &draft)
+        return try table.call(request, service, into: &draft)
+      }
       if case .long(let start)? = waiting {
-        draft.removeSubrange(mark...)
+        burst.discard(from: mark)
         return startLong(start, id: request.id)
       }
       if let waiting, let id = request.id {
-        draft.removeSubrange(mark...)
+        burst.discard(from: mark)
         if case .save(let result) = waiting {
-          holdSave(result, id: id)
+          burst.holdSave(result, id: id)
         } else if case .other(let result) = waiting {
-          holes.append(Hole(offset: draft.count, id: id, reply: .other(result)))
+          burst.hold(result, id: id)
         }
         return true
       }
-      ResponseWriter.endResult(to: &draft)
+      burst.write { ResponseWriter.endResult(to: &$0) }
     } catch let error where error.code == .methodNotFound && MCPTable.standard.serves(request) {
-      draft.removeSubrange(mark...)
+      burst.discard(from: mark)
       if let long = answerMCP(request) { return startLong(long, id: request.id) }
     } catch {
-      draft.removeSubrange(mark...)
+      burst.discard(from: mark)
       if request.isNotification {
         service.log.debug("notification \(request.method) failed: \(error.message)")
       } else {
-        ResponseWriter.append(Response(id: request.id ?? .null, .error(error)), to: &draft)
+        burst.write { ResponseWriter.append(Response(id: request.id ?? .null, .error(error)), to: &$0) }
       }
       countRefusal(of: request.method, error)
     }
     guard request.id != nil else {
-      draft.removeSubrange(mark...)
+      burst.discard(from: mark)
       return false
     }
-    ledger.rendered += 1
+    burst.countReply()
     return true
   }
 
@@ -197,26 +198,7 @@ package final class Server {
   // MARK: - Writing
 
   /// Records a save's reply: a hole when it waits for the commit, else its bytes at once.
-  func reply(to id: RequestID, _ result: SaveResult) {
-    ledger.requested += 1
-    if result.awaitsCommit {
-      holdSave(result, id: id)
-    } else {
-      if !result.receipt.duplicate { service.counters.countSave(result.kind) }
-      Server.appendReply(result, id: id, to: &draft)
-      ledger.rendered += 1
-    }
-    draft.append(UInt8(ascii: "\n"))
-  }
+  func reply(to id: RequestID, _ result: SaveResult) { burst.reply(to: id, result, service) }
 
-  private func appendError(_ error: RPCError, id: RequestID) {
-    ResponseWriter.append(Response(id: id, .error(error)), to: &draft)
-    ledger.rendered += 1
-  }
-
-  private func writeError(_ error: RPCError, id: RequestID) {
-    ledger.requested += 1
-    appendError(error, id: id)
-    draft.append(UInt8(ascii: "\n"))
-  }
+  private func writeError(_ error: RPCError, id: RequestID) { burst.writeError(error, id: id) }
 }

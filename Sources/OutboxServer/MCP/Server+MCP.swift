@@ -6,22 +6,24 @@ import OutboxSupport
 /// The MCP server in the same process: requests for MCP's methods (`MCPTable`) get here when the
 /// method table does not know their name, and are answered in the era each belongs to.
 extension Server {
-  /// Appends the reply to an MCP request to `draft` (for a notification too: the caller drops it),
+  /// Appends the reply to an MCP request to the burst (for a notification too: the caller drops it),
   /// or returns the long work whose end answers it (`startLong`).
   func answerMCP(_ request: Request) -> LongStart? {
     let id = request.id ?? .null
     do {
       switch try runMCP(request) {
       case .result(let result):
-        ResponseWriter.beginResult(id: id, to: &draft)
-        draft.append(contentsOf: result)
-        ResponseWriter.endResult(to: &draft)
+        burst.write { draft in
+          ResponseWriter.beginResult(id: id, to: &draft)
+          draft.append(contentsOf: result)
+          ResponseWriter.endResult(to: &draft)
+        }
       case .long(let start):
         return start
       }
     } catch {
       if request.isNotification { service.log.debug("notification \(request.method) failed: \(error.message)") }
-      ResponseWriter.append(Response(id: id, .error(error)), to: &draft)
+      burst.write { ResponseWriter.append(Response(id: id, .error(error)), to: &$0) }
     }
     return nil
   }
