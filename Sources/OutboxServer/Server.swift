@@ -18,22 +18,10 @@ package final class Server {
   var burst = Burst()
   /// A batch's members are being handled: a long call among them runs to its end in place.
   var inBatch = false
-  /// False to send every line through the general path (for tests that compare the two).
-  package var fastSaves: Bool
   /// What an MCP client's `initialize` settled, for the handshake era (`MCP/`).
   var mcp = MCPSession()
-  /// The fast save's node memory and item bytes, reused from one line to the next.
-  let fastTape = TapeScratch()
-  let fastLimits: FastSave.Limits
-  var fastBody: [UInt8] = []
-  /// The user hashes of a prepared batch's saves, read ahead before they are stored (`answerPostedBatch`).
-  var warmHashes: [UInt32] = []
-  /// The second thread that prepares fast saves (`Server+Batch.swift`), with `--threads 2`.
-  /// Saves the second thread prepared and this one stored (for tests).
-  var preparedSaves = 0
-  /// The last batch posted to the second thread, not yet answered (`Server+Batch.swift`).
-  var postedBatch: PostedBatch?
-  lazy var linePreparer: LinePreparer? = service.config.threads > 1 ? LinePreparer(config: service.config) : nil
+  /// The hot save's fast tiers, and the second thread that prepares them (`SavePath`).
+  let savePath: SavePath
 
   /// About how many reply bytes the burst holds so far.
   var burstBytes: Int { burst.byteCount }
@@ -55,14 +43,43 @@ package final class Server {
   package init(service: Service, table: MethodTable = .standard) {
     self.service = service
     self.table = table
-    self.fastSaves = table.names.contains(SaveCustomEvent.name)
-    self.fastLimits = FastSave.Limits(service.config)
+    self.savePath = SavePath(service.config, isOn: table.names.contains(SaveCustomEvent.name))
   }
+
+  /// False to send every line through the general path (for tests that compare the two).
+  package var fastSaves: Bool {
+    get { savePath.isOn }
+    set { savePath.isOn = newValue }
+  }
+
+  /// True when the loop should hand over each read's messages as one batch (`SavePath`), else
+  /// message by message, as they are framed.
+  package var handlesBatches: Bool { savePath.handlesBatches }
 
   /// Handles one line (without its `\n`, `\r` or BOM): a request, a notification or a batch.
   package func handle(line: UnsafeBufferPointer<UInt8>) {
-    if fastSaves && !service.lifecycle.shutDown && handleFastSave(line) { return }
+    if savePath.isOn && !service.lifecycle.shutDown && savePath.save(line, self) { return }
     handleGeneral(line: line)
+  }
+
+  /// The messages of one read, answered in order; their fast saves prepared on a second thread
+  /// (`SavePath`). `whilePreparing` runs once the second thread has the batch (or at once without
+  /// it): the loop writes out the replies it holds there, so the thread prepares while this one writes.
+  package func handle(_ batch: FramedBatch, whilePreparing: () -> Void = {}) {
+    savePath.handle(batch, self, whilePreparing: whilePreparing)
+  }
+
+  /// Answers the batch the second thread prepared last (`SavePath.answerPosted`).
+  package func answerPostedBatch() { savePath.answerPosted(self) }
+
+  /// One framed message, unless `exit` came before it: nothing is read after `exit`.
+  package func handle(framed: FramedLine) {
+    guard service.lifecycle.exitCode == nil else { return }
+    switch framed {
+    case .line(let bytes): handle(line: bytes)
+    case .tooLong(let length): handleOversizedLine(length: length)
+    case .fault(let fault): handleHeaderFault(fault)
+    }
   }
 
   /// `handle(line:)` without the fast path.
