@@ -37,7 +37,7 @@ extension LongWork {
 /// What a long method's handler returns: the work, where its progress goes, and how its outcome
 /// becomes the reply. The MCP layer's `tools/call` returns the inner method's `LongStart` with
 /// its own `progress` and a `finish` that wraps the outcome as a tool result.
-package struct LongStart: LongResult, @unchecked Sendable {  // used on the loop thread only
+package struct LongStart: MethodResult, @unchecked Sendable {  // used on the loop thread only
   /// Turns the work's outcome (or the `-32800` of a cancel) into the reply's body; nil for no reply
   /// (MCP's `tools/call` after a cancel).
   package typealias Finish = @Sendable (Result<any JSONEncodable, RPCError>) -> Result<any JSONEncodable, RPCError>?
@@ -52,15 +52,10 @@ package struct LongStart: LongResult, @unchecked Sendable {  // used on the loop
     self.finish = finish
   }
 
-  package var longStart: LongStart? { self }
+  package var answer: Answer { .long(self) }
 
   /// Never written: `MethodTable` hands a `LongStart` to the loop instead of encoding it.
   package func encodeJSON(into out: inout [UInt8]) { out.appendASCII("null") }
-}
-
-/// A method result that may be long work to run across ticks (`LongStart`, or a wrapper of one).
-package protocol LongResult: JSONEncodable {
-  var longStart: LongStart? { get }
 }
 
 /// The long calls in progress, keyed by request id: stepped from `Service.tick`, answered when
@@ -73,7 +68,7 @@ package protocol LongResult: JSONEncodable {
 /// For another protocol layer (MCP's `tools/call`): run the inner method through `MethodTable.call`;
 /// a long method gives back `WaitingReply.long(start)`. Set `start.progress` (e.g.
 /// `ProgressTokens(mcp: token, title: tool)`) and `start.finish` (wrap the outcome as a tool result),
-/// and return it from the handler as the result (a `LongResult`): the server answers at once when
+/// and return it from the handler as the result (its `answer` is `.long`): the server answers at once when
 /// the work ends in its first step, else later. Cancel with `cancel(id:reason:_:)`.
 package final class LongCalls {
   private struct Call {

@@ -165,13 +165,17 @@ package final class Server {
   }
 
   private func call(_ request: Request) -> Bool {
-    if table.commitsFirst(request.method) { commit() }
+    let method = table.method(request)
+    if method == nil, !service.lifecycle.shutDown, let mcpMethod = MCPTable.standard.method(request) {
+      return call(mcpMethod, request)  // a name the wire methods do not have, MCP's
+    }
+    if method?.commitsFirst == true { commit() }
     let mark = burst.mark
     if request.id != nil { burst.countRequest() }
     do {
       let waiting = try burst.write { draft throws(RPCError) in
         ResponseWriter.beginResult(id: request.id ?? .null, to: &draft)
-        return try table.call(request, service, into: &draft)
+        return try table.call(method, request, service, into: &draft)
       }
       if case .long(let start)? = waiting {
         burst.discard(from: mark)
@@ -187,9 +191,6 @@ package final class Server {
         return true
       }
       burst.write { ResponseWriter.endResult(to: &$0) }
-    } catch let error where error.code == .methodNotFound && MCPTable.standard.serves(request) {
-      burst.discard(from: mark)
-      if let long = answerMCP(request) { return startLong(long, id: request.id) }
     } catch {
       burst.discard(from: mark)
       if request.isNotification {
