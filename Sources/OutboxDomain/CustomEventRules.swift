@@ -99,12 +99,16 @@ public enum CustomEventRules {
       && !(topLevel && isReservedKey(raw))
   }
 
-  /// `time` and `event_name`, reserved as top-level property keys (compared by code points).
+  /// `time` and `event_name`, reserved as top-level property keys (compared by code points: their
+  /// UTF-8 bytes, read as little-endian words).
   @inlinable @inline(__always)
   public static func isReservedKey(_ raw: UnsafeRawBufferPointer) -> Bool {
     switch raw.count {
-    case 4: bytes(raw, equal: "time")
-    case 10: bytes(raw, equal: "event_name")
+    case 4:  // "time"
+      UInt32(littleEndian: raw.loadUnaligned(as: UInt32.self)) == 0x656D_6974
+    case 10:  // "event_name": "event_na", then "me"
+      UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self)) == 0x616E_5F74_6E65_7665
+        && UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt16.self)) == 0x656D
     default: false
     }
   }
@@ -116,12 +120,6 @@ public enum CustomEventRules {
   public static func mayBeDateTime(_ raw: UnsafeRawBufferPointer, escaped: @autoclosure () -> Bool) -> Bool {
     guard raw.count >= 16 else { return false }
     return (raw.count <= 40 && raw[4] == UInt8(ascii: "-")) || escaped()
-  }
-
-  @inlinable @inline(__always)
-  static func bytes(_ raw: UnsafeRawBufferPointer, equal word: StaticString) -> Bool {
-    let text = UnsafeRawBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount)
-    return raw.count == text.count && raw.elementsEqual(text)
   }
 
   /// Checks the optional `time` param: an ISO 8601 date-time (see `ISO8601`), as milliseconds

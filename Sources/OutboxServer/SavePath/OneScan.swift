@@ -104,7 +104,8 @@ struct OneScan {
   @inline(__always)
   private mutating func eventName() -> Bool {
     let start = i
-    guard let contents = plainString(), CustomEventRules.isPlainName(raw(contents)) else { return false }
+    guard let contents = plainString(), CustomEventRules.isPlainName(raw(contents.lowerBound, contents.count))
+    else { return false }
     name = start..<i
     return true
   }
@@ -139,7 +140,8 @@ struct OneScan {
   /// (`CustomEventRules.isPlainKey`); the key's contents.
   @inline(__always)
   private mutating func propertyKey() -> Range<Int>? {
-    guard let key = plainString(), take(UInt8(ascii: ":")), CustomEventRules.isPlainKey(raw(key), topLevel: true)
+    guard let key = plainString(), take(UInt8(ascii: ":")),
+      CustomEventRules.isPlainKey(raw(key.lowerBound, key.count), topLevel: true)
     else { return nil }
     return key
   }
@@ -171,8 +173,8 @@ struct OneScan {
       guard let (end, plain) = string(start), TextLimit.fitsUncounted(byteCount: end - start - 2) else { return false }
       i = end
       guard inArray else { return true }
-      let contents = start + 1..<end - 1
-      return !CustomEventRules.mayBeDateTime(raw(contents), escaped: !plain && contains(contents, 0x5C))
+      return !CustomEventRules.mayBeDateTime(
+        raw(start + 1, end - start - 2), escaped: !plain && contains(start + 1..<end - 1, 0x5C))
     case UInt8(ascii: "t"): return take("true")
     case UInt8(ascii: "f"): return take("false")
     case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
@@ -231,10 +233,7 @@ struct OneScan {
     }
   }
 
-  // MARK: - The small readers: each reads one piece at the cursor and moves past it
-
-  /// The end (past the closing quote) of the canonical string at `start`, and whether it is plain
-  /// (`CanonicalJSON.stringEndAndPlain`); nil when not canonical.
+  /// The canonical string at `start`: its end (past the quote) and whether it is plain; nil if not canonical.
   @inline(__always)
   private func string(_ start: Int) -> (end: Int, plain: Bool)? { CanonicalJSON.stringEndAndPlain(b, start) }
 
@@ -279,10 +278,11 @@ struct OneScan {
     return false
   }
 
-  /// The bytes of `range`, for the domain's rules.
-  @inline(__always) private func raw(_ range: Range<Int>) -> UnsafeRawBufferPointer { .init(rebasing: b[range]) }
+  /// `count` bytes of the line from `start`, for the domain's rules.
+  @inline(__always) private func raw(_ start: Int, _ count: Int) -> UnsafeRawBufferPointer {
+    UnsafeRawBufferPointer(start: b.baseAddress.unsafelyUnwrapped + start, count: count)
+  }
 
-  /// `byte` within `range`; the byte or text at the cursor, taken.
   @inline(__always) private func contains(_ range: Range<Int>, _ byte: UInt8) -> Bool {
     range.isEmpty ? false : memchr(b.baseAddress! + range.lowerBound, Int32(byte), range.count) != nil
   }

@@ -66,14 +66,18 @@ final class SavePath {
     trimBody()
     let start = body.count
     guard let save = FastSave.prepare(line, limits: limits, scratch: tape, into: &body) else { return false }
-    return commit(save, from: start, now: server.service.clock.now(), server)
+    return Self.commit(save, body: &body, from: start, now: server.service.clock.now(), server)
   }
 
   /// The loop's part of a fast save prepared into `body[start...]` (its members, without `time`):
   /// the id, the store and the reply, with `now` for the body's `time` and the item's saved time.
   /// False, with nothing changed, when the store refuses it (before any change: the general path
-  /// then answers, with the refusal).
-  private func commit(_ save: FastSave, from start: Int, now: Int64, _ server: Server) -> Bool {
+  /// then answers, with the refusal). The buffer comes in as `inout` (not read from `self`), so
+  /// reading it in place costs no reference count.
+  @inline(__always)
+  private static func commit(
+    _ save: FastSave, body: inout [UInt8], from start: Int, now: Int64, _ server: Server
+  ) -> Bool {
     let service = server.service
     body.appendTimeMember(ms: now, &service.timeText)
     let result = body.withUnsafeBytes { bytes in
@@ -168,7 +172,7 @@ final class SavePath {
       trimBody()
       let start = body.count
       body.appendBytes(prepared.body(index))
-      if commit(save, from: start, now: now, server) {
+      if Self.commit(save, body: &body, from: start, now: now, server) {
         preparedSaves += 1
         return true
       }
