@@ -185,7 +185,7 @@ extension LongWork {
 extension Server {
   /// Starts a long method's work for request `id` (nil: a notification). Work that ends in its
   /// first step, or any inside a batch, is answered in place like any other call; otherwise the
-  /// loop's `LongCalls` takes it on. Returns true when a reply was appended to `draft`.
+  /// loop's `LongCalls` takes it on. Returns true when a reply was appended to the burst.
   func startLong(_ start: LongStart, id: RequestID?) -> Bool {
     let work = start.work
     let outcome = inBatch ? work.runToEnd(service) : work.stepsAtOnce ? work.step(service) : nil
