@@ -1,5 +1,5 @@
-package import OutboxJSONRPC
 import OutboxJSON
+package import OutboxJSONRPC
 import OutboxStore
 import OutboxSupport
 
