@@ -5,6 +5,7 @@ import PackageDescription
 let settings: [SwiftSetting] = [
   .enableUpcomingFeature("ExistentialAny"),
   .enableUpcomingFeature("InternalImportsByDefault"),
+  .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
 // CRC-32C in hardware on x86-64 (the SSE4.2 `crc32` instruction, in every x86-64 CPU since 2008):
@@ -42,7 +43,20 @@ let layers: [(name: String, dependencies: [Target.Dependency])] = [
     "OutboxPayloadLSP",
     ["OutboxDomain", "OutboxJSONRPC", "OutboxTransport", "OutboxJSON", "OutboxSupport"]
   ),
-  ("OutboxCommandLine", ["OutboxServer", "OutboxNATS", "OutboxPayloadLSP", "OutboxFakeBraze"]),
+  (
+    "OutboxFleet",
+    [
+      "OutboxServer", "OutboxNATS", "OutboxDelivery", "OutboxStore", "OutboxDomain", "OutboxJSONRPC", "OutboxJSON",
+      "OutboxSupport",
+    ]
+  ),
+  (
+    "OutboxCommandLine",
+    [
+      "OutboxFleet", "OutboxServer", "OutboxNATS", "OutboxPayloadLSP", "OutboxFakeBraze", "OutboxDelivery",
+      "OutboxStore", "OutboxDomain", "OutboxJSONRPC", "OutboxTransport", "OutboxJSON", "OutboxSupport",
+    ]
+  ),
 ]
 let allLayers: [Target.Dependency] = layers.map { .target(name: $0.name) }
 

@@ -1,3 +1,4 @@
+import OutboxFleet
 import OutboxNATS
 import OutboxServer
 

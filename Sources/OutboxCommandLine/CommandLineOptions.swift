@@ -196,7 +196,7 @@ extension Configuration {
       },
       .init(
         name: "--braze-max-in-flight", valueName: "N|auto",
-        help: "requests in flight: a fixed N (1-1024), or auto (default): follows the round trip, up to 256"
+        help: "requests in flight: a fixed N (1-1024), or auto (default): follows the round trip, up to 512"
       ) {
         c, v throws(UsageError) in c.delivery.maxInFlight = v == "auto" ? nil : try int(v, min: 1, max: 1024)
       },

@@ -1,4 +1,5 @@
 import OutboxDelivery
+import OutboxFleet
 package import OutboxServer
 import OutboxSupport
 
@@ -68,7 +69,7 @@ extension Invocation {
     relay.to = to
     relay.take(values.nats)
     relay.defaultUser = values.nats.defaultUser
-    if let text = relay.defaultUser { _ = try RelayCommand.parseUser(text, flag: "--relay-default-user") }
+    if let text = relay.defaultUser { _ = try RelayOptions.parseUser(text, flag: "--relay-default-user") }
     return relay
   }
 

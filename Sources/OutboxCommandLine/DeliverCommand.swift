@@ -5,14 +5,6 @@ import OutboxServer
 import OutboxStore
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// `push-outbox deliver [FLAGS]`: a one-shot for pipelines and cron. Opens the store (same flags,
 /// same directory), delivers everything deliverable, prints one summary line on stderr (and a line
 /// per pass when stderr is a terminal), and exits with a code a cron job can tell apart: 0 all

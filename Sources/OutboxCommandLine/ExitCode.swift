@@ -1,3 +1,4 @@
+package import OutboxFleet
 package import OutboxServer
 package import OutboxStore
 package import OutboxTransport
@@ -36,6 +37,13 @@ extension ExitCode {
     case .framingLost: self = .framingLost
     case .exitRequested: self = lifecycle.exitCode == 0 ? .success : .failure
     }
+  }
+}
+
+extension ExitCode {
+  /// A relay or fleet session's end: 0 or 1.
+  package init(_ result: SessionResult) {
+    self = result == .success ? .success : .failure
   }
 }
 

@@ -1,4 +1,5 @@
 import OutboxDelivery
+package import OutboxFleet
 import OutboxNATS
 package import OutboxServer
 import OutboxSupport
@@ -15,18 +16,8 @@ import OutboxSupport
 /// messages stay. With it, it runs until SIGTERM or SIGINT, then waits at most the Braze timeout for
 /// requests in flight and gives back the rest. Exit 2: usage.
 package enum FleetDeliverCommand {
-  package struct Options: Sendable, Equatable {
-    var from: NATSAddress?
-    var follow = false
-    var stream = "PUSH_OUTBOX"
-    var credsFile: String?
-    var allowPlaintext = false
-    var leaseSeconds = 5.0
-    var maxBytes: Int64 = 1 << 30
-
-    /// Whether a fleet flag other than `--from` was given without it.
-    var givenWithoutFrom: Bool { from == nil && self != Options() }
-  }
+  /// The command's settings; the session that uses them is `OutboxFleet`'s.
+  package typealias Options = FleetOptions
 
   package static func run(_ options: Options, _ config: Configuration, env: (String) -> String?) -> ExitCode {
     _ = Signals.install()
@@ -41,9 +32,9 @@ package enum FleetDeliverCommand {
     nats.name = "push-outbox deliver"
     let session = FleetSession(
       options: options, nats: nats, settings: config.delivery, batchLimit: config.trackBatchLimit)
-    let code = session.run()
+    let result = session.run()
     Log.stderr("push-outbox deliver: " + session.summary)
-    return code
+    return ExitCode(result)
   }
 
   private static func usage(_ text: String) -> ExitCode {

@@ -1,13 +1,6 @@
 package import OutboxServer
+import OutboxStore
 import OutboxSupport
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// `push-outbox flush [--format items|usersTrack] [--max N] [--default-user JSON] [--lease MS] [FLAGS]`:
 /// a one-shot for people who send with their own tools. It writes one line per item (`items`) or

@@ -2,6 +2,7 @@ import OutboxDomain
 import OutboxJSON
 import OutboxJSONRPC
 import OutboxServer
+import OutboxStore
 import OutboxSupport
 import OutboxTransport
 

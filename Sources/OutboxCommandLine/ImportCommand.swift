@@ -1,16 +1,9 @@
 import OutboxDomain
 import OutboxJSON
+import OutboxJSONRPC
 package import OutboxServer
 import OutboxStore
 import OutboxSupport
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// `push-outbox import [--user JSON] [FLAGS] FILE`: imports the guide's App Group storage from the
 /// command line.

@@ -2,14 +2,6 @@ import OutboxJSONRPC
 import OutboxSupport
 import OutboxTransport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The command line's own stdout output — the information commands' text, the `id: null` line of a
 /// start-up failure, `verify`'s report and `dump`'s lines — goes through the transport, as the
 /// service's replies do (LayeringTests: nothing else writes to fd 1).

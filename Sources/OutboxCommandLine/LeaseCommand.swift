@@ -1,6 +1,7 @@
 import OutboxJSON
 import OutboxJSONRPC
 package import OutboxServer
+import OutboxStore
 import OutboxSupport
 
 /// `push-outbox ack FLUSHID` and `push-outbox release FLUSHID`: end a `flush --lease` lease by the

@@ -1,16 +1,10 @@
+import OutboxFleet
 import OutboxJSONRPC
 import OutboxNATS
 import OutboxServer
+import OutboxStore
 import OutboxSupport
 import OutboxTransport
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The executable's body: secure the standard descriptors, parse the command line once into an
 /// `Invocation`, run it, exit. Every start-up failure of the service is one line on stderr AND one

@@ -1,40 +1,23 @@
 import OutboxDomain
+package import OutboxFleet
 import OutboxJSON
 import OutboxNATS
 package import OutboxServer
+import OutboxStore
 import OutboxSupport
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// `push-outbox relay --to nats://HOST:PORT [FLAGS]`: a one-shot that moves every pending item into
 /// a NATS JetStream stream (the producer side of a fleet, README "Fleet").
 ///
-/// Each round leases up to `roundSize` items durably (a delivery lease), publishes each with
+/// Each round leases up to `RelayRounds.roundSize` items durably (a delivery lease), publishes each with
 /// `Nats-Msg-Id: <item id>` to `<stream>.<shard>` (one subject per user shard, so a user's items stay
 /// in order), and removes an item only after JetStream's publish ack (`duplicate: true` counts).
 /// Items not acked are pending again. NATS down, slow or full: retried with backoff and jitter until
 /// `--max-seconds` pass. Exit codes: 0 nothing left; 1 some items stay local (the reason on stderr);
 /// 2 usage; 3 the store is locked.
 package enum RelayCommand {
-  static let roundSize = 2000
-  /// Subjects `<stream>.0` … `<stream>.63`.
-  static let shards: UInt64 = 64
-
-  package struct Options: Sendable, Equatable {
-    var to: NATSAddress?
-    var stream = "PUSH_OUTBOX"
-    var credsFile: String?
-    var allowPlaintext = false
-    var maxBytes: Int64 = 1 << 30
-    var maxSeconds = 30.0
-    var defaultUser: String?
-  }
+  /// The command's settings; the session that uses them is `OutboxFleet`'s.
+  package typealias Options = RelayOptions
 
   package static func run(_ options: Options, _ config: Configuration, env: (String) -> String?) -> ExitCode {
     _ = Signals.install()
@@ -46,7 +29,8 @@ package enum RelayCommand {
     }
     let defaultUser: UserIdentifier?
     do throws(UsageError) {
-      defaultUser = try options.defaultUser.map { text throws(UsageError) in try parseUser(text, flag: "--default-user")
+      defaultUser = try options.defaultUser.map { text throws(UsageError) in
+        try RelayOptions.parseUser(text, flag: "--default-user")
       }
     } catch {
       return usage(error.message)
@@ -61,38 +45,14 @@ package enum RelayCommand {
     nats.allowPlaintext = options.allowPlaintext
     var session = RelaySession(
       service: service, nats: nats, options: options, defaultUser: defaultUser)
-    let code = session.run()
+    let result = session.run()
     Log.stderr("push-outbox relay: " + session.summary)
-    return code
-  }
-
-  /// A `--default-user` (or `--relay-default-user`) value: a user identifier object.
-  static func parseUser(_ text: String, flag: String) throws(UsageError) -> UserIdentifier {
-    var issues = Issues()
-    let value = try? JSONReader.parse(text, maxDepth: 16)
-    guard let user = value.flatMap({ UserIdentifier.parse($0, path: flag, issues: &issues) }), issues.isEmpty else {
-      throw UsageError("\(flag) needs a user identifier object")
-    }
-    return user
+    return ExitCode(result)
   }
 
   private static func usage(_ text: String) -> ExitCode {
     Log.stderr("push-outbox relay: \(text) (see --help)")
     return .usage
-  }
-
-  /// A connection to the stream's server, and the stream made (or checked) on it.
-  static func connect(_ settings: NATSOptions, _ options: Options) throws(NATSError) -> JetStream {
-    let connection = try NATSConnection(settings)
-    let js = JetStream(connection)
-    let shape = StreamSettings(name: options.stream, subjects: [options.stream + ".*"], maxBytes: options.maxBytes)
-    do throws(NATSError) {
-      try js.ensureStream(shape, deadline: Clock.monotonicSeconds() + 5)
-    } catch {
-      connection.close()
-      throw error
-    }
-    return js
   }
 
   /// `PUSH_OUTBOX_NATS_TOKEN`, or `--nats-creds FILE`: a file holding a token, or a JSON object

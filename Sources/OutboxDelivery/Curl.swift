@@ -1,12 +1,5 @@
 import CurlShim
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import OutboxSupport
 
 /// The system's libcurl, loaded with `dlopen` the first time delivery needs it (never at start-up),
 /// its functions called through `@convention(c)` pointers, so no headers or link flags are needed.

@@ -104,7 +104,7 @@ extension Deliverer {
   /// Seconds until the limiter frees a slot, when it is the only thing holding delivery back.
   func paceWait() -> Double? {
     guard !throttle.isPaused(clock.now()), store.count - store.items.leasedCount > 0 else { return nil }
-    return paceBlockedUntil().map { Swift.max(0.001, $0 - Clock.monotonicSeconds()) }
+    return paceBlockedUntil().map { Swift.max(0.001, $0 - monotonic.seconds()) }
   }
 
   /// How long the loop may sleep before delivery has work (-1: until input).
@@ -114,12 +114,13 @@ extension Deliverer {
     let (now, pausedUntil) = (clock.now(), throttle.pausedUntil)
     if now < pausedUntil { return Int32(clamping: Swift.min(pausedUntil - now + 1, 60_000)) }
     if let slot = paceBlockedUntil() {
-      return Int32(clamping: Int(Swift.max(1, (slot - Clock.monotonicSeconds()) * 1000 + 1)))
+      return Int32(clamping: Int(Swift.max(1, (slot - monotonic.seconds()) * 1000 + 1)))
     }
     return 1000  // items are held back only by users in flight or the scan: look again soon
   }
 
-  /// Waits a little for requests in flight to finish (at exit), so fewer are sent twice.
+  /// Waits a little for requests in flight to finish (at exit), so fewer are sent twice. The wait is
+  /// real time, on the system's clock, whatever clock the deliverer was given.
   package func finish(seconds: Double = 2) {
     let deadline = Clock.monotonicSeconds() + (StopRequest.isRequested ? min(seconds, 0.2) : seconds)
     while inFlight > 0 && Clock.monotonicSeconds() < deadline {

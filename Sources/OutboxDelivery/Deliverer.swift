@@ -35,6 +35,9 @@ package final class Deliverer {
   let settings: DeliverySettings
   let store: Store
   let clock: Clock
+  /// The clock for intervals (the rate limit, the concurrency limit's round trips); a test's own
+  /// reading in tests.
+  let monotonic: MonotonicClock
   private let log: Log
   private let poster: any HTTPPoster
   private let queue = DispatchQueue(label: "push-outbox.delivery", attributes: .concurrent)
@@ -55,11 +58,12 @@ package final class Deliverer {
 
   package init(
     settings: DeliverySettings, store: Store, clock: Clock, log: Log, batchLimit: Int, mode: TrackBatchMode,
-    poster: any HTTPPoster = CurlPoster()
+    poster: any HTTPPoster = CurlPoster(), monotonic: MonotonicClock = .system
   ) {
     self.settings = settings
     self.store = store
     self.clock = clock
+    self.monotonic = monotonic
     self.log = log
     self.poster = poster
     self.picking = PickingQueue(store: store, batchLimit: batchLimit, mode: mode)
@@ -84,10 +88,10 @@ package final class Deliverer {
   var inFlight: Int { flights.count }
 
   /// Monotonic seconds when the limiter frees a slot; nil when it has one free now.
-  func paceBlockedUntil() -> Double? { pacing.blockedUntil(Clock.monotonicSeconds()) }
+  func paceBlockedUntil() -> Double? { pacing.blockedUntil(monotonic.seconds()) }
 
   /// Requests the limiter counts in its current window.
-  var recentRequests: Int { pacing.recent(Clock.monotonicSeconds()) }
+  var recentRequests: Int { pacing.recent(monotonic.seconds()) }
 
   // MARK: - Starting requests
 
@@ -111,7 +115,7 @@ package final class Deliverer {
   func startOne(maxObjects: Int) -> Start {
     guard !throttle.isPaused(clock.now()), paceBlockedUntil() == nil else { return .waiting }
     guard flights.count < limit.value else {
-      lastFull = Clock.monotonicSeconds()
+      lastFull = monotonic.seconds()
       return .waiting
     }
     let noIdentifier = picking.noIdentifierCount
@@ -133,7 +137,7 @@ package final class Deliverer {
       _ = store.commit()
       return .started(objects: 0)
     }
-    let sentAt = Clock.monotonicSeconds()
+    let sentAt = monotonic.seconds()
     let token = pacing.record(sentAt)
     flights[flushId] = Flight(seqs: cut.seqs, users: cut.users, pacingToken: token, sentAt: sentAt)
     if flights.count >= limit.value { lastFull = sentAt }
@@ -146,7 +150,7 @@ package final class Deliverer {
   /// through the inbox.
   private func send(_ flushId: String, _ cut: Cut) {
     guard let url = settings.url, let key = settings.apiKey else { return }
-    let (poster, inbox, wakeup) = (poster, inbox, wakeup)
+    let (poster, inbox, wakeup, monotonic) = (poster, inbox, wakeup, monotonic)
     let (timeout, connect) = (settings.timeoutMs, settings.connectTimeoutMs)
     queue.async {
       let batch =
@@ -156,7 +160,7 @@ package final class Deliverer {
       batch.appendBody(to: &body)
       let request = HTTPRequest(url: url, bearer: key, body: body, timeoutMs: timeout, connectTimeoutMs: connect)
       poster.start(request) { result in
-        inbox.put(Completion(flushId: flushId, batch: batch, result: result, answeredAt: Clock.monotonicSeconds()))
+        inbox.put(Completion(flushId: flushId, batch: batch, result: result, answeredAt: monotonic.seconds()))
         wakeup.signal()
       }
     }
@@ -251,7 +255,7 @@ package final class Deliverer {
   }
 
   private func fail(reason: String, afterMs: Int?, sentAt: Double = .infinity) {
-    let until = throttle.fail(nowMs: clock.now(), afterMs: afterMs, sentAt: sentAt)
+    let until = throttle.fail(nowMs: clock.now(), afterMs: afterMs, sentAt: sentAt, monotonicNow: monotonic.seconds())
     stats.lastError = reason
     stats.failingSince = stats.failingSince ?? clock.now()
     log.warn("delivery: \(reason); retrying at \(UTCTime.format(ms: until))")

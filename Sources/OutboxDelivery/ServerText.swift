@@ -1,3 +1,5 @@
+import OutboxSupport
+
 /// Text that came from Braze's answers (`message`, `errors[].type`) or from the transport, made safe
 /// before it is stored, logged or returned: the API key is removed (an endpoint may echo it), control
 /// characters are escaped (no forged log lines, no terminal codes), and the length is bounded on a

@@ -28,13 +28,15 @@ struct Throttle {
   /// shortens a pause already set. A failure counts toward the doubling only when its request left
   /// after the last counted failure (`sentAt`, monotonic seconds): the answers of requests that were
   /// already in flight at one bad moment are one setback, not one each (with a hundred requests in
-  /// flight, a burst of 429s would otherwise double the backoff a hundred times). Returns the end of
-  /// the pause.
+  /// flight, a burst of 429s would otherwise double the backoff a hundred times). `monotonicNow` is
+  /// read on the clock `sentAt` came from. Returns the end of the pause.
   @discardableResult
-  mutating func fail(nowMs: Int64, afterMs: Int?, sentAt: Double = .infinity) -> Int64 {
+  mutating func fail(
+    nowMs: Int64, afterMs: Int?, sentAt: Double = .infinity, monotonicNow: Double = Clock.monotonicSeconds()
+  ) -> Int64 {
     if failures == 0 || sentAt > lastCounted {
       failures += 1
-      lastCounted = Clock.monotonicSeconds()
+      lastCounted = monotonicNow
     }
     setbacks += 1
     let backoff = Backoff.delayMs(failures: failures, baseMs: backoffMs, capMs: maxBackoffMs)

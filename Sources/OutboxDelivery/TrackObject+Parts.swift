@@ -2,14 +2,6 @@ import OutboxJSON
 import OutboxStore
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 extension TrackObject {
   /// Appends a custom event's object from its body as the store holds it (`HeldParts`), none of it
   /// put back together: a save's layout `,"user":{…}` + `,"name":"…","properties":` + the

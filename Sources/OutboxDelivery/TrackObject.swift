@@ -1,13 +1,6 @@
 import OutboxJSON
 import OutboxStore
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import OutboxSupport
 
 /// One item's `/users/track` object, copied from its stored body bytes without building a tree.
 ///

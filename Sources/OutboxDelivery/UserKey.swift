@@ -1,3 +1,5 @@
+import OutboxDomain
+import OutboxJSON
 package import OutboxStore
 
 /// The identity of an item's user for per-user ordering: the bytes of the canonical JSON of its

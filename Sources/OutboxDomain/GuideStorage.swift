@@ -1,4 +1,5 @@
 package import OutboxJSON
+import OutboxSupport
 
 /// What apps that followed Braze's push guide ("Logging manually") keep in their App Group's
 /// `UserDefaults`: three lists under the guide's `RemoteStorageKey` keys, as `plutil -convert json`

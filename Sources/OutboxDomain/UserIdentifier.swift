@@ -1,4 +1,5 @@
 package import OutboxJSON
+import OutboxSupport
 
 /// The Braze user an item belongs to: exactly one of the five `/users/track` identifiers
 /// (`post_user_track.md`: "Every object needs one of `external_id`, `user_alias`, `braze_id`,

@@ -1,13 +1,5 @@
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// `push-outbox fake-braze`: a Braze `/users/track` stand-in on one thread with `poll`. Many
 /// connections at once, HTTP/1.1 keep-alive and pipelining (a connection's requests are answered
 /// in order), and delayed answers that hold only their own connection.

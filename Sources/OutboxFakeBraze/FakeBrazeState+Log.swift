@@ -1,14 +1,6 @@
 import OutboxJSON
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The request log (`--record FILE`, `GET /_fake/requests`) and the control endpoints under `/_fake/`.
 extension FakeBrazeState {
   /// One record: `{"seq","at","method","path","headers","body"|"bodyText","status","answer","delayMs","dropped","connection"}`.

@@ -1,14 +1,6 @@
 import OutboxJSON
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// One answer the fake gives: sent after `delayMs`, or the connection dropped instead.
 struct FakeAnswer {
   var status: Int

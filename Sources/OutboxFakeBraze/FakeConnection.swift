@@ -1,13 +1,5 @@
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// One client connection of the fake: the bytes read and not yet parsed, the answer waiting for its
 /// time (one at a time: a connection's answers leave in order), and the bytes not yet written.
 final class FakeConnection {

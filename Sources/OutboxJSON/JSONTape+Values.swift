@@ -1,13 +1,5 @@
-import OutboxSupport
-
-// Public: the inlinable comparisons call memcmp.
-#if canImport(Glibc)
-public import Glibc
-#elseif canImport(Musl)
-public import Musl
-#elseif canImport(Darwin)
-public import Darwin
-#endif
+// Public: the inlinable comparisons call memcmp (libc, which OutboxSupport re-exports).
+public import OutboxSupport
 
 // Reading values out of a tape: typed scalars, decoded strings, byte comparison, `JSONValue`
 // trees with exact capacities, and compact JSON written from the nodes.

@@ -1,10 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import OutboxSupport
 
 /// Duplicate-key detection for the object being read: a linear scan while it has at most 16
 /// keys, then an open-addressing table of key node indices. Keys are equal when their decoded

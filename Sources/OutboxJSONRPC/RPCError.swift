@@ -1,4 +1,5 @@
 package import OutboxJSON
+import OutboxSupport
 
 /// A JSON-RPC error code: the five standard codes plus push-outbox's own in -32000…-32099.
 package struct ErrorCode: RawRepresentable, Sendable, Hashable {

@@ -1,4 +1,5 @@
 package import OutboxJSON
+import OutboxSupport
 
 /// A request id exactly as the client sent it: integer, string, fractional number or null.
 ///

@@ -1,13 +1,5 @@
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Why talking to the NATS server failed: the connection is dropped and the caller retries later.
 package struct NATSError: Error, Sendable, CustomStringConvertible {
   package enum Kind: Sendable { case unreachable, timeout, closed, protocolError, refused, auth }

@@ -1,10 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import OutboxSupport
 
 /// A growable array of plain values, for the item table's columns: one value per held item, tens of
 /// millions of them. It grows with `realloc`, which moves a block this large to a bigger mapping

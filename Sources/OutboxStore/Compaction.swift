@@ -1,14 +1,6 @@
 import Dispatch
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// One snapshot's disk work, planned on the request loop and carried out on a background queue:
 /// make the checkpoint durable, then rewrite each segment that holds removed items, stale counts or
 /// mostly bookkeeping (or delete it when nothing in it is held), oldest first.

@@ -2,14 +2,6 @@ import Dispatch
 package import OutboxJSON
 package import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Where and how the store keeps its files.
 package struct DiskOptions: Sendable {
   package var directory: String

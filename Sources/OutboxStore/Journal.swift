@@ -1,14 +1,6 @@
 import Dispatch
 package import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The append-only log the store writes every change to before its reply goes out.
 ///
 /// Group commit: a burst's records collect in `buffer` and reach the file in one `write`; `--fsync`

@@ -1,13 +1,5 @@
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// What a load image held, checked and rebuilt, for `PendingStore.install`.
 struct LoadedImage {
   var table = ItemTable()

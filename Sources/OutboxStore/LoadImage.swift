@@ -1,13 +1,5 @@
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// `load.image`: the held items as memory holds them, written at a clean exit of a large store so
 /// that the next start reads them in one pass instead of replaying every segment.
 ///

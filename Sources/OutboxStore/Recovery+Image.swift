@@ -1,13 +1,5 @@
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 extension Recovery {
   /// Loads the rows from `load.image` when it describes exactly these files (`LoadImage`), and takes
   /// it off its path, used or not, before anything is written. False: replay the segments.

@@ -1,4 +1,5 @@
 import OutboxJSON
+import OutboxSupport
 
 /// Recovery refuses to hide a loss: what was loaded is compared with what the checkpoint says was
 /// held. The oldest held seq must lie in a segment on disk, each listed segment must hold at least

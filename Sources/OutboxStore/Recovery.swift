@@ -1,14 +1,6 @@
 import OutboxJSON
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// What recovery rebuilt besides the items: the segments on disk, the live leases and the warnings.
 struct RecoveryOutcome {
   package var segments: [SegmentInfo] = []

@@ -1,13 +1,5 @@
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// `--max-store-bytes`: a cap on the whole store directory, counted as the files' sizes: the
 /// segments (dead letters included), the checkpoint, temporary files, `quarantine/` and `LOCK`.
 ///

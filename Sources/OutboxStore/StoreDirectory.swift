@@ -1,13 +1,5 @@
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The store directory's safety rules, after OpenSSH's StrictModes and systemd's state directories:
 /// a new directory is created 0700; an existing one must be a directory owned by this user that
 /// neither group nor others can write. Files inside are never followed through symlinks.

@@ -1,14 +1,6 @@
 import OutboxJSON
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Housekeeping on the store's files: version checks before anything is touched, temporaries and
 /// quarantine copies.
 enum StoreFiles {

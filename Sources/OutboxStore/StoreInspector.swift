@@ -1,14 +1,6 @@
 package import OutboxJSON
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// One thing wrong with a store file: where, and why.
 package struct StoreProblem: Sendable, Equatable {
   package var file: String

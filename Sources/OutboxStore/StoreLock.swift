@@ -1,13 +1,5 @@
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// One writer per store: an exclusive `flock` on `<store>/LOCK`, held for the whole run.
 ///
 /// The file holds the owner's pid, so a second process can say who has the store. The lock is

@@ -1,10 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import OutboxSupport
 
 /// A fixed count of plain values that start as all-zero bytes, in memory from `calloc`: a big one
 /// comes as fresh zero pages, with no pass that writes them (`Array(repeating:count:)` writes every

@@ -1,11 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Wall-clock time in milliseconds since the Unix epoch, or a fixed instant for tests.
 ///
 /// Formatting happens when a value is written, never per request, so the hot path only reads the clock.
@@ -30,4 +22,16 @@ package struct Clock: Sendable {
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
   }
+}
+
+/// Monotonic seconds as a value a type is given, so that a test can hold time still or step it:
+/// `system` reads `Clock.monotonicSeconds()`; a test passes its own reading.
+package struct MonotonicClock: Sendable {
+  private let read: @Sendable () -> Double
+
+  package init(_ read: @escaping @Sendable () -> Double) { self.read = read }
+
+  package static let system = MonotonicClock { Clock.monotonicSeconds() }
+
+  package func seconds() -> Double { read() }
 }

@@ -1,11 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A failed file operation: what was tried, on which path, and the errno.
 package struct FileError: Error, Sendable, Equatable, CustomStringConvertible {
   package var operation: String

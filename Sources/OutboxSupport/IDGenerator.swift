@@ -1,11 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Makes item and flush ids: UUID version 7 (48-bit millisecond time, 74 random bits), as text.
 ///
 /// Random bits come from a wyrand generator seeded by the OS, or by `--id-seed` for reproducible tests.

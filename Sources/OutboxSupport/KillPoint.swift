@@ -1,13 +1,5 @@
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Named points in the store's file work where a crash test can kill the process:
 /// `PUSH_OUTBOX_KILL_AT=<point>:<n>` sends SIGKILL to itself the n-th time (from 1) the point is
 /// reached. Unset (always, outside tests), a point costs one load of a constant.

@@ -1,11 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// How much goes to stderr. Nothing in the library writes to stdout except the transport.
 package enum LogLevel: Int, Sendable, Comparable, CaseIterable {
   case error, warn, info, debug

@@ -1,9 +1,11 @@
+// The platform's C library, once for every target: a file that imports OutboxSupport sees libc
+// (Glibc, Musl or Darwin) through it, so this block is the only one (issue 43, "twins").
 #if canImport(Glibc)
-import Glibc
+@_exported public import Glibc
 #elseif canImport(Musl)
-import Musl
+@_exported public import Musl
 #elseif canImport(Darwin)
-import Darwin
+@_exported public import Darwin
 #endif
 
 /// `write(2)`, under a name that methods called `write` do not shadow.

@@ -1,11 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// One buffer reused to read many files in turn (recovery reads every segment through it), so the
 /// memory is allocated and faulted in once, not once per file.
 package final class ReadBuffer {

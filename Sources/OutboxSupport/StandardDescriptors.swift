@@ -1,11 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The standard descriptors as the process found them, and the guard that keeps files off them.
 ///
 /// A process started with fd 0, 1 or 2 closed (`>&-`) would give that number to the first file or

@@ -1,12 +1,5 @@
 import OutboxJSON
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import OutboxSupport
 
 /// Splits a byte stream framed by the LSP base protocol into message bodies: header lines ending in
 /// `\r\n` (`Content-Length` required, `Content-Type` optional and only UTF-8, other names ignored,

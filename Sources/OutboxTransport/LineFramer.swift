@@ -1,10 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import OutboxSupport
 
 /// One framed input message (a line, or a Content-Length body), or the news that one was too long
 /// and was dropped, or that a header was malformed.

@@ -1,13 +1,5 @@
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Blocking reads of stdin in 64 KiB chunks and chunked writes to stdout. Every wait, for input or
 /// for room on stdout, also watches the signal pipe.
 ///

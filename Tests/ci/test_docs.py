@@ -36,6 +36,7 @@ PAGES = [
     "Tests/fault/README.md",
     "Tests/model/README.md",
     "Tests/fuzz/README.md",
+    "Tests/README.md",
     "Clients/editors/README.md",
     "Clients/python/README.md",
     "Clients/node/README.md",

@@ -31,7 +31,7 @@ complete -c push-outbox -l braze-api-key-file -d 'file holding the Braze REST AP
 complete -c push-outbox -l deliver -d 'deliver pending items to Braze in the background'
 complete -c push-outbox -l drain-timeout -d 'with --deliver: after stdin ends, keep delivering what is pending for up to SECONDS (default 30)' -r -f
 complete -c push-outbox -l braze-rate -d 'at most N requests per S seconds (default 500/1)' -r -f
-complete -c push-outbox -l braze-max-in-flight -d 'requests in flight: a fixed N (1-1024), or auto (default): follows the round trip, up to 256' -r -f
+complete -c push-outbox -l braze-max-in-flight -d 'requests in flight: a fixed N (1-1024), or auto (default): follows the round trip, up to 512' -r -f
 complete -c push-outbox -l braze-timeout-ms -d 'whole-request timeout (default 30000)' -r -f
 complete -c push-outbox -l braze-backoff-ms -d 'first retry delay, doubled per failure (default 1000)' -r -f
 complete -c push-outbox -l metrics-listen -d 'serve GET /metrics (Prometheus) there; PORT alone is 127.0.0.1' -r -f

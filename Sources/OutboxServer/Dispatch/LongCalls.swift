@@ -1,13 +1,6 @@
 package import OutboxJSON
 package import OutboxJSONRPC
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import OutboxSupport
 
 /// Work a method started that may outlast its request (a `deliverPending` pass). The loop steps it
 /// from `Service.tick` between requests; a step never blocks, so the loop keeps serving meanwhile.

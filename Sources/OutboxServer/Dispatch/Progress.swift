@@ -1,3 +1,4 @@
+import OutboxDomain
 package import OutboxJSON
 import OutboxSupport
 

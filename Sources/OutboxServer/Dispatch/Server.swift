@@ -2,6 +2,7 @@ import OutboxDelivery
 import OutboxDomain
 import OutboxJSON
 package import OutboxJSONRPC
+import OutboxStore
 import OutboxSupport
 package import OutboxTransport
 

@@ -1,3 +1,4 @@
+import OutboxSupport
 package import OutboxTransport
 
 /// The process's one loop: read a chunk, handle its lines in order, write all responses once, and
@@ -61,7 +62,8 @@ package struct RequestLoop<T: Transport> {
     if let requested = stopRequested() { return stop(requested) }
     server.service.tick(now: server.service.clock.now(), busy: busy)
     let server = self.server
-    let timeoutMs = server.service.longCalls.output.isEmpty ? timeoutMs ?? server.service.pollTimeoutMs() : 0  // a long call's reply waits
+    // A long call's reply waits: no wait for input then.
+    let timeoutMs = server.service.longCalls.output.isEmpty ? timeoutMs ?? server.service.pollTimeoutMs() : 0
     let event = read(timeoutMs: timeoutMs)
     if let requested = stopRequested() { return stop(requested) }
     switch event {

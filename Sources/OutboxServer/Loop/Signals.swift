@@ -1,14 +1,6 @@
 import OutboxSupport
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The write end of the self-pipe that the stopping signals wake the run loop through.
 private let signalPipeWriteEnd = Atomic<Int32>(-1)
 

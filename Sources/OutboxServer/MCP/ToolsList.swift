@@ -1,3 +1,4 @@
+import OutboxDomain
 import OutboxJSON
 import OutboxJSONRPC
 

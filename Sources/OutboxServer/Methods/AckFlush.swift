@@ -1,4 +1,5 @@
 import OutboxJSON
+import OutboxStore
 
 /// `ackFlush {flushId}` → `{acked}`: removes exactly the items of a live lease, durably.
 ///

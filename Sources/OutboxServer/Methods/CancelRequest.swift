@@ -1,5 +1,7 @@
+import OutboxDomain
 import OutboxJSON
 import OutboxJSONRPC
+import OutboxSupport
 
 /// `$/cancelRequest {id}` (LSP), a notification: a long call in progress with that request id is
 /// answered at once with `-32800` and starts nothing new (`LongCalls.cancel`). An unknown or

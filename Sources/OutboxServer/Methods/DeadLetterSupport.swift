@@ -1,5 +1,7 @@
+import OutboxDomain
 import OutboxJSON
 import OutboxStore
+import OutboxSupport
 
 /// Shared by the dead-letter methods: finding dead letters by item id, and writing them.
 enum DeadLetters {

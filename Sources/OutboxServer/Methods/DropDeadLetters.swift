@@ -1,5 +1,6 @@
 import OutboxJSON
 import OutboxJSONRPC
+import OutboxStore
 
 /// `dropDeadLetters {ids, fleet?}` → `{dropped}`: deletes the named dead letters for good.
 enum DropDeadLetters: RPCMethod {

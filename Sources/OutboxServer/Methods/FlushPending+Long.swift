@@ -1,6 +1,7 @@
 import OutboxDelivery
 import OutboxJSON
 import OutboxJSONRPC
+import OutboxStore
 import OutboxSupport
 
 extension FlushPending {

@@ -1,5 +1,6 @@
 import OutboxDelivery
 import OutboxStore
+import OutboxSupport
 
 extension FlushPending {
   /// `/users/track` bodies written from the held rows, for a drain that writes them before it

@@ -2,6 +2,7 @@ import OutboxDomain
 import OutboxJSON
 import OutboxJSONRPC
 import OutboxStore
+import OutboxSupport
 
 extension ImportLegacy {
   /// Imports of more elements than this are long calls. Measured with `Tests/bench/loop_stall.py`

@@ -2,6 +2,7 @@ package import OutboxDomain
 package import OutboxJSON
 package import OutboxJSONRPC
 import OutboxStore
+import OutboxSupport
 
 /// `importLegacy {pending_custom_events?, pending_custom_attributes?, pending_user_attributes?, user?}`
 /// → `{results, saved, failed, pending}`.

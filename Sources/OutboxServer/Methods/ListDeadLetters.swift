@@ -1,4 +1,5 @@
 import OutboxJSONRPC
+import OutboxStore
 
 /// `listDeadLetters {max?, fleet?}` → `{deadLetters, total}`: items Braze refused, or that have no
 /// identifier (`no_identifier`), kept durably out of the pending set with the reason.

@@ -1,4 +1,5 @@
 import OutboxJSON
+import OutboxStore
 
 /// `releaseFlush {flushId}` → `{released}`: ends a live lease early; its items are pending again,
 /// with `deliveryCount` raised by one. Transcript: `Protocol/transcripts/lease.txt`.

@@ -1,5 +1,6 @@
 import OutboxJSON
 import OutboxJSONRPC
+import OutboxStore
 
 /// `requeueDeadLetters {ids?, fleet?}` → `{requeued}`: dead letters (those named, or all) are pending again.
 enum RequeueDeadLetters: RPCMethod {

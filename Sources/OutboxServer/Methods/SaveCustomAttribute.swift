@@ -1,5 +1,8 @@
 import OutboxDomain
+import OutboxJSON
 import OutboxJSONRPC
+import OutboxStore
+import OutboxSupport
 
 /// `saveCustomAttribute {key, value, op?, user?, id?}` → `{id, seq, pending}`.
 ///

@@ -1,6 +1,8 @@
 import OutboxDomain
 import OutboxJSON
 import OutboxJSONRPC
+import OutboxStore
+import OutboxSupport
 
 /// `saveCustomEvent {name, properties?, time?, user?, id?}` → `{id, seq, pending}`.
 ///

@@ -1,6 +1,8 @@
 import OutboxDomain
 import OutboxJSON
 import OutboxJSONRPC
+import OutboxStore
+import OutboxSupport
 
 /// `saveUserAttribute {field, value, user?, id?}` → `{id, seq, pending}`.
 ///

@@ -1,3 +1,4 @@
+import OutboxDelivery
 import OutboxJSON
 import OutboxStore
 import OutboxSupport

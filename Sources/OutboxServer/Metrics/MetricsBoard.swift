@@ -2,14 +2,6 @@ import Dispatch
 package import OutboxSupport
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The last published `MetricsSnapshot`: the loop swaps a new one in (`publish`), the HTTP thread
 /// takes it out (`latest`). One short lock on each side and nowhere else.
 package final class MetricsBoard: Sendable {

@@ -1,13 +1,5 @@
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// One client of the metrics listener, from its accept to its close; its socket is non-blocking and
 /// the listener's thread polls it among the others (`MetricsListener.serve`).
 ///

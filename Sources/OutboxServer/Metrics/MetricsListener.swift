@@ -2,14 +2,6 @@ import Dispatch
 package import OutboxStore
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// `--metrics-listen HOST:PORT`: an address to serve `GET /metrics` on.
 package struct MetricsAddress: Sendable, Equatable {
   package var host: String

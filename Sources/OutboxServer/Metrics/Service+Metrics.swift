@@ -1,3 +1,4 @@
+import OutboxDelivery
 import OutboxStore
 import OutboxSupport
 

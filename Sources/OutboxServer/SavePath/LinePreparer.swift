@@ -1,16 +1,9 @@
 import Dispatch
 import OutboxJSON
+import OutboxStore
 import OutboxSupport
 import OutboxTransport
 import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The second thread of `--threads 2`: prepares the fast saves of each batch's last messages
 /// (`SavePath` says how the two threads share a batch).

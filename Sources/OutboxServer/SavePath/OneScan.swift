@@ -1,13 +1,6 @@
 import OutboxDomain
 import OutboxJSON
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import OutboxSupport
 
 /// The one pass of `OneScanSave`: a cursor over the line (`b`, and `i`, where the next part starts)
 /// and what it found. Each method reads one part at the cursor and moves past it, or returns false

@@ -2,6 +2,7 @@ import OutboxDomain
 import OutboxJSON
 import OutboxJSONRPC
 import OutboxStore
+import OutboxSupport
 package import OutboxTransport
 
 /// The hot request's path: a `saveCustomEvent` line that passes every rule is read by a fast tier

@@ -2,6 +2,7 @@ import OutboxDomain
 import OutboxJSON
 import OutboxJSONRPC
 import OutboxStore
+import OutboxSupport
 
 /// The tape save, the fast path's second tier: a `saveCustomEvent` line in any layout, read
 /// through the JSON reader into a tape (`JSONTape`), that passes every rule with params `name` and

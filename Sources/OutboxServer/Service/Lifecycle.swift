@@ -1,14 +1,8 @@
+import OutboxDelivery
 import OutboxJSON
 import OutboxJSONRPC
+import OutboxStore
 import OutboxSupport
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The editor lifecycle of LSP: `shutdown` (a request), then `exit` (a notification). Optional:
 /// a client that never sends them ends the process by closing stdin, as before.

@@ -1,4 +1,6 @@
+import OutboxDelivery
 package import OutboxJSON
+import OutboxStore
 import OutboxSupport
 
 /// `status.health` and `status.problems`, and `push_outbox_health` / `push_outbox_problem{reason}`:

@@ -1,14 +1,6 @@
 import OutboxJSON
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// What reading a format-1 store found and did.
 struct RecoveryOutcomeV1 {
   var snapshotCovers: UInt64 = 0

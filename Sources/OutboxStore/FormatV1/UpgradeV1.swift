@@ -1,13 +1,5 @@
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Upgrades a format-1 store (`snapshot.json`, `snapshot.prev.json`, `journal.*`) to format 2.
 ///
 /// The format-1 files are read with the format-1 reader (its checks and quarantine included), the

@@ -132,6 +132,38 @@ final class ScriptedPoster: HTTPPoster {
     #expect(delivery.stats.delivered == 20)
   }
 
+  /// The rate limit on a monotonic clock the test holds (`MonotonicClock`): while that clock stands
+  /// still nothing more starts, however much real time passes; stepping it to each time
+  /// `paceBlockedUntil()` names delivers everything, never more than the rate's count at one instant.
+  @Test func theRateLimitRunsOnTheClockItIsGiven() throws {
+    let server = server(ScriptedPoster([])) { $0.trackBatchLimit = 1 }
+    for n in 1...6 { try save(server, n, user: "u\(n)") }
+    var settings = server.service.config.delivery
+    settings.background = true
+    settings.maxInFlight = 64
+    settings.rate = RateLimit(count: 2, seconds: 1)
+    let now = Mutex(100.0)
+    let delivery = Deliverer(
+      settings: settings, store: server.service.store, clock: .system, log: Log(level: .error), batchLimit: 1,
+      mode: .perArray, poster: ScriptedPoster([]), monotonic: MonotonicClock { now.withLock { $0 } })
+    var steps = 0
+    while delivery.stats.delivered < 6 && steps < 40 {
+      steps += 1
+      delivery.tick()
+      #expect(delivery.inFlight <= 2, "at most the rate's count starts at one instant")
+      delivery.finish(seconds: 10)  // the answers, at the held time
+      guard delivery.stats.delivered < 6 else { break }
+      let until = try #require(delivery.paceBlockedUntil(), "the limiter holds the next start")
+      #expect(until > now.withLock { $0 })
+      now.withLock { $0 = until - 0.001 }
+      delivery.tick()
+      #expect(delivery.inFlight == 0, "nothing starts before the given clock reaches \(until)")
+      now.withLock { $0 = until + 0.001 }
+    }
+    #expect(delivery.stats.delivered == 6)
+    #expect(steps >= 3)  // six requests at two per window: at least three steps of the clock
+  }
+
   @Test func withoutAnEndpointDeliverPendingIsAnError() throws {
     let reply = try InProcessServer().request("deliverPending")
     #expect(reply.at("error.code") == .int(-32010))

@@ -116,5 +116,3 @@ import Testing
     #expect(all == ["e5", "e7", "e9"])
   }
 }
-
-

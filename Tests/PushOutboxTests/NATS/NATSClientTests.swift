@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+@testable import OutboxJSON
 @testable import OutboxNATS
 @testable import OutboxSupport
 

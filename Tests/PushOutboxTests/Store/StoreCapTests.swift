@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+@testable import OutboxJSON
 @testable import OutboxServer
 @testable import OutboxStore
 @testable import OutboxSupport

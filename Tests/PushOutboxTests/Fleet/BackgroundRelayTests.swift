@@ -2,7 +2,7 @@ import Dispatch
 import Synchronization
 import Testing
 
-@testable import OutboxCommandLine
+@testable import OutboxFleet
 @testable import OutboxJSON
 @testable import OutboxNATS
 @testable import OutboxServer

@@ -1,6 +1,8 @@
 import Testing
 
 @testable import OutboxCommandLine
+@testable import OutboxDelivery
+@testable import OutboxFleet
 @testable import OutboxNATS
 @testable import OutboxServer
 

@@ -1,5 +1,5 @@
 """Command-line behaviour that needs a real terminal or a real process (the parser itself is
-covered in process by Tests/PushOutboxTests/CommandLineTests.swift)."""
+covered in process by Tests/PushOutboxTests/CommandLine/CommandLineTests.swift)."""
 
 from __future__ import annotations
 

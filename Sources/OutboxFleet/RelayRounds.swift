@@ -1,5 +1,6 @@
 import OutboxDelivery
 import OutboxDomain
+import OutboxJSON
 import OutboxNATS
 import OutboxServer
 import OutboxStore
@@ -45,6 +46,11 @@ struct RelayRounds {
     case done, progress
     case stalled(String)
   }
+
+  /// Items one round leases at most.
+  static let roundSize = 2000
+  /// Subjects `<stream>.0` … `<stream>.63`.
+  static let shards: UInt64 = 64
 
   /// The prefix of every relay lease's flush id.
   static let leasePrefix = "relay-"
@@ -140,7 +146,7 @@ struct RelayRounds {
       payload.append(UInt8(ascii: "}"))
       key = user
     }
-    let shard = Self.fnv1a(key ?? []) % RelayCommand.shards
+    let shard = Self.fnv1a(key ?? []) % Self.shards
     return OutgoingMessage(subject: stream + "." + String(shard), messageID: item.id.text, payload: payload)
   }
 

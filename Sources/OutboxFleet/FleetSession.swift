@@ -1,39 +1,32 @@
-import OutboxDelivery
+package import OutboxDelivery
 import OutboxJSON
-import OutboxNATS
+package import OutboxNATS
 import OutboxStore
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// One `push-outbox deliver --from`: a durable pull consumer on the stream, leader election, and
-/// `HeldDelivery` for the requests (see `FleetDeliverCommand`). One thread owns the connection; the
-/// HTTP requests run on delivery's background queue.
-final class FleetSession {
-  let options: FleetDeliverCommand.Options
-  let nats: NATSOptions
-  let settings: DeliverySettings
-  let engine: HeldDelivery
-  private(set) var js: JetStream?
-  private(set) var consumer: NATSPullConsumer?
+/// `HeldDelivery` for the requests (Protocol/fleet.md). One thread owns the connection; the HTTP
+/// requests run on delivery's background queue. `BackgroundFleet` runs one on a thread of its own
+/// under `--deliver --from`.
+package final class FleetSession {
+  private let options: FleetOptions
+  private let nats: NATSOptions
+  private let settings: DeliverySettings
+  private let engine: HeldDelivery
+  private var js: JetStream?
+  private var consumer: NATSPullConsumer?
   private var leader: FleetLeader?
   /// The message behind each held item, by stream sequence.
-  var messages: [UInt64: FetchedMessage] = [:]
-  var nextKeepAlive = 0.0
+  private var messages: [UInt64: FetchedMessage] = [:]
+  private var nextKeepAlive = 0.0
   /// Wall-clock ms until which messages given back may still be on their way back.
-  var givenBackUntil: Int64 = 0
+  private var givenBackUntil: Int64 = 0
   private var standbySince = Clock.monotonicSeconds()
   /// Monotonic seconds before which a new leader fetches nothing (see `startLeading`).
   private var fetchFrom = 0.0
-  var delivered = 0
-  var deadLettered = 0
-  var givenBack = 0
+  private var delivered = 0
+  private var deadLettered = 0
+  private var givenBack = 0
   private(set) var problem: String?
   /// Whether to stop: a signal for `deliver --from`; the serving process's exit for `--deliver --from`.
   var stopRequested: @Sendable () -> Bool = { StopRequest.isRequested }
@@ -49,7 +42,7 @@ final class FleetSession {
   /// Wall-clock ms a one-shot waits out a pause before it exits with the rest left in the stream.
   static let maxWaitMs: Int64 = 30_000
 
-  init(options: FleetDeliverCommand.Options, nats: NATSOptions, settings: DeliverySettings, batchLimit: Int) {
+  package init(options: FleetOptions, nats: NATSOptions, settings: DeliverySettings, batchLimit: Int) {
     self.options = options
     self.nats = nats
     self.settings = settings
@@ -57,18 +50,18 @@ final class FleetSession {
   }
 
   /// Longer than the Braze timeout; `+WPI` restarts it every third while an item is held.
-  var ackWaitSeconds: Int64 { Int64((Double(settings.timeoutMs) / 1000).rounded(.up)) + 2 }
+  private var ackWaitSeconds: Int64 { Int64((Double(settings.timeoutMs) / 1000).rounded(.up)) + 2 }
   /// Items held at once: enough for every request the concurrency limit allows now, twice.
   private var window: Int { min(engine.limit.value * 75 * 2, Self.maxAckPending / 2) }
-  var deadStream: String { options.stream + "_DEAD" }
+  private var deadStream: String { options.stream + "_DEAD" }
 
-  var summary: String {
+  package var summary: String {
     "delivered \(delivered), dead-lettered \(deadLettered) (to \(deadStream)), given back \(givenBack)"
       + (problem.map { "; stopped: " + $0 } ?? "")
   }
 
   /// Runs until the stream is empty (one-shot) or a signal (`--follow`).
-  func run() -> ExitCode {
+  package func run() -> SessionResult {
     var backoff = NATSBackoff()
     while !stopRequested() {
       do throws(NATSError) {
@@ -132,7 +125,7 @@ final class FleetSession {
   // MARK: - One step
 
   /// Elects, settles answers, fetches and starts requests; an exit code once the run is over.
-  private func step() throws(NATSError) -> ExitCode? {
+  private func step() throws(NATSError) -> SessionResult? {
     guard let js, let consumer, var election = leader else { return nil }
     if let change = try election.tick() {
       logRole(change)
@@ -222,7 +215,7 @@ final class FleetSession {
   // MARK: - Ending
 
   /// The one-shot found nothing to fetch: done when the stream is empty, else 1 with the count.
-  private func finishOneShot(_ js: JetStream) throws(NATSError) -> ExitCode? {
+  private func finishOneShot(_ js: JetStream) throws(NATSError) -> SessionResult? {
     let left = try js.streamState(options.stream, deadline: Clock.monotonicSeconds() + 5)?.messages ?? 0
     if left == 0 { return shutdown() }
     if Clock.system.now() < givenBackUntil + ackWaitSeconds * 1000
@@ -238,7 +231,7 @@ final class FleetSession {
 
   /// Stops sending, waits for requests in flight (at most the Braze timeout), settles their
   /// answers, gives back the rest and closes the connection.
-  func shutdown() -> ExitCode {
+  private func shutdown() -> SessionResult {
     let deadline = Clock.monotonicSeconds() + Double(settings.timeoutMs) / 1000 + 0.5
     while engine.inFlight > 0 && Clock.monotonicSeconds() < deadline {
       engine.waitForAnswer(seconds: 0.05)
@@ -270,5 +263,99 @@ final class FleetSession {
 
   private func logRole(_ change: (FleetLeader.Role, String)) {
     Log.stderr("push-outbox deliver: role \(change.0.rawValue): \(change.1)")
+  }
+
+  // MARK: - Settling at the stream: acks, dead letters, messages given back, keeping held ones alive
+
+  /// Applies one answer at the stream: ack, dead letter, or give back with the pause as delay.
+  /// Objects Braze refused become dead letters only while this deliverer leads; one that lost its
+  /// lease (a pause past it, a lost connection) gives them back instead, and the next leader sends
+  /// them again and stores their dead letters (issue 40 #3). What Braze took is acked either way.
+  private func settle(_ outcome: HeldDelivery.Outcome, leading: Bool) throws(NATSError) {
+    guard consumer != nil else { return }
+    switch outcome {
+    case .settled(let done, let dead):
+      for item in done { messages.removeValue(forKey: item.seq).map { consumer?.ack($0) } }
+      delivered += done.count
+      guard leading else { return nak(dead.map(\.0), untilMs: Clock.system.now()) }
+      try deadLetter(dead.compactMap { pair in messages[pair.0.seq].map { ($0, pair.1) } })
+    case .retry(let items, let reason):
+      if leading {
+        let last = items.filter { (messages[$0.seq]?.deliveries ?? 0) >= Self.maxDeliver }
+        try deadLetter(last.compactMap { i in messages[i.seq].map { ($0, "max_deliveries: " + reason) } })
+      }
+      let rest = items.filter { messages[$0.seq] != nil }
+      engine.expectBack(rest, untilMs: engine.pausedUntil + ackWaitSeconds * 1000)
+      nak(rest, untilMs: engine.pausedUntil)
+    case .stopped(let items, _):
+      nak(items, untilMs: Clock.system.now())
+    }
+  }
+
+  /// Every held item not in flight goes back to the stream, redelivered from `untilMs`.
+  private func giveBack(untilMs: Int64) {
+    nak(engine.takeWaiting(untilMs: untilMs + ackWaitSeconds * 1000), untilMs: untilMs)
+  }
+
+  /// Gives items back to the stream. A message at its last delivery (`maxDeliver`) would never be
+  /// delivered again, and would stay in the stream unseen: it becomes a dead letter instead.
+  private func nak(_ items: [PendingItem], untilMs: Int64) {
+    guard let consumer else { return }
+    let last = items.compactMap { item in
+      messages[item.seq].flatMap { $0.deliveries >= Self.maxDeliver ? ($0, "max_deliveries: given back") : nil }
+    }
+    if !last.isEmpty { try? deadLetter(last) }
+    let delay = Double(max(0, untilMs - Clock.system.now())) / 1000
+    var count = 0
+    for item in items {
+      guard let message = messages.removeValue(forKey: item.seq) else { continue }
+      consumer.nak(message, delaySeconds: delay)
+      count += 1
+    }
+    givenBack += count
+    givenBackUntil = max(givenBackUntil, untilMs)
+  }
+
+  /// Publishes each message with its reason to `<stream>_DEAD.<shard>` and acks it once the dead
+  /// stream's ack says it is stored there (the original is never acked before); one the dead stream
+  /// did not take stays held (`messages`), to be given back. A failure of the connection leaves them
+  /// unacked: the server delivers them again after AckWait.
+  private func deadLetter(_ pairs: [(FetchedMessage, String)]) throws(NATSError) {
+    guard !pairs.isEmpty, let js, let consumer else { return }
+    let outgoing = pairs.map { message, reason in
+      var payload = Array(message.payload.dropLast(message.payload.last == UInt8(ascii: "}") ? 1 : 0))
+      payload.append(contentsOf: #","deadReason":"#.utf8)
+      JSONValue.string(reason).encodeJSON(into: &payload)
+      payload.append(UInt8(ascii: "}"))
+      let shard = message.subject.split(separator: ".").last.map(String.init) ?? "0"
+      let id = message.headers.first { $0.name.lowercased() == "nats-msg-id" }?.value ?? String(message.streamSequence)
+      return OutgoingMessage(subject: deadStream + "." + shard, messageID: id, payload: payload)
+    }
+    let acks: [PublishAck?]
+    do throws(NATSError) {
+      acks = try js.publish(outgoing, to: deadStream, deadline: Clock.monotonicSeconds() + 5)
+    } catch {
+      for (message, _) in pairs { messages[message.streamSequence] = nil }
+      throw error
+    }
+    for ((message, reason), ack) in zip(pairs, acks) {
+      messages[message.streamSequence] = nil
+      if case .stored? = ack {
+        consumer.ack(message)
+        deadLettered += 1
+        Log.stderr("push-outbox deliver: a dead letter in \(deadStream): \(reason)")
+      } else {
+        consumer.nak(message, delaySeconds: 1)
+        givenBack += 1
+      }
+    }
+  }
+
+  /// `+WPI` for every held item about every third of AckWait.
+  private func keepAlive(_ consumer: NATSPullConsumer) {
+    let now = Clock.monotonicSeconds()
+    guard now >= nextKeepAlive else { return }
+    nextKeepAlive = now + Double(ackWaitSeconds) / 3
+    for seq in engine.heldSeqs { messages[seq].map(consumer.inProgress) }
   }
 }

@@ -1,8 +1,8 @@
 import Dispatch
 import OutboxDelivery
-import OutboxJSON
-import OutboxNATS
-import OutboxServer
+package import OutboxJSON
+package import OutboxNATS
+package import OutboxServer
 import OutboxSupport
 import Synchronization
 
@@ -39,7 +39,7 @@ final class FleetReport: Sendable {
 /// `--deliver --from nats://HOST:PORT` while serving: the fleet deliverer of `deliver --from
 /// --follow` (`FleetSession`) on a thread of its own. It never touches the local store; it shares
 /// only its `FleetReport` with the loop, for `status.delivery.fleet`.
-final class BackgroundFleet: BackgroundWork {
+package final class BackgroundFleet: BackgroundWork {
   private let report = FleetReport()
   private let done = DispatchSemaphore(value: 0)
   private let stream: String
@@ -52,8 +52,8 @@ final class BackgroundFleet: BackgroundWork {
   }
 
   /// The deliverer a serving process starts for `--deliver --from`, its thread running.
-  static func start(
-    _ options: FleetDeliverCommand.Options, auth: NATSAuth?, _ config: Configuration
+  package static func start(
+    _ options: FleetOptions, auth: NATSAuth?, _ config: Configuration
   ) -> BackgroundFleet? {
     guard let address = options.from else { return nil }
     var nats = NATSOptions(address: address, auth: auth)
@@ -85,16 +85,16 @@ final class BackgroundFleet: BackgroundWork {
     return fleet
   }
 
-  func tick(service: Service, busy: Bool) {}
+  package func tick(service: Service, busy: Bool) {}
 
-  func pollTimeoutMs() -> Int32 { -1 }
+  package func pollTimeoutMs() -> Int32 { -1 }
 
-  func finish(service: Service) {
+  package func finish(service: Service) {
     report.requestStop()
     _ = done.wait(timeout: .now() + exitWaitSeconds)
   }
 
-  func statusJSON(nowMs: Int64) -> JSONValue {
+  package func statusJSON(nowMs: Int64) -> JSONValue {
     let snapshot = report.snapshot
     let state = snapshot.stopped ? "stopped" : snapshot.connected ? "connected" : "connecting"
     return .object([

@@ -175,16 +175,16 @@ final class RelayWorker: Sendable {
 /// `RelayWorker`'s publisher for a real NATS server: the connection and the stream of `relay`.
 final class NATSRelayPublisher: RelayPublisher, @unchecked Sendable {  // used on the relay's thread only
   private let settings: NATSOptions
-  private let options: RelayCommand.Options
+  private let options: RelayOptions
   private var stream: JetStream?
 
-  init(settings: NATSOptions, options: RelayCommand.Options) {
+  init(settings: NATSOptions, options: RelayOptions) {
     self.settings = settings
     self.options = options
   }
 
   func connect() throws(NATSError) -> Int {
-    let js = try RelayCommand.connect(settings, options)
+    let js = try RelaySession.connect(settings, options)
     stream = js
     return js.connection.maxPayload
   }

@@ -3,6 +3,7 @@ import Testing
 
 @testable import OutboxJSON
 @testable import OutboxServer
+@testable import OutboxStore
 @testable import OutboxSupport
 @testable import OutboxTransport
 

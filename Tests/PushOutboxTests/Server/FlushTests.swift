@@ -68,11 +68,18 @@ import Testing
     #expect(again.at("result.items.0.deliveryCount") == .int(1))
   }
 
+  /// On the fixed clock the test moves itself: the lease holds until its last millisecond and ends at
+  /// `expiresAt`, with no sleep.
   @Test func anExpiredLeaseReturnsItsItems() throws {
-    let server = InProcessServer { $0.fixedClock = nil }
+    let server = InProcessServer()
+    let start = try #require(server.service.config.fixedClock)
     try save(server, "x")
-    let flushId = try #require(try server.request("flushPending", #"{"leaseMs":1}"#).at("result.flushId")?.stringValue)
-    usleep(20_000)
+    let flushId = try #require(
+      try server.request("flushPending", #"{"leaseMs":1000}"#).at("result.flushId")?.stringValue)
+    server.service.expireLeases(now: start + 999)
+    #expect(server.service.store.leases.map(\.flushId) == [flushId])
+    server.service.expireLeases(now: start + 1000)
+    #expect(server.service.store.leases.isEmpty)
     #expect(try server.request("ackFlush", #"{"flushId":"\#(flushId)"}"#).at("error.code") == .int(-32004))
     let again = try server.request("flushPending")
     #expect(names(again) == ["x"])

@@ -1,5 +1,6 @@
 import Testing
 
+@testable import OutboxDomain
 @testable import OutboxJSON
 @testable import OutboxServer
 @testable import OutboxStore

@@ -1,34 +1,27 @@
-import OutboxDomain
-import OutboxNATS
-import OutboxServer
+package import OutboxDomain
+package import OutboxNATS
+package import OutboxServer
+import OutboxStore
 import OutboxSupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
-/// The rounds of one `push-outbox relay`: lease, publish, settle (see `RelayCommand`); the store's
+/// The rounds of one `push-outbox relay`: lease, publish, settle (see `RelayOptions`); the store's
 /// side of each round is `RelayRounds`, shared with `--relay` while serving.
-struct RelaySession {
+package struct RelaySession {
   let service: Service
   let nats: NATSOptions
-  let options: RelayCommand.Options
+  let options: RelayOptions
   private var rounds: RelayRounds
   private var stream: JetStream?
   private var problem: String?
 
-  init(service: Service, nats: NATSOptions, options: RelayCommand.Options, defaultUser: UserIdentifier?) {
+  package init(service: Service, nats: NATSOptions, options: RelayOptions, defaultUser: UserIdentifier?) {
     self.service = service
     self.nats = nats
     self.options = options
     self.rounds = RelayRounds(service: service, stream: options.stream, defaultUser: defaultUser)
   }
 
-  var summary: String {
+  package var summary: String {
     let store = service.store
     let counts = rounds.counts
     var text = "published \(counts.published) (\(counts.duplicates) already in the stream)"
@@ -44,7 +37,7 @@ struct RelaySession {
   }
 
   /// Rounds until nothing is left (0), or until `--max-seconds` pass with items still local (1).
-  mutating func run() -> ExitCode {
+  package mutating func run() -> SessionResult {
     rounds.releaseLeftovers()
     let deadline = Clock.monotonicSeconds() + options.maxSeconds
     var backoff = NATSBackoff()
@@ -83,7 +76,7 @@ struct RelaySession {
     if let stream { return stream }
     var settings = nats
     settings.connectSeconds = max(0.5, min(5, deadline - Clock.monotonicSeconds()))
-    let js = try RelayCommand.connect(settings, options)
+    let js = try Self.connect(settings, options)
     stream = js
     return js
   }
@@ -92,7 +85,7 @@ struct RelaySession {
   private mutating func round(_ js: JetStream, deadline: Double) throws(NATSError) -> RelayRounds.Outcome {
     let leaseMs = Int64(options.maxSeconds * 1000) + 60_000
     guard
-      let round = try rounds.lease(max: RelayCommand.roundSize, leaseMs: leaseMs, maxPayload: js.connection.maxPayload)
+      let round = try rounds.lease(max: RelayRounds.roundSize, leaseMs: leaseMs, maxPayload: js.connection.maxPayload)
     else { return .done }
     let acks: [PublishAck?]
     do throws(NATSError) {
@@ -105,5 +98,19 @@ struct RelaySession {
     }
     KillPoint.reach(.relayAcked)
     return rounds.settle(round, acks: acks)
+  }
+
+  /// A connection to the stream's server, and the stream made (or checked) on it.
+  static func connect(_ settings: NATSOptions, _ options: RelayOptions) throws(NATSError) -> JetStream {
+    let connection = try NATSConnection(settings)
+    let js = JetStream(connection)
+    let shape = StreamSettings(name: options.stream, subjects: [options.stream + ".*"], maxBytes: options.maxBytes)
+    do throws(NATSError) {
+      try js.ensureStream(shape, deadline: Clock.monotonicSeconds() + 5)
+    } catch {
+      connection.close()
+      throw error
+    }
+    return js
   }
 }

@@ -1,16 +1,21 @@
-import OutboxJSON
-import OutboxJSONRPC
-import OutboxNATS
+package import OutboxJSON
+package import OutboxJSONRPC
+package import OutboxNATS
 import OutboxServer
 import OutboxSupport
 
 /// The dead-letter methods' `fleet: true` over NATS: the stream `<stream>_DEAD` the deliverers
 /// publish refused messages to (`FleetSession.deadLetter`, each the item with `deadReason`). Each
 /// call opens its own connection (deadlines of `seconds`) on the thread `OffLoopCall` gives it.
-struct FleetDeadLetterStream: FleetDeadLetters {
+package struct FleetDeadLetterStream: FleetDeadLetters {
   let settings: NATSOptions
   let stream: String
   var seconds = 5.0
+
+  package init(settings: NATSOptions, stream: String) {
+    self.settings = settings
+    self.stream = stream
+  }
 
   var dead: String { stream + "_DEAD" }
 
@@ -22,7 +27,7 @@ struct FleetDeadLetterStream: FleetDeadLetters {
     var reason: String
   }
 
-  func list(max: Int) throws(RPCError) -> JSONValue {
+  package func list(max: Int) throws(RPCError) -> JSONValue {
     try connected { js throws(NATSError) in
       var out: [JSONValue] = []
       let total = try entries(js, max: max) { entry throws(NATSError) in
@@ -39,7 +44,7 @@ struct FleetDeadLetterStream: FleetDeadLetters {
 
   /// Each one is published to `<stream>.<its shard>` with a new `Nats-Msg-Id` (its own id would
   /// be a duplicate inside the stream's window, and JetStream would drop it), then deleted.
-  func requeue(ids: [String]?) throws(RPCError) -> JSONValue {
+  package func requeue(ids: [String]?) throws(RPCError) -> JSONValue {
     let wanted = ids.map(Set.init)
     var requeued = 0
     return try connected { js throws(NATSError) in
@@ -67,7 +72,7 @@ struct FleetDeadLetterStream: FleetDeadLetters {
     }
   }
 
-  func drop(ids: [String]) throws(RPCError) -> JSONValue {
+  package func drop(ids: [String]) throws(RPCError) -> JSONValue {
     let wanted = Set(ids)
     return try connected { js throws(NATSError) in
       var dropped = 0

@@ -1,7 +1,7 @@
 import OutboxDomain
-import OutboxJSON
-import OutboxNATS
-import OutboxServer
+package import OutboxJSON
+package import OutboxNATS
+package import OutboxServer
 import OutboxStore
 import OutboxSupport
 
@@ -9,7 +9,7 @@ import OutboxSupport
 /// loop's side (`Service.tick`, never blocking) leases a round durably, hands its messages to the
 /// `RelayWorker` thread, and settles the acks it hands back, with `RelayRounds`, the code the
 /// one-shot uses. Saves keep being answered whatever NATS does; items stay local until acked.
-final class BackgroundRelay: BackgroundWork {
+package final class BackgroundRelay: BackgroundWork {
   private let worker: RelayWorker
   private let to: String
   private let stream: String
@@ -49,18 +49,18 @@ final class BackgroundRelay: BackgroundWork {
   }
 
   /// The relay a serving process starts for `--relay`, its thread running.
-  static func start(_ options: RelayCommand.Options, auth: NATSAuth?) -> BackgroundRelay? {
+  package static func start(_ options: RelayOptions, auth: NATSAuth?) -> BackgroundRelay? {
     guard let address = options.to else { return nil }
     var settings = NATSOptions(address: address, auth: auth)
     settings.allowPlaintext = options.allowPlaintext
     settings.name = "push-outbox --relay"
     let worker = RelayWorker(publisher: NATSRelayPublisher(settings: settings, options: options))
     worker.start()
-    let defaultUser = options.defaultUser.flatMap { try? RelayCommand.parseUser($0, flag: "--relay-default-user") }
+    let defaultUser = options.defaultUser.flatMap { try? RelayOptions.parseUser($0, flag: "--relay-default-user") }
     return BackgroundRelay(worker: worker, to: address.description, stream: options.stream, defaultUser: defaultUser)
   }
 
-  func tick(service: Service, busy: Bool) {
+  package func tick(service: Service, busy: Bool) {
     if rounds == nil {
       rounds = RelayRounds(service: service, stream: stream, defaultUser: defaultUser)
       rounds?.releaseLeftovers()
@@ -83,7 +83,7 @@ final class BackgroundRelay: BackgroundWork {
   private func startRound(_ service: Service, maxPayload: Int) -> Bool {
     let round: RelayRound?
     do throws(NATSError) {
-      round = try rounds?.lease(max: RelayCommand.roundSize, leaseMs: leaseMs, maxPayload: maxPayload)
+      round = try rounds?.lease(max: RelayRounds.roundSize, leaseMs: leaseMs, maxPayload: maxPayload)
     } catch {
       stalled(error.description)
       return false
@@ -124,14 +124,14 @@ final class BackgroundRelay: BackgroundWork {
     retryAt = Clock.monotonicSeconds() + backoff.next()
   }
 
-  func pollTimeoutMs() -> Int32 {
+  package func pollTimeoutMs() -> Int32 {
     if !outstanding.isEmpty { return 5 }  // the acks come from the thread
     if state != .connected { return 100 }
     let wait = retryAt - Clock.monotonicSeconds()
     return wait > 0 ? Int32(min(wait * 1000 + 1, 60_000)) : -1
   }
 
-  func finish(service: Service) {
+  package func finish(service: Service) {
     worker.stop()
     let until = Clock.monotonicSeconds() + exitWaitSeconds
     for (id, round) in outstanding {
@@ -144,7 +144,7 @@ final class BackgroundRelay: BackgroundWork {
     outstanding.removeAll()
   }
 
-  func statusJSON(nowMs: Int64) -> JSONValue {
+  package func statusJSON(nowMs: Int64) -> JSONValue {
     let counts = rounds?.counts ?? RelayCounts()
     if let error = worker.takeError() { lastError = error }
     return .object([
