@@ -280,7 +280,7 @@ def test_every_local_ref_resolves():
 
 def _swift_method_names() -> List[str]:
     """The wire names in `MethodTable.standard`, read from the Swift sources."""
-    table = (ROOT / "Sources/OutboxServer/MethodTable.swift").read_text(encoding="utf-8")
+    table = (ROOT / "Sources/OutboxServer/Dispatch/MethodTable.swift").read_text(encoding="utf-8")
     listed = re.search(r"static let standard = MethodTable\(\[(.*?)\]\)", table, re.S)
     assert listed, "MethodTable.standard not found"
     types = re.findall(r"(\w+)\.self", listed.group(1))

@@ -79,8 +79,8 @@ def test_only_the_two_builders_make_a_startup_failed_error() -> None:
         for path, text in swift_sources()
         if re.search(r"\(\.startupFailed,|ErrorCode\.startupFailed", text)
     )
-    assert users == ["Sources/OutboxServer/StartupError+Wire.swift"]
-    wire = (SOURCES / "OutboxServer" / "StartupError+Wire.swift").read_text(encoding="utf-8")
+    assert users == ["Sources/OutboxServer/Service/StartupError+Wire.swift"]
+    wire = (SOURCES / "OutboxServer" / "Service" / "StartupError+Wire.swift").read_text(encoding="utf-8")
     assert (
         len(re.findall(r"\.app\(\s*\.startupFailed,", wire)) == 2
     )  # `refused`, and `startupFailed`

@@ -11,7 +11,7 @@ import OutboxSupport
 ///
 /// Names and keys that break a rule are always errors; only string *values* follow `--strings`.
 /// A null value is an error: no Braze source lists null as a property type (domain.md §5 row 17).
-package enum CustomEventRules {
+public enum CustomEventRules {
   /// "up to 256 distinct custom event properties" (`custom_events.md`).
   static let maxProperties = 256
 
@@ -70,14 +70,56 @@ package enum CustomEventRules {
     }
   }
 
-  /// A top-level key that passes every key rule, decided on its raw bytes: 1–255 bytes without
-  /// escapes, no leading `$`, not `time` or `event_name`. False means "check it", not "invalid".
+  /// A top-level key that passes every key rule, decided on its raw bytes (`isPlainKey(_:topLevel:)`).
+  /// False means "check it", not "invalid".
   @inline(__always)
   static func isPlainKey(_ tape: JSONTape, _ k: Int) -> Bool {
-    guard !tape.isEscaped(k) else { return false }
-    let raw = tape.rawContents(k)
-    return raw.count > 0 && raw.count <= TextLimit.maxCharacters && raw[0] != UInt8(ascii: "$")
-      && !tape.stringEquals(k, "time") && !tape.stringEquals(k, "event_name")
+    !tape.isEscaped(k) && isPlainKey(UnsafeRawBufferPointer(tape.rawContents(k)), topLevel: true)
+  }
+
+  // MARK: - The rules on raw bytes
+  //
+  // Each rule on names and keys has its home here; the tape checks above and the server's one-pass
+  // scan (`OneScanSave`) both ask these. They take a string's contents as sent, without escapes,
+  // so a byte count bounds the character count. `public @inlinable`, so the scan inlines them.
+
+  /// An event name that passes every name rule, decided on its raw bytes (no escape): not empty,
+  /// fits without counting (`TextLimit.fitsUncounted`), no leading `$`. False means "check it".
+  @inlinable @inline(__always)
+  public static func isPlainName(_ raw: UnsafeRawBufferPointer) -> Bool {
+    raw.count > 0 && TextLimit.fitsUncounted(byteCount: raw.count) && raw[0] != UInt8(ascii: "$")
+  }
+
+  /// A property key that passes every key rule, decided on its raw bytes (no escape): not empty,
+  /// fits without counting, no leading `$`, and at the top level not reserved (`isReservedKey`).
+  /// False means "check it", not "invalid".
+  @inlinable @inline(__always)
+  public static func isPlainKey(_ raw: UnsafeRawBufferPointer, topLevel: Bool) -> Bool {
+    raw.count > 0 && TextLimit.fitsUncounted(byteCount: raw.count) && raw[0] != UInt8(ascii: "$")
+      && !(topLevel && isReservedKey(raw))
+  }
+
+  /// `time` and `event_name`, reserved as top-level property keys (compared by code points: their
+  /// UTF-8 bytes, read as little-endian words).
+  @inlinable @inline(__always)
+  public static func isReservedKey(_ raw: UnsafeRawBufferPointer) -> Bool {
+    switch raw.count {
+    case 4:  // "time"
+      UInt32(littleEndian: raw.loadUnaligned(as: UInt32.self)) == 0x656D_6974
+    case 10:  // "event_name": "event_na", then "me"
+      UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self)) == 0x616E_5F74_6E65_7665
+        && UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt16.self)) == 0x656D
+    default: false
+    }
+  }
+
+  /// A string in an array that Braze might read as a date-time (`datetime_in_array`), decided on its
+  /// raw bytes: 16 to 40 bytes with `-` fifth, or escaped and 16 bytes or more (escapes only
+  /// shorten the text). False: it is no date-time. True means "check it" (`looksLikeDateTime`).
+  @inlinable @inline(__always)
+  public static func mayBeDateTime(_ raw: UnsafeRawBufferPointer, escaped: @autoclosure () -> Bool) -> Bool {
+    guard raw.count >= 16 else { return false }
+    return (raw.count <= 40 && raw[4] == UInt8(ascii: "-")) || escaped()
   }
 
   /// Checks the optional `time` param: an ISO 8601 date-time (see `ISO8601`), as milliseconds
@@ -108,13 +150,8 @@ package enum CustomEventRules {
   /// The key rules for top-level and nested property keys (string node `k`); `time` and `event_name`
   /// are reserved at the top level only. Keys compare by code points.
   static func checkKey(_ tape: JSONTape, _ k: Int, parent: () -> String, topLevel: Bool, issues: inout Issues) {
-    if !tape.isEscaped(k) {  // the common case, decided on the raw bytes
-      let raw = tape.rawContents(k)
-      if raw.count > 0, raw.count <= TextLimit.maxCharacters, raw[0] != UInt8(ascii: "$"),
-        !topLevel || !(tape.stringEquals(k, "time") || tape.stringEquals(k, "event_name"))
-      {
-        return
-      }
+    if !tape.isEscaped(k), isPlainKey(UnsafeRawBufferPointer(tape.rawContents(k)), topLevel: topLevel) {
+      return  // the common case, decided on the raw bytes
     }
     tape.withString(k) { key in
       if key.isEmpty {
@@ -129,7 +166,7 @@ package enum CustomEventRules {
       if key.first == UInt8(ascii: "$") {
         issues.error(joinPath(parent(), tape.string(k)), "key_dollar_prefix", "property keys must not start with $")
       }
-      if topLevel && (tape.stringEquals(k, "time") || tape.stringEquals(k, "event_name")) {
+      if topLevel && isReservedKey(UnsafeRawBufferPointer(key)) {
         let name = tape.string(k)
         issues.error(
           joinPath(parent(), name), "reserved_property_key",
@@ -145,7 +182,9 @@ enum EventValue {
   @inline(__always)
   static func isPlainScalar(_ tape: JSONTape, _ n: Int) -> Bool {
     let lead = tape.lead(n)
-    if lead == UInt8(ascii: "\"") { return !tape.isEscaped(n) && tape.rawContents(n).count <= TextLimit.maxCharacters }
+    if lead == UInt8(ascii: "\"") {
+      return !tape.isEscaped(n) && TextLimit.fitsUncounted(byteCount: tape.rawContents(n).count)
+    }
     return lead == UInt8(ascii: "t") || lead == UInt8(ascii: "f") || lead == UInt8(ascii: "-") || lead &- 48 < 10
   }
 
@@ -154,7 +193,9 @@ enum EventValue {
     _ tape: JSONTape, _ n: Int, path: () -> String, policy: StringPolicy, truncated: inout Bool, issues: inout Issues
   ) {
     let lead = tape.lead(n)
-    if lead == UInt8(ascii: "\""), !tape.isEscaped(n), tape.rawContents(n).count <= TextLimit.maxCharacters { return }
+    if lead == UInt8(ascii: "\""), !tape.isEscaped(n), TextLimit.fitsUncounted(byteCount: tape.rawContents(n).count) {
+      return
+    }
     switch lead {
     case UInt8(ascii: "n"):
       issues.error(path(), "null_value", "null is not a property value; leave the property out instead")
@@ -218,7 +259,7 @@ enum EventValue {
 
   /// A string Braze would read as a datetime: a full ISO 8601 date-time.
   static func looksLikeDateTime(_ s: UnsafeBufferPointer<UInt8>) -> Bool {
-    guard s.count >= 16, s.count <= 40, s[4] == UInt8(ascii: "-") else { return false }
+    guard CustomEventRules.mayBeDateTime(UnsafeRawBufferPointer(s), escaped: false) else { return false }
     return ISO8601.parseDateTime(bytes: s) != nil
   }
 

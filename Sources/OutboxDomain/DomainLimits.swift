@@ -35,9 +35,14 @@ package struct DomainLimits: Sendable {
 /// counting languages report, they count a precomposed "é" as one (so 255 of them pass although
 /// they take 510 bytes), and they are cheap: a string of at most 255 UTF-8 bytes needs no count at all.
 /// A decomposed "é" (e + U+0301) counts as two.
-package enum TextLimit {
+public enum TextLimit {
   /// Braze's limit for names, keys and string values.
-  static let maxCharacters = 255
+  @inlinable public static var maxCharacters: Int { 255 }
+
+  /// True when text of `byteCount` UTF-8 bytes fits without counting: at most `maxCharacters`
+  /// bytes hold at most as many characters. (More bytes may still fit: count them, `fits`.)
+  @inlinable @inline(__always)
+  public static func fitsUncounted(byteCount: Int) -> Bool { byteCount <= maxCharacters }
 
   /// The number of Unicode scalars in `s`, counted from its UTF-8 without decoding.
   static func characterCount(_ s: String) -> Int {

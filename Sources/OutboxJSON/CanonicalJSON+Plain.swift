@@ -1,4 +1,4 @@
-/// Finding a string's end in the hot save's line (`DirectScan`), and whether it is plain, with
+/// Finding a string's end in the hot save's line (`OneScan`), and whether it is plain, with
 /// `PlainRun`'s blocks.
 extension CanonicalJSON {
   /// `stringEnd`, and whether the string is plain: printable ASCII without an escape, found 16 bytes

@@ -50,6 +50,4 @@ struct MCPTable: Sendable {
     }
     return nil
   }
-
-  func serves(_ request: Request) -> Bool { method(request) != nil }
 }

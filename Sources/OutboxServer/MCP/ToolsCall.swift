@@ -118,10 +118,11 @@ extension Server {
   /// committed now. Returns the result's JSON or the error the call would be answered with, or the
   /// long work a long method started.
   func runTool(_ request: Request) -> ToolRun {
-    if table.commitsFirst(request.method) { commit() }
+    let method = table.method(request)
+    if method?.commitsFirst == true { commit() }
     var out: [UInt8] = []
     do {
-      guard let waiting = try table.call(request, service, into: &out) else { return .done(.success(out)) }
+      guard let waiting = try table.call(method, request, service, into: &out) else { return .done(.success(out)) }
       if case .long(let start) = waiting { return .long(start) }
       if let refusal = commit() {
         countRefusal(of: request.method, refusal)

@@ -33,7 +33,7 @@ package enum CancelledNotification: RPCMethod {
 }
 
 /// The result `null`.
-package struct NullResult: JSONEncodable {
+package struct NullResult: MethodResult {
   package init() {}
   package func encodeJSON(into out: inout [UInt8]) { out.appendASCII("null") }
 }

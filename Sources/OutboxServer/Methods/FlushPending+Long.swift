@@ -42,11 +42,11 @@ extension FlushPending {
 }
 
 /// `flushPending`'s answer: the result now, or a long call that writes a large one across loop turns.
-package enum FlushReply: LongResult {
+package enum FlushReply: MethodResult {
   case now(FlushResult)
   case long(LongStart)
 
-  package var longStart: LongStart? { if case .long(let start) = self { start } else { nil } }
+  package var answer: Answer { if case .long(let start) = self { .long(start) } else { .now } }
 
   package func encodeJSON(into out: inout [UInt8]) {
     if case .now(let result) = self { result.encodeJSON(into: &out) }

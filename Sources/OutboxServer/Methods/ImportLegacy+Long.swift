@@ -15,12 +15,16 @@ extension ImportLegacy {
 
 /// `importLegacy`'s answer: the result now (its reply waits for the commit like a save's), or a
 /// long call for a large import.
-package enum ImportReply: LongResult, AwaitsCommit {
+package enum ImportReply: MethodResult {
   case now(ImportResult)
   case long(LongStart)
 
-  package var longStart: LongStart? { if case .long(let start) = self { start } else { nil } }
-  package var awaitsCommit: Bool { if case .now(let result) = self { result.awaitsCommit } else { false } }
+  package var answer: Answer {
+    switch self {
+    case .now(let result): result.awaitsCommit ? .afterCommit : .now
+    case .long(let start): .long(start)
+    }
+  }
 
   package func encodeJSON(into out: inout [UInt8]) {
     if case .now(let result) = self { result.encodeJSON(into: &out) }

@@ -171,7 +171,7 @@ package struct ImportOutcome: Sendable {
 }
 
 /// `importLegacy`'s result. The reply waits for the commit when any element was saved.
-package struct ImportResult: AwaitsCommit {
+package struct ImportResult: JSONEncodable {
   package var outcomes: [ImportOutcome] = []
   package var pending = 0
   package var awaitsCommit = false

@@ -34,7 +34,7 @@ enum SaveCustomEvent: RPCMethod {
   }
 
   /// The item's members up to `time`: `,"user":…,"name":…,"properties":…`, checked by the event rules
-  /// on the way. Shared by `handle` and, as `appendBody`, the fast path (`SaveCustomEvent+Fast.swift`).
+  /// on the way. Shared by `handle` and, as `appendBody`, the tape save (`TapeSave`).
   static func body(
     _ tape: JSONTape, name: Int?, properties: Int?, user: (user: UserIdentifier, node: Int)?, limits: DomainLimits,
     issues: inout Issues

@@ -51,6 +51,30 @@ struct CustomEventRulesTests {
     #expect(Self.check(name: name, []).issues.errorList == expected)
   }
 
+  /// The raw-byte rules the server's one-pass scan asks (`isPlainName`, `isPlainKey`) never call
+  /// plain what the full checks refuse, and call plain every name or key of at most
+  /// `TextLimit.maxCharacters` bytes that they accept: each rule has one home, whichever path asks.
+  @Test(
+    "raw-byte rules agree with the full checks",
+    arguments: [
+      "push_opened", "", "$x", "x$", "time", "timE", "tim", "timex", "event_name", "event_namE", "event_nam",
+      "Event_name", F.repeated("a", 255), F.repeated("a", 256), F.repeated("é", 127), F.repeated("é", 128), "é",
+    ])
+  func rawByteRules(text: String) {
+    let raw = Array(text.utf8)
+    let (name, key, nested) = raw.withUnsafeBytes {
+      (
+        CustomEventRules.isPlainName($0), CustomEventRules.isPlainKey($0, topLevel: true),
+        CustomEventRules.isPlainKey($0, topLevel: false)
+      )
+    }
+    let fits = TextLimit.fitsUncounted(byteCount: raw.count)
+    #expect(name == (fits && Self.check(name: text, []).issues.errorList.isEmpty))
+    #expect(key == (fits && Self.check([JSONMember(text, .int(1))]).issues.errorList.isEmpty))
+    let inObject = [JSONMember("o", .object([JSONMember(text, .int(1))]))]
+    #expect(nested == (fits && Self.check(inObject).issues.errorList.isEmpty))
+  }
+
   @Test(
     "property keys",
     arguments: [

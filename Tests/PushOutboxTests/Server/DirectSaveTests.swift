@@ -5,8 +5,8 @@ import Testing
 @testable import OutboxServer
 @testable import OutboxStore
 
-/// `DirectSave` reads the hot save in one pass; whatever it takes, the tape path
-/// (`FastSave.prepareFromTape`, the reader every other request goes through) must take too, with
+/// `OneScanSave` reads the hot save in one pass; whatever it takes, the tape path
+/// (`TapeSave.prepare`, the reader every other request goes through) must take too, with
 /// the same body, id and parts. Seeded lines of every shape the two might disagree on, and random
 /// mutations of them, under several limits.
 @Suite struct DirectSaveTests {
@@ -29,9 +29,9 @@ import Testing
   static func both(_ line: [UInt8], _ limits: FastSave.Limits) -> (direct: Outcome?, tape: Outcome?) {
     line.withUnsafeBufferPointer { buffer in
       var direct: [UInt8] = [], tape: [UInt8] = []
-      let d = DirectSave.prepare(buffer, limits: limits, into: &direct)
+      let d = OneScanSave.prepare(buffer, limits: limits, into: &direct)
       if d == nil { #expect(direct.isEmpty, "a refused line left bytes in the body") }
-      let t = FastSave.prepareFromTape(buffer, limits: limits, scratch: TapeScratch(), into: &tape)
+      let t = TapeSave.prepare(buffer, limits: limits, scratch: TapeScratch(), into: &tape)
       return (outcome(d, direct), outcome(t, tape))
     }
   }

@@ -148,7 +148,7 @@ import Testing
   func usesTheFastPath(params: String) {
     let server = InProcessServer()
     let line = Self.envelope.replacing("ID", with: "3").replacing("PARAMS", with: params)
-    let handled = Array(line.utf8).withUnsafeBufferPointer { server.server.handleFastSave($0) }
+    let handled = Array(line.utf8).withUnsafeBufferPointer { server.server.savePath.save($0, server.server) }
     #expect(handled)
     #expect(server.service.store.count == 1)
   }

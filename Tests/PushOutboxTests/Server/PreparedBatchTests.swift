@@ -7,7 +7,7 @@ import Testing
 @testable import OutboxStore
 @testable import OutboxSupport
 
-/// `--threads 2` prepares fast saves on a second thread (`Server+Batch.swift`). Whatever the input,
+/// `--threads 2` prepares fast saves on a second thread (`SavePath`). Whatever the input,
 /// the replies, the stored items and the journal must be byte for byte those of `--threads 1`: the
 /// model here is the one-thread loop, which `FastSaveTests` in turn holds to the general path.
 @Suite struct PreparedBatchTests {
@@ -71,7 +71,7 @@ import Testing
     let records = journal ? FastSaveTests.journalBytes(store) : []
     return Outcome(
       output: output.split(separator: "\n").map(String.init), items: items, journal: records,
-      prepared: server.server.preparedSaves)
+      prepared: server.server.savePath.preparedSaves)
   }
 
   /// Seeded random inputs; a quarter of them end in `shutdown` and more saves, or in `exit`

@@ -116,7 +116,7 @@ private func feed(
     handle(batch)
     server.render()
     output += frame(server.output)
-    server.output.removeAll()
+    server.clearOutput()
   }
   var batch = FramedBatch()
   framer.finish { batch.append($0) }

@@ -110,7 +110,7 @@ final class Session {
     line.withUnsafeBufferPointer { server.handle(line: $0) }
     server.render()
     let out = server.output
-    server.output.removeAll(keepingCapacity: true)
+    server.clearOutput()
     guard out.last == 0x0A, out.dropLast().firstIndex(of: 0x0A) == nil,
       let reply = try? JSONReader.parse(Array(out.dropLast())), reply["id"] == .int(Int64(requestID))
     else { fail("\(method) \(params): not one reply with its id: \(String(decoding: out, as: UTF8.self))", input) }

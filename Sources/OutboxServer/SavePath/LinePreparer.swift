@@ -6,7 +6,7 @@ import OutboxTransport
 import Synchronization
 
 /// The second thread of `--threads 2`: prepares the fast saves of each batch's last messages
-/// (`Server+Batch.swift` says how the two threads share a batch).
+/// (`SavePath` says how the two threads share a batch).
 ///
 /// Batches are posted in turn into two slots, so the thread can prepare one batch while the loop
 /// stores the end of the one before. Between `post` and `waitUntilFinished` the thread reads the
@@ -22,8 +22,8 @@ final class LinePreparer {
   private let worker: Worker
 
   /// Nil when the system would not make the thread.
-  init?(config: Configuration) {
-    worker = Worker(limits: FastSave.Limits(config))
+  init?(limits: FastSave.Limits) {
+    worker = Worker(limits: limits)
     let worker = self.worker
     guard DetachedThread.detach({ worker.run() }) else { return nil }
   }

@@ -118,13 +118,15 @@ package final class Service {
 }
 
 /// The answer to every save: the item's id, its seq and how many items are held.
-package struct SaveResult: AwaitsCommit {
+package struct SaveResult: MethodResult {
   package var receipt: SaveReceipt
   package var warnings: [Issue] = []
   /// What was saved (for the `/metrics` count of acknowledged saves).
   package var kind = ItemKind.customEvent
 
+  /// The reply waits for the journal commit (`Answer.save`).
   package var awaitsCommit: Bool { receipt.awaitsCommit }
+  package var answer: Answer { .save(self) }
 
   package func encodeJSON(into out: inout [UInt8]) {
     out.appendASCII("{\"id\":")

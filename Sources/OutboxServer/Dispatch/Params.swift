@@ -170,3 +170,18 @@ package struct Params {
 private func article(_ word: String) -> String {
   word.utf8.first.map { "aeiou".utf8.contains($0) } == true ? "an" : "a"
 }
+
+/// A piece the three save methods share.
+extension Params {
+  /// The optional client-supplied item id: a non-empty string of at most 255 characters.
+  package mutating func clientID() -> String? {
+    guard let n = node("id", "string") else { return nil }
+    // The store keeps an id's length in one byte: 255 characters, and at most 255 UTF-8 bytes.
+    let fits = tape.withString(n) { !$0.isEmpty && $0.count <= 255 && TextLimit.fits($0) }
+    if !fits {
+      issues.error("id", "invalid_id", "id must be a non-empty string of at most 255 characters")
+      return nil
+    }
+    return tape.string(n)
+  }
+}

@@ -43,11 +43,11 @@ final class OffLoopCall: LongWork {
 }
 
 /// A dead-letter method's answer: from the store now, or from the fleet's stream as a long call.
-package enum DeadLetterReply<Local: JSONEncodable>: LongResult {
+package enum DeadLetterReply<Local: JSONEncodable>: MethodResult {
   case now(Local)
   case long(LongStart)
 
-  package var longStart: LongStart? { if case .long(let start) = self { start } else { nil } }
+  package var answer: Answer { if case .long(let start) = self { .long(start) } else { .now } }
 
   package func encodeJSON(into out: inout [UInt8]) {
     if case .now(let result) = self { result.encodeJSON(into: &out) }

@@ -154,7 +154,7 @@ package struct RequestLoop<T: Transport> {
     if finishing { server.answerPostedBatch() }
     server.render()
     guard !server.output.isEmpty else { return true }
-    defer { server.output.removeAll(keepingCapacity: server.output.capacity <= 1 << 22) }
+    defer { server.clearOutput() }
     return transport.write(lines: server.output, framing: framer.framing)
   }
 }

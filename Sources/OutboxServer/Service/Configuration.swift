@@ -22,7 +22,7 @@ package struct Configuration: Sendable {
   package var maxDepth = 128
   package var maxBatch = 10_000
   /// `--threads`: 2 prepares saves on a second thread while the loop stores and answers
-  /// (`Server+Batch.swift`); the default where the machine has a second core.
+  /// (`SavePath`); the default where the machine has a second core.
   package var threads = Processors.online > 1 ? 2 : 1
   /// Testing: every batch of two messages or more goes to the second thread, and the loop lets it
   /// take the last quarter of the batch before it takes its own, so both threads surely take part.

@@ -30,7 +30,7 @@ extension LongWork {
 /// What a long method's handler returns: the work, where its progress goes, and how its outcome
 /// becomes the reply. The MCP layer's `tools/call` returns the inner method's `LongStart` with
 /// its own `progress` and a `finish` that wraps the outcome as a tool result.
-package struct LongStart: LongResult, @unchecked Sendable {  // used on the loop thread only
+package struct LongStart: MethodResult, @unchecked Sendable {  // used on the loop thread only
   /// Turns the work's outcome (or the `-32800` of a cancel) into the reply's body; nil for no reply
   /// (MCP's `tools/call` after a cancel).
   package typealias Finish = @Sendable (Result<any JSONEncodable, RPCError>) -> Result<any JSONEncodable, RPCError>?
@@ -45,15 +45,10 @@ package struct LongStart: LongResult, @unchecked Sendable {  // used on the loop
     self.finish = finish
   }
 
-  package var longStart: LongStart? { self }
+  package var answer: Answer { .long(self) }
 
   /// Never written: `MethodTable` hands a `LongStart` to the loop instead of encoding it.
   package func encodeJSON(into out: inout [UInt8]) { out.appendASCII("null") }
-}
-
-/// A method result that may be long work to run across ticks (`LongStart`, or a wrapper of one).
-package protocol LongResult: JSONEncodable {
-  var longStart: LongStart? { get }
 }
 
 /// The long calls in progress, keyed by request id: stepped from `Service.tick`, answered when
@@ -66,7 +61,7 @@ package protocol LongResult: JSONEncodable {
 /// For another protocol layer (MCP's `tools/call`): run the inner method through `MethodTable.call`;
 /// a long method gives back `WaitingReply.long(start)`. Set `start.progress` (e.g.
 /// `ProgressTokens(mcp: token, title: tool)`) and `start.finish` (wrap the outcome as a tool result),
-/// and return it from the handler as the result (a `LongResult`): the server answers at once when
+/// and return it from the handler as the result (its `answer` is `.long`): the server answers at once when
 /// the work ends in its first step, else later. Cancel with `cancel(id:reason:_:)`.
 package final class LongCalls {
   private struct Call {
@@ -183,30 +178,22 @@ extension LongWork {
 extension Server {
   /// Starts a long method's work for request `id` (nil: a notification). Work that ends in its
   /// first step, or any inside a batch, is answered in place like any other call; otherwise the
-  /// loop's `LongCalls` takes it on. Returns true when a reply was appended to `draft`.
+  /// loop's `LongCalls` takes it on. Returns true when a reply was appended to the burst.
   func startLong(_ start: LongStart, id: RequestID?) -> Bool {
     let work = start.work
     let outcome = inBatch ? work.runToEnd(service) : work.stepsAtOnce ? work.step(service) : nil
     guard let outcome else {
       service.longCalls.add(start, id: id)
-      if id != nil { ledger.deferred += 1 }
+      if id != nil { burst.countDeferred() }
       return false
     }
     guard let id else { return false }
-    ledger.rendered += 1
+    burst.countReply()
     guard let body = start.finish.map({ $0(outcome) }) ?? .some(outcome) else { return false }
     switch body {
-    case .success(let result): ResponseWriter.append(Response(id: id, .result(result)), to: &draft)
-    case .failure(let error): ResponseWriter.append(Response(id: id, .error(error)), to: &draft)
+    case .success(let result): burst.write { ResponseWriter.append(Response(id: id, .result(result)), to: &$0) }
+    case .failure(let error): burst.write { ResponseWriter.append(Response(id: id, .error(error)), to: &$0) }
     }
     return true
-  }
-
-  /// Moves the replies and progress notifications of long calls into this burst's draft.
-  func takeLongCallOutput() {
-    guard !service.longCalls.output.isEmpty || service.longCalls.replies > 0 else { return }
-    let taken = service.longCalls.takeOutput()
-    draft.append(contentsOf: taken.bytes)
-    ledger.late += taken.replies
   }
 }

@@ -1,68 +1,13 @@
 import OutboxDomain
 import OutboxJSON
-import OutboxJSONRPC
-import OutboxStore
 import OutboxSupport
 
-/// The hot save read in one pass over its bytes, without a tape: a line that is exactly the compact,
-/// canonical text of a `saveCustomEvent` request the fast path takes, with plain values.
-///
-/// It accepts only what it can decide at a glance, and what it accepts `FastSave.prepare`'s tape
-/// reading accepts too, with the same body: an envelope of `jsonrpc` "2.0", an integer `id`
-/// (0 to 18 digits' worth), `method` and `params`, each once, in any order, nothing around them;
-/// params `name` (1 to 255 bytes, no escape, no leading `$`), optional `properties` and `user`;
-/// properties whose keys pass every key rule on their raw bytes (no escape), each once, whose
-/// values are numbers, booleans, strings of at most 255 bytes as sent, or arrays of those (no
-/// string in an array that could be a date-time); a `user` in its wire form. Every string is
-/// checked canonical (`CanonicalJSON`), so its text is what the tape path would write. Anything
-/// else, whitespace included, gives nil, and the tape path reads the line and decides as it always
-/// has. `DirectSaveTests` compares the two on seeded lines and their mutations.
-enum DirectSave {
-  /// Reads `line` and appends the item's members (without `time`) to `body`; nil, with `body`
-  /// untouched, for anything it does not take.
-  static func prepare(
-    _ line: UnsafeBufferPointer<UInt8>, limits: FastSave.Limits, into body: inout [UInt8]
-  ) -> FastSave? {
-    // The deepest value taken is at depth 4: an alias, or an array in the properties.
-    guard limits.maxDepth >= 4 else { return nil }
-    let bytes = UnsafeRawBufferPointer(line)
-    var scan = DirectScan(bytes)
-    guard scan.request(maxPropertiesBytes: limits.domain.maxPropertiesBytes) else { return nil }
-    let start = body.count
-    let (user, properties) = (scan.user, scan.properties)
-    let capacity = (user.map { 8 + $0.count } ?? 0) + 8 + scan.name.count + 14 + (properties?.count ?? 2)
-    var userEnd = 0, labelEnd = 0  // from `start`
-    // One capacity check and the pieces copied through a cursor (an append each cost some 70 instructions).
-    ByteCursor.append(to: &body, capacity: capacity) { out in
-      let base = line.baseAddress!
-      if let user {
-        out.put(",\"user\":")
-        out.put(base + user.lowerBound, user.count)
-      }
-      userEnd = out.count
-      out.put(",\"name\":")
-      out.put(base + scan.name.lowerBound, scan.name.count)
-      out.put(",\"properties\":")
-      labelEnd = out.count
-      if let properties {
-        out.put(base + properties.lowerBound, properties.count)
-      } else {
-        out.put("{}")
-      }
-    }
-    let parts = body.withUnsafeBytes {
-      BodyParts(body: UnsafeRawBufferPointer(rebasing: $0[start...]), userEnd: userEnd, labelEnd: labelEnd)
-    }
-    return FastSave(id: .int(scan.id), hasUser: user != nil, parts: parts)
-  }
-}
-
-/// The one pass of `DirectSave`: a cursor over the line and what it found. Each method reads one
-/// part at the cursor and moves past it, or returns false (the line is left to the tape path).
-struct DirectScan {
-  /// The line, and the cursor: where the next part starts.
-  let b: UnsafeRawBufferPointer
-  var i = 0
+/// The one pass of `OneScanSave`: a cursor over the line (`b`, and `i`, where the next part starts)
+/// and what it found. Each method reads one part at the cursor and moves past it, or returns false
+/// (the line is left to the tape path).
+struct OneScan {
+  private let b: UnsafeRawBufferPointer
+  private var i = 0
   private(set) var id: Int64 = 0
   /// The name with its quotes, the properties object and the user object, as sent.
   private(set) var name = 0..<0
@@ -72,9 +17,8 @@ struct DirectScan {
   init(_ bytes: UnsafeRawBufferPointer) { b = bytes }
 
   /// The whole line: the envelope's four members, each once, and nothing after it. The order nearly
-  /// every client writes is read straight through (`commonLayout`); any other, member by member,
-  /// each key told by its first letter and matched whole with its colon (and `jsonrpc` with its
-  /// value).
+  /// every client writes is read straight through (`commonLayout`); any other, member by member
+  /// (each key told by its first letter and matched whole with its colon).
   mutating func request(maxPropertiesBytes: Int) -> Bool {
     let start = self
     if commonLayout(maxPropertiesBytes: maxPropertiesBytes) { return true }
@@ -136,11 +80,10 @@ struct DirectScan {
     return seen.map { $0 & 1 != 0 } ?? false
   }
 
-  /// An object whose members `member` reads, given the byte after each key's opening quote: it
-  /// returns the member's bit, or nil to refuse. The bits seen, or nil for a member refused or
-  /// repeated.
+  /// An object whose members `member` reads, given the byte after each key's opening quote: it returns
+  /// the member's bit, or nil to refuse. The bits seen, or nil for a member refused or repeated.
   @inline(__always)
-  private mutating func members(_ member: (inout DirectScan, UInt8) -> UInt8?) -> UInt8? {
+  private mutating func members(_ member: (inout OneScan, UInt8) -> UInt8?) -> UInt8? {
     guard take(UInt8(ascii: "{")) else { return nil }
     var seen: UInt8 = 0
     repeat {
@@ -150,13 +93,12 @@ struct DirectScan {
     return take(UInt8(ascii: "}")) ? seen : nil
   }
 
-  /// The event name: 1 to 255 bytes with no escape (so 255 characters at most), not starting with `$`.
+  /// The event name: no escape, and every name rule passed on its raw bytes (`CustomEventRules.isPlainName`).
   @inline(__always)
   private mutating func eventName() -> Bool {
     let start = i
-    guard let contents = plainString(), !contents.isEmpty, b[contents.lowerBound] != UInt8(ascii: "$") else {
-      return false
-    }
+    guard let contents = plainString(), CustomEventRules.isPlainName(raw(contents.lowerBound, contents.count))
+    else { return false }
     name = start..<i
     return true
   }
@@ -187,18 +129,18 @@ struct DirectScan {
     return true
   }
 
-  /// A property key and its colon: no escape, 1 to 255 bytes, no leading `$`, not `time` or
-  /// `event_name` (every key rule, on the raw bytes); the key's contents.
+  /// A property key and its colon: no escape, and every key rule passed on its raw bytes
+  /// (`CustomEventRules.isPlainKey`); the key's contents.
   @inline(__always)
   private mutating func propertyKey() -> Range<Int>? {
-    guard let key = plainString(), take(UInt8(ascii: ":")), !key.isEmpty,
-      b[key.lowerBound] != UInt8(ascii: "$"), !isKey(key, "time"), !isKey(key, "event_name")
+    guard let key = plainString(), take(UInt8(ascii: ":")),
+      CustomEventRules.isPlainKey(raw(key.lowerBound, key.count), topLevel: true)
     else { return nil }
     return key
   }
 
-  /// A property value: a string of at most 255 bytes as sent, a number, a boolean, or an array of
-  /// those. Null, objects and nested arrays are left to the tape path (rules apply inside them).
+  /// A property value: a string that fits uncounted as sent (`TextLimit.fitsUncounted`), a number, a
+  /// boolean, or an array of those. Null, objects and nested arrays are left to the tape path (rules apply in them).
   @inline(__always)
   private mutating func propertyValue() -> Bool {
     guard i < b.count else { return false }
@@ -213,21 +155,19 @@ struct DirectScan {
     return scalar(inArray: false)
   }
 
-  /// A string, number or boolean. In an array, a string that could be a date-time (16 bytes or
-  /// more with `-` fifth, or escaped) is left to the tape path, where the rules look at it.
+  /// A string, number or boolean. In an array, a string that could be a date-time
+  /// (`CustomEventRules.mayBeDateTime`) is left to the tape path, where the rules look at it.
   @inline(__always)
   private mutating func scalar(inArray: Bool) -> Bool {
     guard i < b.count else { return false }
     switch b[i] {
     case 0x22:
       let start = i
-      guard let (end, plain) = string(start), end - start - 2 <= 255 else { return false }
+      guard let (end, plain) = string(start), TextLimit.fitsUncounted(byteCount: end - start - 2) else { return false }
       i = end
-      if inArray, end - start - 2 >= 16 {
-        let contents = start + 1..<end - 1
-        return (plain || !contains(contents, 0x5C)) && (contents.count > 40 || b[start + 5] != UInt8(ascii: "-"))
-      }
-      return true
+      guard inArray else { return true }
+      return !CustomEventRules.mayBeDateTime(
+        raw(start + 1, end - start - 2), escaped: !plain && contains(start + 1..<end - 1, 0x5C))
     case UInt8(ascii: "t"): return take("true")
     case UInt8(ascii: "f"): return take("false")
     case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
@@ -284,5 +224,70 @@ struct DirectScan {
       i = end
       return true
     }
+  }
+
+  /// The canonical string at `start`: its end (past the quote) and whether it is plain; nil if not canonical.
+  @inline(__always)
+  private func string(_ start: Int) -> (end: Int, plain: Bool)? { CanonicalJSON.stringEndAndPlain(b, start) }
+
+  /// A canonical string without escapes; its contents (the name and key rules then look at them).
+  @inline(__always)
+  private mutating func plainString() -> Range<Int>? {
+    let start = i
+    guard i < b.count, b[i] == 0x22, let (end, plain) = string(start) else { return nil }
+    let contents = start + 1..<end - 1
+    guard plain || !contains(contents, 0x5C) else { return nil }
+    i = end
+    return contents
+  }
+
+  /// A canonical string with at least one character and no escape (a user's string with one
+  /// is left to the tape path, which writes it again).
+  @inline(__always)
+  private mutating func nonEmptyString() -> Bool {
+    let start = i
+    guard i < b.count, b[i] == 0x22, let (end, plain) = string(start), end - start > 2,
+      plain || !contains(start + 1..<end - 1, 0x5C)
+    else { return false }
+    i = end
+    return true
+  }
+
+  /// True when a key of the object at `object`, before `end`, has the contents of `key` (the
+  /// object's bytes up to `end` are canonical: the scan took them).
+  private func hasKey(in object: Int, before end: Int, equalTo key: Range<Int>) -> Bool {
+    var j = object + 1
+    while j < end {
+      guard let keyEnd = CanonicalJSON.knownStringEnd(b, j) else { return true }  // cannot be: leave it
+      let other = j + 1..<keyEnd - 1
+      if other.count == key.count,
+        memcmp(b.baseAddress! + other.lowerBound, b.baseAddress! + key.lowerBound, key.count) == 0
+      {
+        return true
+      }
+      guard let valueEnd = CanonicalJSON.knownValueEnd(b, keyEnd + 1) else { return true }
+      j = valueEnd + 1
+    }
+    return false
+  }
+
+  /// `count` bytes of the line from `start`, for the domain's rules.
+  @inline(__always) private func raw(_ start: Int, _ count: Int) -> UnsafeRawBufferPointer {
+    UnsafeRawBufferPointer(start: b.baseAddress.unsafelyUnwrapped + start, count: count)
+  }
+
+  @inline(__always) private func contains(_ range: Range<Int>, _ byte: UInt8) -> Bool {
+    range.isEmpty ? false : memchr(b.baseAddress! + range.lowerBound, Int32(byte), range.count) != nil
+  }
+  @inline(__always) private mutating func take(_ byte: UInt8) -> Bool {
+    guard i < b.count, b[i] == byte else { return false }
+    i += 1
+    return true
+  }
+  @inline(__always) private mutating func take(_ text: StaticString) -> Bool {
+    let n = text.utf8CodeUnitCount
+    guard i + n <= b.count, memcmp(b.baseAddress! + i, text.utf8Start, n) == 0 else { return false }
+    i += n
+    return true
   }
 }

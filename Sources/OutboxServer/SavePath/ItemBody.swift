@@ -2,21 +2,8 @@ import OutboxDomain
 import OutboxJSON
 import OutboxSupport
 
-/// Shared pieces of the three save methods.
-extension Params {
-  /// The optional client-supplied item id: a non-empty string of at most 255 characters.
-  package mutating func clientID() -> String? {
-    guard let n = node("id", "string") else { return nil }
-    // The store keeps an id's length in one byte: 255 characters, and at most 255 UTF-8 bytes.
-    let fits = tape.withString(n) { !$0.isEmpty && $0.count <= 255 && TextLimit.fits($0) }
-    if !fits {
-      issues.error("id", "invalid_id", "id must be a non-empty string of at most 255 characters")
-      return nil
-    }
-    return tape.string(n)
-  }
-}
-
+/// How a save's item body is written, by the general path (`SaveCustomEvent`, `SaveCustomAttribute`,
+/// `SaveUserAttribute`) and by the fast tiers alike: its `time` and `user` members.
 extension Array where Element == UInt8 {
   /// Appends the item's `,"time":"2026-01-02T03:04:05.678Z"` member for `ms` since the epoch (years
   /// 0000–9999), reusing `text` (`Service.timeText`) while the millisecond stays the same: one

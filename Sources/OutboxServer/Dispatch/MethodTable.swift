@@ -9,15 +9,17 @@ package struct MethodTable: Sendable {
   typealias Handler = @Sendable (inout Params, Service, inout [UInt8]) throws -> WaitingReply?
 
   /// Registered methods in order; dispatch compares the method's bytes (code points), never hashes a String.
-  private var entries: [Entry] = []
+  private var entries: [Method] = []
   package private(set) var names: [String] = []
   /// The registered names, for reading requests (`RequestLine.read`).
   package private(set) var known = KnownMethods([])
 
-  private struct Entry: Sendable {
-    var name: [UInt8]
-    var commitsFirst: Bool
-    var handler: Handler
+  /// One registered method, as `method(_:)` finds it for `call`.
+  package struct Method: Sendable {
+    fileprivate var name: [UInt8]
+    /// True when earlier saves must be committed to the journal before it runs (`RPCMethod.commitsFirst`).
+    let commitsFirst: Bool
+    fileprivate var handler: Handler
   }
 
   package init(_ methods: [any RPCMethod.Type]) {
@@ -36,30 +38,28 @@ package struct MethodTable: Sendable {
   private mutating func register<M: RPCMethod>(_ method: M.Type) {
     precondition(!names.contains { sameText($0, M.name) }, "method \(M.name) registered twice")
     names.append(M.name)
-    let mayBeLong = M.Result.self is any LongResult.Type
     entries.append(
-      Entry(name: Array(M.name.utf8), commitsFirst: M.commitsFirst) { params, service, out in
+      Method(name: Array(M.name.utf8), commitsFirst: M.commitsFirst) { params, service, out in
         let result = try M.handle(&params, service)
-        if mayBeLong, let start = (result as? any LongResult)?.longStart { return .long(start) }
-        if let save = result as? SaveResult {
+        switch result.answer {  // the result's type says how it is answered
+        case .now:
+          result.encodeJSON(into: &out)
+          return nil
+        case .save(let save):
           if save.awaitsCommit { return .save(save) }
           if !save.receipt.duplicate { service.counters.countSave(save.kind) }  // nothing to commit: acknowledged now
-        } else if let waiting = result as? any AwaitsCommit, waiting.awaitsCommit {
-          return .other(waiting)
+          save.encodeJSON(into: &out)
+          return nil
+        case .afterCommit:
+          return .other(result)
+        case .long(let start):
+          return .long(start)
         }
-        result.encodeJSON(into: &out)
-        return nil
       })
   }
 
-  /// True when `method` must see earlier saves committed to the journal first.
-  func commitsFirst(_ method: String) -> Bool {
-    let count = method.utf8.count
-    return entries.contains { $0.commitsFirst && $0.name.count == count && $0.name.elementsEqual(method.utf8) }
-  }
-
-  /// The entry whose name is the method of `request`.
-  private func entry(_ request: Request) -> Entry? {
+  /// The method `request` names, or nil when this table has none of that name.
+  func method(_ request: Request) -> Method? {
     for entry in entries {
       let found = entry.name.withUnsafeBufferPointer { request.tape.stringEquals(request.methodNode, bytes: $0) }
       if found { return entry }
@@ -67,11 +67,19 @@ package struct MethodTable: Sendable {
     return nil
   }
 
-  /// Runs `request` and appends its result JSON to `out` (or returns a result that waits for the
-  /// journal commit), or throws the error to answer with.
+  /// Finds the method `request` names and runs it (`call(_:_:_:into:)`).
   package func call(_ request: Request, _ service: Service, into out: inout [UInt8]) throws(RPCError) -> WaitingReply? {
+    try call(method(request), request, service, into: &out)
+  }
+
+  /// Runs `request` with `method` (as `method(_:)` found it; nil answers "method not found") and
+  /// appends its result JSON to `out` (or returns a result that waits for the journal commit, or a
+  /// long call's start), or throws the error to answer with.
+  func call(
+    _ method: Method?, _ request: Request, _ service: Service, into out: inout [UInt8]
+  ) throws(RPCError) -> WaitingReply? {
     if service.lifecycle.shutDown && request.method != Exit.name { throw .shuttingDown }
-    guard let entry = entry(request) else {
+    guard let entry = method else {
       let names = entries.map { String(decoding: $0.name, as: UTF8.self) }
       throw .methodNotFound(request.method, didYouMean: Self.nearest(request.method, names))
     }
