@@ -72,7 +72,7 @@ package enum DumpCommand {
   }
 
   /// The items, with `superseded` marked as `flushPending` marks it (over the whole dump).
-  private static func items(_ rows: [Int], _ store: PendingStore, into out: inout [UInt8]) throws(FileError) {
+  private static func items(_ rows: [Int], _ store: HeldItems, into out: inout [UInt8]) throws(FileError) {
     let superseded = rows.count < 2 ? [] : rows.map(store.item(row:)).supersededSeqs
     var savedAtText = UTCTimeText()
     for row in rows {

@@ -16,7 +16,7 @@ extension Store {
   /// item `wanted` rejects (its user is busy) is passed over and stays pending.
   ///
   /// `checkedByCaller`: the caller reads the taken rows itself and checks each event and custom
-  /// attribute as it reads its body (`PendingStore.wellFormed(_:)` on any it cannot read), so a loaded
+  /// attribute as it reads its body (`HeldItems.wellFormed(_:)` on any it cannot read), so a loaded
   /// body is read once, not twice; no item is copied out. User attributes are still checked here: a
   /// flush lets a later one supersede an earlier one unread.
   package func pickAvailable(
@@ -51,7 +51,7 @@ extension Store {
   }
 }
 
-extension PendingStore {
+extension HeldItems {
   /// True when `row` has `flag`. Other modules read rows through these, not `table`: there, reading
   /// `table` returns a copy of the whole struct (every column retained, then released) for each call.
   @inline(__always)

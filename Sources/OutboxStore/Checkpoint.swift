@@ -29,7 +29,7 @@ package struct Checkpoint: Sendable, Equatable {
   package var leases: [Lease]
   /// Flush ids acked recently, so a repeated ack in a later process is still answered `acked: 0`.
   package var finished: [String] = []
-  /// The key of the store's generated item ids (`PendingStore.idKey`), kept so the next process
+  /// The key of the store's generated item ids (`HeldItems.idKey`), kept so the next process
   /// recomputes them too; nil in checkpoints of earlier builds.
   package var idKey: UInt64?
 

@@ -6,7 +6,7 @@ import OutboxSupport
 enum LeaseRecords {
   static func apply(
     _ record: SegmentReader.Record, to leases: inout [Lease], finished: inout [String], raised: inout [UInt64],
-    store: PendingStore, covers: UInt64?
+    store: HeldItems, covers: UInt64?
   ) -> Bool {
     var cursor = PayloadCursor(record.payload)
     let fresh = covers.map { record.seq > $0 } ?? true
@@ -55,7 +55,7 @@ enum DeadLetterRecords {
   }
 
   /// Sets the recorded states; returns the seqs the record names, or nil if it does not decode.
-  static func apply(_ record: SegmentReader.Record, to store: PendingStore) -> [UInt64]? {
+  static func apply(_ record: SegmentReader.Record, to store: HeldItems) -> [UInt64]? {
     var cursor = PayloadCursor(record.payload)
     if record.type == .requeue {
       guard let seqs = cursor.seqs() else { return nil }

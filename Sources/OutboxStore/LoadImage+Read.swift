@@ -1,6 +1,6 @@
 import OutboxSupport
 
-/// What a load image held, checked and rebuilt, for `PendingStore.install`.
+/// What a load image held, checked and rebuilt, for `HeldItems.install`.
 struct LoadedImage {
   var table = ItemTable()
   let arena = Arena()

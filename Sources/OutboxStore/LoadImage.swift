@@ -36,11 +36,11 @@ enum LoadImage {
   static let trailerSize = 12
   static let rowHeaderSize = 26
   /// Flags a row keeps from the image; `leased` comes from the checkpoint's leases and `verified`
-  /// from checking the body again (`PendingStore.wellFormed`), as after a replay.
+  /// from checking the body again (`HeldItems.wellFormed`), as after a replay.
   static let keptFlags: ItemTable.Flags = [.hasUser, .clientID, .dead]
 
-  /// The image's size for these items, about (the threshold of `DiskOptions.loadImageMinBytes`).
-  static func estimatedBytes(_ store: PendingStore) -> Int {
+  /// The image's size for these items, about (the threshold of `FileOptions.loadImageMinBytes`).
+  static func estimatedBytes(_ store: HeldItems) -> Int {
     store.table.seqs.count * rowHeaderSize + store.arena.liveBytes
   }
 
@@ -48,7 +48,7 @@ enum LoadImage {
   /// segments were last described by), through a temporary file and a rename. No fsync: an image a
   /// crash tore fails its checksum, and the segments are replayed.
   static func write(
-    _ store: PendingStore, segments: [SegmentInfo], checkpoint: [UInt8], identity: [UInt8], directory: String
+    _ store: HeldItems, segments: [SegmentInfo], checkpoint: [UInt8], identity: [UInt8], directory: String
   ) throws(FileError) {
     let path = directory + "/" + fileName
     let (fd, temp) = try FileIO.createTemporary(beside: path)
@@ -73,7 +73,7 @@ enum LoadImage {
   }
 
   private static func writeBody(
-    _ store: PendingStore, segments: [(SegmentInfo, UInt32)], checkpoint: [UInt8], identity: [UInt8],
+    _ store: HeldItems, segments: [(SegmentInfo, UInt32)], checkpoint: [UInt8], identity: [UInt8],
     to out: inout ImageOutput
   ) throws(FileError) {
     let table = store.table

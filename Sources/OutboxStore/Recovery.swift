@@ -15,7 +15,7 @@ struct RecoveryOutcome {
   package var fromImage = false
   /// Where the image was moved to be deleted off the start's path (`Recovery.discardImage`).
   package var discardedImage: String?
-  /// The store's identity (`store.id`); nil when it has none yet (`Disk` writes one once it opened).
+  /// The store's identity (`store.id`); nil when it has none yet (`FileKeeper` writes one once it opened).
   package var identity: [UInt8]?
 }
 
@@ -320,7 +320,7 @@ extension Recovery {
     }
   }
 
-  /// Takes the image off its path: renamed at once, for `Disk` to unlink on its background queue
+  /// Takes the image off its path: renamed at once, for `FileKeeper` to unlink on its background queue
   /// (`RecoveryOutcome.discardedImage`). Freeing a GB of cached pages, and waiting for any of them
   /// being written back, took 0.2 s and more of a start. A renamed image a kill leaves is a temporary
   /// file, removed at the next start. Under `--max-store-bytes` it goes at once: the cap counts every file.
@@ -434,7 +434,7 @@ extension Recovery {
 
 /// Reading one segment's records, a window at a time: the records of a window are read (each one
 /// checked) before any is applied, so the user-table lookups their items will make are read ahead
-/// together (`PendingStore.warm`): loading many users is then not one cache miss after another.
+/// together (`HeldItems.warm`): loading many users is then not one cache miss after another.
 /// The records are applied in order, each exactly as it would be alone.
 extension Recovery {
   /// Records read ahead at once.

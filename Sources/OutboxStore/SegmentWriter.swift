@@ -2,7 +2,7 @@
 /// A dead letter's item record is followed by a `deadLetter` record carrying its seq and reason.
 enum SegmentWriter {
   /// A header and one item record per held item with `from <= seq < to`, with current delivery counts.
-  static func content(of store: PendingStore, from: UInt64, to: UInt64?) -> (bytes: [UInt8], items: Int) {
+  static func content(of store: HeldItems, from: UInt64, to: UInt64?) -> (bytes: [UInt8], items: Int) {
     let table = store.table
     let start = table.lowerBound(from)
     let end = to.map(table.lowerBound) ?? table.seqs.count

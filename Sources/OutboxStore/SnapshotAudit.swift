@@ -6,7 +6,7 @@ import OutboxSupport
 /// rows the checkpoint counts for it. Debug builds run it after every snapshot; tests and the fuzz
 /// targets call it directly. Returns the problems found (empty: the invariant holds).
 enum SnapshotAudit {
-  package static func check(directory: String, store: PendingStore) -> [String] {
+  package static func check(directory: String, store: HeldItems) -> [String] {
     let checkpoint: Checkpoint
     do {
       guard let bytes = try FileIO.read(directory + "/" + Checkpoint.fileName) else { return ["no checkpoint"] }

@@ -15,7 +15,7 @@ package struct SaveReceipt: Sendable {
 /// The pending items and everything that keeps them. Methods change the store only through here:
 /// save, drain, lease, ack, release and commit. The journal behind it is private.
 package final class Store {
-  package let items = PendingStore()
+  package let items = HeldItems()
   package private(set) var leases: [Lease] = []
   /// Flush ids acked or drained recently, so a repeated ack is answered `acked: 0` (bounded).
   package private(set) var finished: [String] = []
@@ -29,7 +29,7 @@ package final class Store {
   /// `--max-store-bytes`, when set.
   package let cap: StoreCap?
   /// Bytes of the store's files other than the segments (checkpoint, quarantine, LOCK), and of the
-  /// checkpoint alone: measured by `Disk` at start and after each snapshot.
+  /// checkpoint alone: measured by `FileKeeper` at start and after each snapshot.
   package internal(set) var filesBesideJournal = 0
   package internal(set) var checkpointBytes = 0
 

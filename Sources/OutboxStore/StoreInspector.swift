@@ -16,10 +16,10 @@ package struct StoreProblem: Sendable, Equatable {
   }
 }
 
-/// What `StoreInspector.inspect` found: the held items (in a `PendingStore` of its own), the live leases,
+/// What `StoreInspector.inspect` found: the held items (in a `HeldItems` of its own), the live leases,
 /// the files, and every problem.
 package struct StoreInspection {
-  package let items = PendingStore()
+  package let items = HeldItems()
   package var leases: [Lease] = []
   package var checkpoint: Checkpoint?
   package var segments: [SegmentInfo] = []

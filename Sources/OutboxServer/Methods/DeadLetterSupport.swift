@@ -6,7 +6,7 @@ import OutboxSupport
 /// Shared by the dead-letter methods: finding dead letters by item id, and writing them.
 enum DeadLetters {
   /// The seqs of the dead letters with these ids (compared by their text); unknown ids are skipped.
-  static func seqs(ids: [String], in store: PendingStore) -> [UInt64] {
+  static func seqs(ids: [String], in store: HeldItems) -> [UInt64] {
     let wanted = Set(ids)
     return store.deadRows(max: Int.max).filter { wanted.contains(store.id(row: $0).text) }.map(store.seq(row:))
   }
@@ -33,7 +33,7 @@ enum DeadLetters {
 /// `listDeadLetters` result: each dead letter as `{reason, item}`, in seq order.
 struct DeadLetterList: JSONEncodable {
   var rows: [Int]
-  var store: PendingStore
+  var store: HeldItems
 
   package func encodeJSON(into out: inout [UInt8]) {
     out.appendASCII("{\"deadLetters\":[")

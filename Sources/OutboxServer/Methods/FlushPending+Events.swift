@@ -15,7 +15,7 @@ struct WrittenEvents {
   private let halves: [Half]
 
   /// Writes the objects of `rows`' custom events; `threads` is the most to use (`--threads`).
-  init(rows: [Int], store: PendingStore, threads: Int) {
+  init(rows: [Int], store: HeldItems, threads: Int) {
     let split = threads > 1 && rows.count >= Self.minimumForTwoThreads ? rows.count / 2 : rows.count
     halves = [Half(rows[..<split]), Half(rows[split...])].filter { !$0.rows.isEmpty }
     guard halves.count > 1 else {
@@ -53,13 +53,13 @@ struct WrittenEvents {
 
     init(_ rows: ArraySlice<Int>) { self.rows = rows }
 
-    func write(_ store: PendingStore) {
+    func write(_ store: HeldItems) {
       offsets.reserveCapacity(rows.count + 1)
       bytes.reserveCapacity(rows.count * 176)  // a realistic event's object is about 170 bytes
       var time = UTCTimeText()
       for (index, row) in rows.enumerated() {
-        if index % PendingStore.warmRun == 0 {
-          let end = min(rows.startIndex + index + PendingStore.warmRun, rows.endIndex)
+        if index % HeldItems.warmRun == 0 {
+          let end = min(rows.startIndex + index + HeldItems.warmRun, rows.endIndex)
           sink &+= store.warmParts(rows: rows[(rows.startIndex + index)..<end])
         }
         let (kind, hasUser, known) = (store.kind(row: row), store.has(.hasUser, row: row), store.isCanonical(row: row))
@@ -75,7 +75,7 @@ struct WrittenEvents {
 
   /// The store and the halves, handed to the second thread for the length of `concurrentPerform`.
   private struct Shared: @unchecked Sendable {
-    let store: PendingStore
+    let store: HeldItems
     let halves: [Half]
   }
 }

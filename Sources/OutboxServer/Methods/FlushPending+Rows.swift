@@ -7,7 +7,7 @@ extension FlushPending {
   /// removes anything (`push-outbox flush`): a custom event's object is copied from its body's parts
   /// as the store holds them (`WrittenEvents`), other items from their whole bodies.
   /// Each loaded body is read and checked once, as it is written; one the store rejects
-  /// (`PendingStore.wellFormed`) is left out, and dropped as malformed at the next commit.
+  /// (`HeldItems.wellFormed`) is left out, and dropped as malformed at the next commit.
   /// Only user attributes are copied out first: a later one may supersede an earlier one.
   static func trackFromRows(max: Int, _ shape: Shape, _ service: Service) -> FlushResult {
     let store = service.store.items
@@ -40,7 +40,7 @@ extension FlushPending {
   /// Adds the row's object from the whole item (`copy`, when it was copied out already); false when
   /// the store rejects its body (nothing was added).
   private static func add(
-    _ row: Int, _ copy: PendingItem?, _ store: PendingStore, _ builder: inout UsersTrack.Builder
+    _ row: Int, _ copy: PendingItem?, _ store: HeldItems, _ builder: inout UsersTrack.Builder
   ) -> Bool {
     builder.add(copy ?? store.item(row: row), verify: { store.wellFormed(row) })
   }

@@ -19,7 +19,7 @@ package enum Status: RPCMethod {
       pending.append(JSONMember(kind.wireName, .int(Int64(store.counts[Int(kind.rawValue)]))))
     }
     service.disk?.refresh()
-    let facts = service.disk?.status ?? DiskStatus()
+    let facts = service.disk?.status ?? FileStatus()
     let now = service.clock.now()
     service.observeHealth(now: now)
     let (health, problems) = service.health(now: now)

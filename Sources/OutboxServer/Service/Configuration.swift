@@ -13,7 +13,7 @@ package struct Configuration: Sendable {
   package var snapshotInterval = 1.0
   /// `--load-image-min-bytes`: a clean exit writes `load.image` when the held items come to at least
   /// this many bytes (nil: never).
-  package var loadImageMinBytes: Int? = DiskOptions.defaultLoadImageMinBytes
+  package var loadImageMinBytes: Int? = FileOptions.defaultLoadImageMinBytes
   /// `--accept-loss`: start even when recovery finds store files missing.
   package var acceptLoss = false
   package var maxLineBytes = 16 * 1024 * 1024

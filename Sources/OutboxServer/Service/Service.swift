@@ -13,7 +13,7 @@ package final class Service {
   package let log: Log
   package let store: Store
   /// The store's files, when it has any (nil with `--memory`).
-  package private(set) var disk: Disk?
+  package private(set) var disk: FileKeeper?
   package var ids: IDGenerator
   /// The last `time` text a save wrote, reused while the millisecond stays the same (a busy loop
   /// stamps many saves within one). The loop's own, as the clock is.
@@ -60,10 +60,10 @@ package final class Service {
   package func openDisk() throws(StartupError) {
     try startMetrics()
     guard let path = config.effectiveStorePath else { return }
-    let options = DiskOptions(
+    let options = FileOptions(
       directory: path, fsync: config.fsync, snapshotInterval: config.snapshotInterval, acceptLoss: config.acceptLoss,
       loadImageMinBytes: config.loadImageMinBytes)
-    disk = try Disk(options, store: store, log: log)
+    disk = try FileKeeper(options, store: store, log: log)
   }
 
   func newID(at ms: Int64) -> String { ids.make(ms: ms) }

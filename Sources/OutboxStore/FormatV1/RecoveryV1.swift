@@ -21,13 +21,13 @@ struct RecoveryOutcomeV1 {
 /// stops there, and a `recoveredWithLoss` warning names the seq range. A newer format is refused.
 struct RecoveryV1 {
   let directory: String
-  let store: PendingStore
+  let store: HeldItems
   let log: Log
   var outcome = RecoveryOutcomeV1()
 
   static let previousSnapshot = "snapshot.prev.json"
 
-  static func run(directory: String, store: PendingStore, log: Log) throws(StartupError) -> RecoveryOutcomeV1 {
+  static func run(directory: String, store: HeldItems, log: Log) throws(StartupError) -> RecoveryOutcomeV1 {
     var recovery = RecoveryV1(directory: directory, store: store, log: log)
     try recovery.loadSnapshot()
     try recovery.replayJournal()

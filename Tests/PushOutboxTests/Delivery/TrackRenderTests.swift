@@ -221,7 +221,7 @@ import Testing
 
   /// A loaded row is marked canonical only when its bytes are; a well-formed body written another way stays unmarked.
   @Test func onlyCanonicalRowsAreMarked() {
-    let store = PendingStore()
+    let store = HeldItems()
     let bodies = [#","name":"e","properties":{"a":1}"#, #","name":"e","properties":{"a": 1}"#, #","name":"\u0065""#]
     for (n, body) in bodies.enumerated() {
       Array(body.utf8).withUnsafeBytes {

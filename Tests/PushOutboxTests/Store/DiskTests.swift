@@ -113,7 +113,7 @@ import Testing
     }
   }
 
-  /// `PendingStore.firstRefused`: the refusal one save after another would meet, with its index.
+  /// `HeldItems.firstRefused`: the refusal one save after another would meet, with its index.
   @Test func firstRefusedNamesTheItemThatWouldNotFit() {
     let store = Store(
       limits: {

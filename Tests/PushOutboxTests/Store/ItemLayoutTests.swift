@@ -14,7 +14,7 @@ import Testing
 @Suite struct ItemLayoutTests {
   private func body(_ text: String) -> [UInt8] { Array(text.utf8) }
 
-  private func fill(_ store: PendingStore, _ count: Int, bodySize: Int = 100) {
+  private func fill(_ store: HeldItems, _ count: Int, bodySize: Int = 100) {
     let bytes = [UInt8](repeating: UInt8(ascii: "x"), count: bodySize)
     for n in 0..<count {
       bytes.withUnsafeBytes {
@@ -45,7 +45,7 @@ import Testing
   }
 
   @Test func headRemovalMiddleRemovalAndLookupsStayCorrect() {
-    let store = PendingStore()
+    let store = HeldItems()
     fill(store, 10_000)
     #expect(store.count == 10_000)
     #expect(store.remove(seqs: Array(1...6000)).count == 6000)  // from the head: the table compacts
@@ -60,7 +60,7 @@ import Testing
   }
 
   @Test func rollBackTakesBackTheNewestItems() {
-    let store = PendingStore()
+    let store = HeldItems()
     fill(store, 5)
     store.rollBack(seqs: [4, 5])
     #expect(store.count == 3 && !store.contains(seq: 5) && store.contains(seq: 3))
@@ -68,7 +68,7 @@ import Testing
   }
 
   @Test func clientIdsCompareByBytesNotCanonicalEquivalence() {
-    let store = PendingStore()
+    let store = HeldItems()
     for (n, text) in ["\u{00C5}", "A\u{030A}", "K", "\u{212A}"].enumerated() {
       body("{}").withUnsafeBytes {
         store.append(
@@ -83,7 +83,7 @@ import Testing
   }
 
   @Test func leasingCountsDeliveriesWhenALeaseEndsUnacked() {
-    let store = PendingStore()
+    let store = HeldItems()
     fill(store, 3)
     #expect(store.setLeased([1, 2], true).count == 2)
     #expect(store.leasedCount == 2)
@@ -94,7 +94,7 @@ import Testing
   }
 
   @Test func itemsRenderAsTheFlushWritesThem() {
-    let store = PendingStore()
+    let store = HeldItems()
     body(#","name":"a""#).withUnsafeBytes {
       store.append(
         seq: 1, id: ItemID(high: 0x0123_4567_89AB_7DEF, low: 0x8123_4567_89AB_CDEF), kind: .customEvent,

@@ -14,8 +14,8 @@ import Testing
   /// A store of a few hundred items with users, client ids, leases and dead letters, exited cleanly.
   private func makeStore(_ dir: URL, seed: UInt64) throws {
     let store = Store()
-    let options = DiskOptions(directory: dir.path, fsync: .never, snapshotInterval: 1, loadImageMinBytes: 0)
-    let disk = try Disk(options, store: store, log: Self.log)
+    let options = FileOptions(directory: dir.path, fsync: .never, snapshotInterval: 1, loadImageMinBytes: 0)
+    let disk = try FileKeeper(options, store: store, log: Self.log)
     var rng = SeededGenerator(seed: seed)
     for n in 0..<300 {
       let user = n % 7 == 0 ? "" : #","user":{"externalId":"u\#(rng.next() % 25)"}"#
@@ -151,8 +151,8 @@ import Testing
     let old = try Data(contentsOf: dir.appendingPathComponent(LoadImage.fileName))
     for clean in [false, true] {
       let store = Store()
-      let options = DiskOptions(directory: dir.path, fsync: .never, snapshotInterval: 1, loadImageMinBytes: nil)
-      let disk = try Disk(options, store: store, log: Self.log)
+      let options = FileOptions(directory: dir.path, fsync: .never, snapshotInterval: 1, loadImageMinBytes: nil)
+      let disk = try FileKeeper(options, store: store, log: Self.log)
       let body = Array(#","name":"later","properties":{}"#.utf8)
       let receipt = try body.withUnsafeBytes {
         try store.save(

@@ -38,8 +38,8 @@ import Testing
   }
 
   static let log = Log(level: .error)
-  static func options(_ dir: URL) -> DiskOptions {
-    DiskOptions(directory: dir.path, fsync: .never, snapshotInterval: 0.000_001, loadImageMinBytes: 0)
+  static func options(_ dir: URL) -> FileOptions {
+    FileOptions(directory: dir.path, fsync: .never, snapshotInterval: 0.000_001, loadImageMinBytes: 0)
   }
 
   @Test(arguments: 1...6 as ClosedRange<UInt64>)
@@ -58,7 +58,7 @@ import Testing
         usedImages += 1
       }
       let store = Store()
-      let disk = try Disk(Self.options(dir), store: store, log: Self.log)
+      let disk = try FileKeeper(Self.options(dir), store: store, log: Self.log)
       #expect(!FileManager.default.fileExists(atPath: image), "the image is deleted at start")
       check(store, model, "seed \(seed) round \(round)")
       for step in 0..<Int.random(in: 5...30, using: &rng) {

@@ -3,13 +3,13 @@ import Testing
 @testable import OutboxStore
 @testable import OutboxSupport
 
-/// Removing held items a run at a time (`PendingStore.remove(seqs:)`: the rows looked up once, their
+/// Removing held items a run at a time (`HeldItems.remove(seqs:)`: the rows looked up once, their
 /// user table reads made ahead, looked up again after the table compacts) and the branch-free seq
 /// lookup under it, against plain models: a linear scan, and a dictionary of what is held.
 @Suite struct RemovalTests {
   private static let users = (0..<40).map { #","user":{"externalId":"u\#($0)"}"# }
 
-  private func add(_ store: PendingStore, seq: UInt64, _ random: inout SeededGenerator) -> [UInt8] {
+  private func add(_ store: HeldItems, seq: UInt64, _ random: inout SeededGenerator) -> [UInt8] {
     let user = random.next() % 8 == 0 ? "" : Self.users[Int(random.next() % UInt64(Self.users.count))]
     let body = Array((user + #","name":"e","properties":{"n":\#(seq)}"#).utf8)
     body.withUnsafeBytes {
@@ -24,7 +24,7 @@ import Testing
   func lowerBoundAgreesWithALinearScan(seed: UInt64) {
     var random = SeededGenerator(seed: seed)
     for _ in 0..<200 {
-      let store = PendingStore()
+      let store = HeldItems()
       var seq: UInt64 = 1 + random.next() % 5
       for _ in 0..<Int(random.next() % 300) {
         _ = add(store, seq: seq, &random)
@@ -43,7 +43,7 @@ import Testing
   @Test(arguments: [11, 12, 13, 14] as [UInt64])
   func removalReturnsEachHeldSeqOnceAndKeepsTheRestThroughCompactions(seed: UInt64) {
     var random = SeededGenerator(seed: seed)
-    let store = PendingStore()
+    let store = HeldItems()
     var model: [UInt64: [UInt8]] = [:]
     for seq in UInt64(1)...12_000 { model[seq] = add(store, seq: seq, &random) }
     while !model.isEmpty {

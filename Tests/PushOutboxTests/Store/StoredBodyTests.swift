@@ -35,7 +35,7 @@ import Testing
   @Test(arguments: [1, 2, 3, 4, 5, 6, 7, 8] as [UInt64])
   func everyHeldBodyAndIdReadsBackAsSavedAcrossRandomRemovals(seed: UInt64) {
     var random = SeededGenerator(seed: seed)
-    let store = PendingStore()
+    let store = HeldItems()
     store.idKey = seed &* 0x9E37_79B9_7F4A_7C15
     var model: [UInt64: (body: [UInt8], id: ItemID)] = [:]
     for _ in 0..<40 {
@@ -69,7 +69,7 @@ import Testing
     #expect(store.bytes == 0)
   }
 
-  private func check(_ store: PendingStore, _ model: [UInt64: (body: [UInt8], id: ItemID)]) {
+  private func check(_ store: HeldItems, _ model: [UInt64: (body: [UInt8], id: ItemID)]) {
     #expect(store.count == model.count)
     var bytes = 0
     for (seq, expected) in model {
@@ -87,7 +87,7 @@ import Testing
   }
 
   @Test func repeatedUsersAndLabelsAreHeldOnceAndRecomputedIdsHoldNoBytes() {
-    let store = PendingStore()
+    let store = HeldItems()
     let body = Array(#","user":{"externalId":"user-000001"},"name":"purchase","properties":{"step":1}"#.utf8)
     let time = Array(#","time":""#.utf8) + Array(UTCTime.format(ms: 5).utf8) + [UInt8(ascii: "\"")]
     for seq in 1...3 as ClosedRange<UInt64> {

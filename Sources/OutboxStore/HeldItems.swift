@@ -24,7 +24,7 @@ package struct StoreLimits: Sendable {
 ///
 /// Single-threaded by design: the request loop owns it. It knows nothing of files; `Store` journals
 /// every change it makes here.
-package final class PendingStore {
+package final class HeldItems {
   package private(set) var table = ItemTable()
   let arena = Arena()
   package private(set) var nextSeq: UInt64 = 1
@@ -302,7 +302,7 @@ package final class PendingStore {
 // MARK: - Rows
 
 /// Reading a held row: its item, its id, its body (put back together from its `StoredBody` record).
-extension PendingStore {
+extension HeldItems {
   /// The item in `row`, copied out.
   package func item(row: Int) -> PendingItem {
     var item = PendingItem(

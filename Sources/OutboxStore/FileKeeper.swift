@@ -3,7 +3,7 @@ package import OutboxJSON
 package import OutboxSupport
 
 /// Where and how the store keeps its files.
-package struct DiskOptions: Sendable {
+package struct FileOptions: Sendable {
   package var directory: String
   package var fsync: FsyncPolicy
   /// Seconds between snapshots (checkpoint plus compaction) while the store is dirty.
@@ -29,7 +29,7 @@ package struct DiskOptions: Sendable {
 }
 
 /// What `status` reports about the files.
-package struct DiskStatus: Sendable {
+package struct FileStatus: Sendable {
   package var lastSnapshotAt: Int64?
   package var snapshotSeq: UInt64 = 0
   package var journalBytes: Int64 = 0
@@ -41,7 +41,7 @@ package struct DiskStatus: Sendable {
 /// Keeps the store's files: the lock, recovery at start, and a snapshot every interval while the
 /// store is dirty (checkpoint plus compaction, on a background queue, so requests keep being
 /// answered) plus a final one at exit.
-package final class Disk {
+package final class FileKeeper {
   package let directory: String
   private let lock: StoreLock
   private let journal: Journal
@@ -55,7 +55,7 @@ package final class Disk {
   private let finished = Mailbox<FileError?>()
   private var inFlight: Compaction? = nil
   private var inFlightVersion: UInt64 = 0
-  package private(set) var status = DiskStatus()
+  package private(set) var status = FileStatus()
   /// The journal's last background fsync failed, and no snapshot has been taken since.
   package private(set) var fsyncFailed = false
   package private(set) var lastFsyncError: String?
@@ -68,7 +68,7 @@ package final class Disk {
   #endif
 
   /// Locks the directory, recovers it into `store`, and attaches the journal.
-  package init(_ options: DiskOptions, store: Store, log: Log) throws(StartupError) {
+  package init(_ options: FileOptions, store: Store, log: Log) throws(StartupError) {
     directory = options.directory
     interval = options.snapshotInterval
     loadImageMinBytes = options.loadImageMinBytes
