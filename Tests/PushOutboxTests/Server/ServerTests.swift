@@ -11,6 +11,14 @@ import Testing
 @testable import OutboxTransport
 
 @Suite struct ServerTests {
+  /// `Server` only dispatches (issue 43): its stored state is the service, the method table, the
+  /// burst, the batch flag, the MCP session and the save path, each of which owns its own state.
+  @Test func theServerHoldsOnlyWhatDispatchNeeds() {
+    let server = InProcessServer().server
+    let stored = Mirror(reflecting: server).children.compactMap(\.label)
+    #expect(stored == ["service", "table", "burst", "inBatch", "mcp", "savePath"])
+  }
+
   @Test(arguments: [
     (#"{"jsonrpc":"2.0","id":1,"method":"status","params":5}"#, -32600),
     (#"{"jsonrpc":"2.0","id":1,"method":"status","params":"x"}"#, -32600),
