@@ -50,7 +50,7 @@ from .errors import (
 )
 from .types import ProgressCallback, WorkDoneProgress
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # The client writes nothing to stderr by itself: its log records ("push_outbox" logger) go only
 # where the application's logging configuration sends them (without one, Python's last-resort
