@@ -203,27 +203,13 @@ extension Configuration {
 
   /// The word of `known` nearest to `word`, when it is near enough to be a slip.
   static func nearest(_ word: String, _ known: [String]) -> String? {
-    guard let best = known.min(by: { editDistance($0, word) < editDistance($1, word) }),
-      editDistance(best, word) <= max(2, word.count / 3)
+    guard let best = known.min(by: { EditDistance.between($0, word) < EditDistance.between($1, word) }),
+      EditDistance.between(best, word) <= max(2, word.count / 3)
     else { return nil }
     return best
   }
 
   /// Levenshtein distance, for "did you mean".
-  static func editDistance(_ a: String, _ b: String) -> Int {
-    let a = Array(a.utf8), b = Array(b.utf8)
-    var row = Array(0...b.count)
-    for i in 1...max(a.count, 1) where !a.isEmpty {
-      var previous = row[0]
-      row[0] = i
-      for j in stride(from: 1, through: b.count, by: 1) {
-        let substitution = previous + (a[i - 1] == b[j - 1] ? 0 : 1)
-        previous = row[j]
-        row[j] = min(substitution, row[j] + 1, row[j - 1] + 1)
-      }
-    }
-    return row[b.count]
-  }
 
   private static func splitInline(_ arg: String) -> (String, String?) {
     guard arg.hasPrefix("--"), let eq = arg.firstIndex(of: "=") else { return (arg, nil) }

@@ -115,8 +115,8 @@ import Testing
   }
 
   @Test func editDistance() {
-    #expect(Configuration.editDistance("", "abc") == 3)
-    #expect(Configuration.editDistance("kitten", "sitting") == 3)
-    #expect(Configuration.editDistance("same", "same") == 0)
+    #expect(EditDistance.between("", "abc") == 3)
+    #expect(EditDistance.between("kitten", "sitting") == 3)
+    #expect(EditDistance.between("same", "same") == 0)
   }
 }
