@@ -80,7 +80,9 @@ def test_only_the_two_builders_make_a_startup_failed_error() -> None:
         if re.search(r"\(\.startupFailed,|ErrorCode\.startupFailed", text)
     )
     assert users == ["Sources/OutboxServer/Service/StartupError+Wire.swift"]
-    wire = (SOURCES / "OutboxServer" / "Service" / "StartupError+Wire.swift").read_text(encoding="utf-8")
+    wire = (SOURCES / "OutboxServer" / "Service" / "StartupError+Wire.swift").read_text(
+        encoding="utf-8"
+    )
     assert (
         len(re.findall(r"\.app\(\s*\.startupFailed,", wire)) == 2
     )  # `refused`, and `startupFailed`
