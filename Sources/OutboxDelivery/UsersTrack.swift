@@ -244,14 +244,9 @@ extension Array where Element == PendingItem {
   package func carriedButNotReplaced(sent objects: Set<UInt64>, dead: Set<UInt64>) -> Set<UInt64> {
     guard contains(where: { !objects.contains($0.seq) }) else { return [] }
     let replaced = replacedBy
-    var back = Set<UInt64>()
-    for item in self where !objects.contains(item.seq) && !dead.contains(item.seq) {
-      guard let newer = replaced[item.seq], objects.contains(newer), !dead.contains(newer) else {
-        back.insert(item.seq)
-        continue
-      }
-    }
-    return back
+    let taken = { (seq: UInt64) in objects.contains(seq) && !dead.contains(seq) }
+    return Set(
+      lazy.map(\.seq).filter { !objects.contains($0) && !dead.contains($0) && !(replaced[$0].map(taken) ?? false) })
   }
 }
 

@@ -142,10 +142,10 @@ final class ScriptedPoster: HTTPPoster {
     settings.background = true
     settings.maxInFlight = 64
     settings.rate = RateLimit(count: 2, seconds: 1)
-    let now = Mutex(100.0)
+    let now = HeldClock(100)
     let delivery = Deliverer(
       settings: settings, store: server.service.store, clock: .system, log: Log(level: .error), batchLimit: 1,
-      mode: .perArray, poster: ScriptedPoster([]), monotonic: MonotonicClock { now.withLock { $0 } })
+      mode: .perArray, poster: ScriptedPoster([]), monotonic: now.clock)
     var steps = 0
     while delivery.stats.delivered < 6 && steps < 40 {
       steps += 1
@@ -154,11 +154,11 @@ final class ScriptedPoster: HTTPPoster {
       delivery.finish(seconds: 10)  // the answers, at the held time
       guard delivery.stats.delivered < 6 else { break }
       let until = try #require(delivery.paceBlockedUntil(), "the limiter holds the next start")
-      #expect(until > now.withLock { $0 })
-      now.withLock { $0 = until - 0.001 }
+      #expect(until > now.seconds)
+      now.set(until - 0.001)
       delivery.tick()
       #expect(delivery.inFlight == 0, "nothing starts before the given clock reaches \(until)")
-      now.withLock { $0 = until + 0.001 }
+      now.set(until + 0.001)
     }
     #expect(delivery.stats.delivered == 6)
     #expect(steps >= 3)  // six requests at two per window: at least three steps of the clock

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 
 @testable import OutboxStore
@@ -8,12 +7,6 @@ import Testing
 /// `--fsync everysec` on the clock the journal is given: a commit's records are flushed once a
 /// second has passed on that clock, not before, and the wait it reports follows it (no sleep here).
 @Suite struct JournalClockTests {
-  final class HeldClock: Sendable {
-    let now = Mutex<Double>(1_000)
-    func advance(_ seconds: Double) { now.withLock { $0 += seconds } }
-    var clock: MonotonicClock { MonotonicClock { [self] in now.withLock { $0 } } }
-  }
-
   @Test func everysecFlushesOnceASecondOfItsClockHasPassed() throws {
     let time = HeldClock()
     let journal = Journal(
