@@ -115,9 +115,9 @@ package final class FileKeeper {
       nextDue = 0
     }
     collect()
-    guard inFlight == nil, store.version != savedVersion, Clock.monotonicSeconds() >= nextDue,
-      !journal.hasPendingRecords
-    else { return }
+    guard inFlight == nil, store.version != savedVersion, Clock.monotonicSeconds() >= nextDue else { return }
+    store.settleWrite()  // a snapshot counts only written records
+    guard !journal.hasPendingRecords else { return }
     nextDue = Clock.monotonicSeconds() + interval
     guard let work = plan(store, now: now) else { return }
     let (directory, policy, slot) = (directory, journal.policy, finished)

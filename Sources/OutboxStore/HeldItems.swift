@@ -189,6 +189,8 @@ package final class HeldItems {
   }
 
   /// Hands over the malformed seqs found so far.
+  var hasMalformed: Bool { !malformed.isEmpty }
+
   func takeMalformed() -> [UInt64] {
     defer { malformed.removeAll() }
     return malformed

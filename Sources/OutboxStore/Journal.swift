@@ -8,6 +8,14 @@ package import OutboxSupport
 /// never by us). Segments are created on first use, with `O_EXCL | O_NOFOLLOW`, and rotate at
 /// `segmentLimit` bytes. A failed write is cut back off the file; after a failed fsync the segment is
 /// cut back to its last good record and abandoned for a new one.
+///
+/// Writing off the loop's thread: `beginCommit` hands the buffer to the writer thread, which writes
+/// the item records' checksums and then the bytes (and flushes them with `always`), while the loop
+/// goes on gathering the next burst's records into a second buffer. At most one write is in flight.
+/// It lands (`land`) before anything else touches the file: a commit, a rotation, an fsync, a
+/// compaction, close. The store takes its outcome (`takeLanded`): only then may the replies that
+/// wait for it go out. A failed flight takes the records gathered since with it (their item records
+/// are dropped; the store takes those saves back too).
 package final class Journal {
   package let directory: String
   package let policy: FsyncPolicy
@@ -17,6 +25,17 @@ package final class Journal {
   private var fd: Int32 = -1
   private var goodSize = 0
   private var buffer: [UInt8] = []
+  /// The write in flight on `writer`, if any.
+  private var flight: Flight? = nil
+  /// What became of the last flight, until the store takes it: nil when nothing landed since, else
+  /// its failure or nil.
+  private var landed: FileError?? = nil
+  /// The last landed flight's buffer, emptied, for the next one (its capacity kept).
+  private var spare: [UInt8] = []
+  /// Runs a write off the loop's thread: a queue of its own unless the store names a thread.
+  package typealias Executor = (@escaping @Sendable () -> Void) -> Void
+  var execute: Executor = { job in Journal.writer.async(execute: job) }
+  private static let writer = DispatchQueue(label: "push-outbox.journal-writer")
   private var pendingItems = 0
   private var pendingOther = 0
   /// The seq of the first record in `buffer`: the name of a segment opened for it.
@@ -46,8 +65,9 @@ package final class Journal {
     self.segments = segments
   }
 
-  var hasPendingRecords: Bool { !buffer.isEmpty }
-  var totalBytes: Int64 { fileBytes + Int64(buffer.count) }
+  /// Records wait to be written, or are being written.
+  var hasPendingRecords: Bool { !buffer.isEmpty || flight != nil }
+  var totalBytes: Int64 { fileBytes + Int64(buffer.count + (flight?.bytes.count ?? 0)) }
   /// The segments' bytes as written (without the records waiting for a commit).
   var fileBytes: Int64 {
     if let cachedFileBytes { return cachedFileBytes }
@@ -77,7 +97,8 @@ package final class Journal {
   ) {
     recording(seq, item: true) { out in
       SegmentFormat.appendItem(
-        seq: seq, savedAt: savedAt, deliveries: 0, kind: kind, hasUser: hasUser, id: id, body: body, to: &out)
+        seq: seq, savedAt: savedAt, deliveries: 0, kind: kind, hasUser: hasUser, id: id, body: body, to: &out,
+        checksum: false)  // written just before the write (`Flight.run`, `commit`)
     }
   }
 
@@ -118,13 +139,16 @@ package final class Journal {
   /// flushes them. On failure nothing of the burst stays in the file: its item records are dropped
   /// (those saves are refused) and its other records (removals, leases) are kept for the next commit,
   /// since memory already reflects them.
+  /// Call only once a flight has landed (`takeLanded`).
   package func commit() throws(FileError) {
+    land()
     guard !buffer.isEmpty else { return }
     lastCutFailed = false
     do throws(FileError) {
       if fd < 0 { try openSegment(first: pendingFirst) }
       let path = path(segments[segments.count - 1].first)
       do throws(FileError) {
+        buffer.withUnsafeMutableBytes { SegmentFormat.fillItemChecksums($0) }
         try FileIO.writeAll(fd, buffer, path: path)
         if policy == .always {
           try DurationHistogram.journalFsync.time { () throws(FileError) in try FileIO.sync(fd, path: path) }
@@ -146,19 +170,23 @@ package final class Journal {
     if goodSize >= rotateAt { closeSegment() }
   }
 
-  /// Drops the item records from `buffer`, keeping the others in order.
-  private func keepOnlyBookkeeping() {
+  /// Drops the item records from `buffer`, keeping the others in order (after `before`'s).
+  private func keepOnlyBookkeeping(after before: [UInt8] = []) {
     var kept: [UInt8] = []
     var first: UInt64? = nil
-    buffer.withUnsafeBytes { raw in
-      let reader = SegmentReader(raw)
-      var offset = 0
-      while case .record(let record) = reader.read(at: offset) {
-        if record.type != .item {
-          first = first ?? record.seq
-          kept.append(contentsOf: raw[offset..<record.end])
+    for records in [before, buffer] {
+      records.withUnsafeBytes { raw in
+        // Our own records, whole: walked by their lengths (the items' checksums may not be written).
+        var offset = 0
+        while offset + SegmentFormat.recordHeaderSize <= raw.count {
+          let end =
+            offset + SegmentFormat.recordHeaderSize + Int(raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+          if raw[offset + 8] != SegmentFormat.RecordType.item.rawValue {
+            first = first ?? raw.loadUnaligned(fromByteOffset: offset + 9, as: UInt64.self)
+            kept.append(contentsOf: raw[offset..<end])
+          }
+          offset = end
         }
-        offset = record.end
       }
     }
     buffer = kept
@@ -167,7 +195,94 @@ package final class Journal {
     pendingFirst = first ?? 0
   }
 
+  // MARK: - Writing off the loop's thread
+
+  /// Starts writing the records gathered so far on the writer thread and returns true. False, with
+  /// nothing started, when there are none, a write is in flight, or no segment is open (`commit`
+  /// opens one).
+  package func beginCommit() -> Bool {
+    guard !buffer.isEmpty, flight == nil, landed == nil, fd >= 0 else { return false }
+    var bytes = spare
+    swap(&bytes, &buffer)
+    let flight = Flight(
+      bytes: bytes, items: pendingItems, other: pendingOther, fd: fd,
+      path: path(segments[segments.count - 1].first), flushes: policy == .always)
+    pendingItems = 0
+    pendingOther = 0
+    self.flight = flight
+    execute { flight.run() }
+    return true
+  }
+
+  /// True while a write is in flight, or its outcome waits for `takeLanded`.
+  package var isWriting: Bool { flight != nil || landed != nil }
+
+  /// Lands the flight, if any, and hands over its outcome once: nil when none landed since the last
+  /// call, else `.some(failure)`, `.some(nil)` on success.
+  package func takeLanded() -> FileError?? {
+    land()
+    defer { landed = nil }
+    return landed
+  }
+
+  /// Waits for the write in flight and books it (see `book`).
+  private func land() {
+    guard let flight else { return }
+    flight.done.wait()
+    self.flight = nil
+    landed = .some(book(flight))
+    spare = flight.bytes
+    spare.removeAll(keepingCapacity: true)
+  }
+
+  /// A landed flight: its records counted in the segment, or on failure cut back off the file, its
+  /// item records and those gathered since dropped, its other records kept ahead of the others.
+  private func book(_ flight: Flight) -> FileError? {
+    if let error = flight.error {
+      lastCutFailed = false
+      abandonTail(after: error)
+      keepOnlyBookkeeping(after: flight.bytes)
+      return error
+    }
+    goodSize += flight.bytes.count
+    segments[segments.count - 1].bytes = goodSize
+    segments[segments.count - 1].items += flight.items
+    segments[segments.count - 1].otherBytes += flight.other
+    unsynced = policy != .always
+    if goodSize >= rotateAt { closeSegment() }
+    return nil
+  }
+
+  /// One write handed to the writer thread. The loop touches it again only after `done`.
+  private final class Flight: @unchecked Sendable {
+    var bytes: [UInt8]
+    let items: Int
+    let other: Int
+    let fd: Int32
+    let path: String
+    let flushes: Bool
+    var error: FileError? = nil
+    let done = DispatchSemaphore(value: 0)
+
+    init(bytes: [UInt8], items: Int, other: Int, fd: Int32, path: String, flushes: Bool) {
+      (self.bytes, self.items, self.other, self.fd, self.path, self.flushes) = (bytes, items, other, fd, path, flushes)
+    }
+
+    /// On the writer thread: the checksums, the write, and with `always` the flush.
+    func run() {
+      defer { done.signal() }
+      bytes.withUnsafeMutableBytes { SegmentFormat.fillItemChecksums($0) }
+      do throws(FileError) {
+        try FileIO.writeAll(fd, bytes, path: path)
+        if flushes {
+          try DurationHistogram.journalFsync.time { () throws(FileError) in try FileIO.sync(fd, path: path) }
+        }
+      } catch { self.error = error }
+    }
+  }
+
   private func openSegment(first: UInt64) throws(FileError) {
+    land()
     // An abandoned segment that never got a record takes no name (its size on disk is checked too:
     // a segment is deleted on what the file holds, never on a counter alone).
     if let last = segments.last, last.first >= first, last.bytes <= SegmentFormat.headerSize,
@@ -209,6 +324,7 @@ package final class Journal {
 
   /// Stops writing the current segment (it stays on disk, closed); the next commit opens a new one.
   func closeSegment() {
+    land()
     guard fd >= 0 else { return }
     let old = fd
     fd = -1
@@ -235,6 +351,7 @@ package final class Journal {
   /// Returns an earlier background failure once (the segment was abandoned).
   package func tick() -> FileError? {
     if let failure = syncFailure.take() {
+      land()
       closeSegment()
       return failure
     }
@@ -259,7 +376,8 @@ package final class Journal {
   /// What a checkpoint needs to count only durable records: the queue that flushes closed segments
   /// (wait on it) and a duplicate of the open segment's descriptor to flush (-1 when none is open).
   func durabilityBarrier() -> (queue: DispatchQueue, openFD: Int32) {
-    (syncQueue, fd >= 0 ? dup(fd) : -1)
+    land()
+    return (syncQueue, fd >= 0 ? dup(fd) : -1)
   }
 
   /// Milliseconds until `tick` has work, or -1.
@@ -270,6 +388,7 @@ package final class Journal {
 
   /// Flushes and closes (at shutdown); an open segment with no records is deleted.
   package func close() {
+    land()
     if fd >= 0, goodSize == SegmentFormat.headerSize, FileIO.size(path(segments[segments.count - 1].first)) <= goodSize
     {
       let first = segments.removeLast().first
@@ -307,6 +426,7 @@ extension Journal {
 
   /// Records the outcome of a rewrite: `info` replaces the segment (nil: it was deleted).
   func replace(first: UInt64, with info: SegmentInfo?, dead: Int, changed: Int) {
+    land()
     guard let n = segments.firstIndex(where: { $0.first == first }), !isOpen || n != segments.count - 1 else { return }
     guard var updated = info else {
       segments.remove(at: n)

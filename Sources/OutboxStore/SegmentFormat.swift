@@ -93,10 +93,12 @@ package enum SegmentFormat {
   }
 
   /// Appends an item record, written in place in one pass: the 17-byte record header (length,
-  /// checksum, type, seq), the fixed fields, the id, the body, then the checksum over them.
+  /// checksum, type, seq), the fixed fields, the id, the body, then the checksum over them. With
+  /// `checksum: false` the checksum is left 0 for `fillItemChecksums` to write (the journal's
+  /// writer thread does, before the bytes reach the file).
   static func appendItem(
     seq: UInt64, savedAt: Int64, deliveries: UInt32, kind: ItemKind, hasUser: Bool, id: ItemID,
-    body: UnsafeRawBufferPointer, to out: inout [UInt8]
+    body: UnsafeRawBufferPointer, to out: inout [UInt8], checksum: Bool = true
   ) {
     let generated = id.client.isEmpty
     let length = 8 + 4 + 3 + (generated ? 16 : id.clientLength) + body.count
@@ -121,9 +123,26 @@ package enum SegmentFormat {
         at += id.clientLength
       }
       if let source = body.baseAddress { (raw + at).copyMemory(from: source, byteCount: body.count) }
-      let crc = CRC32C.checksum(UnsafeRawBufferPointer(start: raw + 8, count: total - 8))
+      let crc = checksum ? CRC32C.checksum(UnsafeRawBufferPointer(start: raw + 8, count: total - 8)) : 0
       raw.storeBytes(of: crc.littleEndian, toByteOffset: 4, as: UInt32.self)
       cursor.advance(by: total)
+    }
+  }
+
+  /// Writes the checksum of every item record in `records` (whole records, as `appendItem` with
+  /// `checksum: false` left them); other records already carry theirs and are left as they are.
+  static func fillItemChecksums(_ records: UnsafeMutableRawBufferPointer) {
+    guard let base = records.baseAddress else { return }
+    var offset = 0
+    while offset + recordHeaderSize <= records.count {
+      let length = Int(UInt32(littleEndian: records.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+      let total = recordHeaderSize + length
+      guard offset + total <= records.count else { return }
+      if records[offset + 8] == RecordType.item.rawValue {
+        let crc = CRC32C.checksum(UnsafeRawBufferPointer(start: base + offset + 8, count: total - 8))
+        records.storeBytes(of: crc.littleEndian, toByteOffset: offset + 4, as: UInt32.self)
+      }
+      offset += total
     }
   }
 

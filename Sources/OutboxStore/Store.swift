@@ -21,11 +21,28 @@ package final class Store {
   package private(set) var finished: [String] = []
   /// Seqs saved since the last commit (the newest held); taken back if the commit fails.
   private var uncommitted: [UInt64] = []
+  /// Seqs whose records are being written off the loop's thread (`beginCommit`); taken back, with
+  /// `uncommitted`, if that write fails.
+  private var writing: [UInt64] = []
+  /// Saves taken back after a failed write, until `clearRefusedSaves`: their replies are refusals,
+  /// whichever commit settles them.
+  private var refusedSaves: Set<UInt64> = []
+  /// The outcome of the last write that landed off the loop's thread, until `takeWritten`.
+  private var written: FileError?? = nil
   /// Problems found in stored data after start-up (`status.recovery` lists them with recovery's).
   package private(set) var notices: [JSONValue] = []
   /// Bumped by every change; the disk layer compares it to decide whether it is dirty.
   package private(set) var version: UInt64 = 0
-  var journal: Journal?
+  var journal: Journal? {
+    didSet {
+      savingJournal = journal.map(Unmanaged.passUnretained)
+      if let writeExecutor { journal?.execute = writeExecutor }
+    }
+  }
+  /// Where the journal's writes off the loop's thread run (`writeJournal(on:)`).
+  private var writeExecutor: Journal.Executor?
+  /// `journal`, for the hot save: reached without a reference count (the store holds it).
+  private var savingJournal: Unmanaged<Journal>?
   /// `--max-store-bytes`, when set.
   package let cap: StoreCap?
   /// Bytes of the store's files other than the segments (checkpoint, quarantine, LOCK), and of the
@@ -50,15 +67,17 @@ package final class Store {
   ) throws(StoreError) -> SaveReceipt {
     if !id.client.isEmpty, let seq = items.seq(clientID: id.client) {
       var receipt = SaveReceipt(id: id, seq: seq, pending: count, duplicate: true)
-      receipt.awaitsCommit = seq >= (uncommitted.first ?? UInt64.max)
+      receipt.awaitsCommit = seq >= (writing.first ?? uncommitted.first ?? UInt64.max)
       return receipt
     }
     try admit(bodyBytes: body.count, clientIDBytes: id.clientLength)
     let seq = items.takeSeq()
     items.append(seq: seq, id: id, kind: kind, savedAt: savedAt, hasUser: hasUser, body: body, parts: parts)
     version &+= 1
-    guard let journal else { return SaveReceipt(id: id, seq: seq, pending: count) }
-    journal.appendItem(seq: seq, savedAt: savedAt, kind: kind, hasUser: hasUser, id: id, body: body)
+    guard let savingJournal else { return SaveReceipt(id: id, seq: seq, pending: count) }
+    savingJournal._withUnsafeGuaranteedRef {
+      $0.appendItem(seq: seq, savedAt: savedAt, kind: kind, hasUser: hasUser, id: id, body: body)
+    }
     uncommitted.append(seq)
     return SaveReceipt(id: id, seq: seq, pending: count, awaitsCommit: true)
   }
@@ -77,6 +96,9 @@ package final class Store {
   /// Writes what was recorded since the last commit. On failure the burst's saves are taken back
   /// out of memory and off the file, and the error says why; nothing else changes.
   package func commit() -> FileError? {
+    // A failed write in flight takes this commit's saves with it: its failure is this commit's.
+    var landedFailure: FileError? = nil
+    if case .some(.some(let failure)) = settleWrite() { landedFailure = failure }
     defer { uncommitted.removeAll(keepingCapacity: true) }
     let malformed = items.takeMalformed()
     if !malformed.isEmpty {
@@ -90,21 +112,85 @@ package final class Store {
         ]))
       remove(malformed)
     }
-    guard let journal, journal.hasPendingRecords else { return nil }
+    guard let journal, journal.hasPendingRecords else { return landedFailure }
     do {
       try journal.commit()
-      lastCommitFailed = false
-      return nil
+      if landedFailure == nil { lastCommitFailed = false }
+      return landedFailure
     } catch {
-      lastCommitFailed = true
-      lastCommitError = "\(error)"
-      items.rollBack(seqs: uncommitted)
-      version &+= 1
-      // Records that could not be cut back off the file must not come back at the next start.
-      if journal.lastCutFailed { journal.append(.remove(uncommitted), seq: items.takeSeq()) }
+      takeBack(uncommitted, after: error, removing: journal.lastCutFailed ? uncommitted : [])
       return error
     }
   }
+
+  /// After a failed write: the saves are taken back out of memory, and their replies refused.
+  /// `removing`: those whose records could not be cut back off the file; a remove record keeps them
+  /// from coming back at the next start.
+  private func takeBack(_ seqs: [UInt64], after error: FileError, removing: [UInt64]) {
+    lastCommitFailed = true
+    lastCommitError = "\(error)"
+    items.rollBack(seqs: seqs)
+    refusedSaves.formUnion(seqs)
+    version &+= 1
+    if !removing.isEmpty, let journal { journal.append(.remove(removing), seq: items.takeSeq()) }
+  }
+
+  // MARK: - Writing off the loop's thread
+
+  /// Starts writing what was recorded since the last commit on the journal's writer thread, and
+  /// returns true: the replies that wait for it wait for `takeWritten`. False, with nothing
+  /// started, when there is nothing to write or it cannot start now (`commit` then writes it).
+  package func beginCommit() -> Bool {
+    guard !items.hasMalformed, let journal, writing.isEmpty, written == nil, journal.beginCommit() else {
+      return false
+    }
+    swap(&writing, &uncommitted)
+    lastCommitFailed = false
+    return true
+  }
+
+  /// Runs the journal's writes off the loop's thread through `executor` (by default, a queue of
+  /// their own).
+  package func writeJournal(on executor: @escaping Journal.Executor) {
+    writeExecutor = executor
+    journal?.execute = executor
+  }
+
+  /// True while a write started by `beginCommit` has not been taken (`takeWritten`).
+  package var isWriting: Bool { !writing.isEmpty || written != nil || (journal?.isWriting ?? false) }
+
+  /// Waits for the write started by `beginCommit` and hands over its outcome once: nil when there
+  /// was none, `.some(nil)` when it succeeded, else `.some(failure)`: its saves, and those made
+  /// since, were taken back (`isRefused`).
+  package func takeWritten() -> FileError?? {
+    _ = settleWrite()
+    defer { written = nil }
+    return written
+  }
+
+  /// Lands the write in flight, if any: on failure its saves and those made since are taken back.
+  /// Returns what landed now (as `takeWritten`), and keeps it for `takeWritten`.
+  @discardableResult
+  package func settleWrite() -> FileError?? {
+    guard let journal, let outcome = journal.takeLanded() else { return nil }
+    written = outcome
+    if case .some(let failure) = outcome {
+      takeBack(writing + uncommitted, after: failure, removing: journal.lastCutFailed ? writing : [])
+      uncommitted.removeAll(keepingCapacity: true)
+    } else {
+      lastCommitFailed = false
+    }
+    writing.removeAll(keepingCapacity: true)
+    return outcome
+  }
+
+  /// True when the save with `seq` was taken back after a failed write: its reply is a refusal.
+  package func isRefused(_ seq: UInt64) -> Bool { !refusedSaves.isEmpty && refusedSaves.contains(seq) }
+
+  package var hasRefusedSaves: Bool { !refusedSaves.isEmpty }
+
+  /// Every reply that could name a refused save has gone out.
+  package func clearRefusedSaves() { if !refusedSaves.isEmpty { refusedSaves.removeAll() } }
 
   /// The last journal write (or its fsync with `--fsync always`) failed.
   package private(set) var lastCommitFailed = false

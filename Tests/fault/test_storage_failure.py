@@ -6,8 +6,10 @@ the storage recovers; the process never dies (SIGXFSZ is ignored)."""
 
 from __future__ import annotations
 
+import json
 import random
 import resource
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -169,3 +171,34 @@ def test_full_filesystem_refuses_saves_then_recovers(outbox_bin: Path, tmp_path:
         verify_after_restart(outbox_bin, store, ledger, drained)
     finally:
         unmount(mnt)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("fsync", ["everysec", "always"])
+def test_a_stream_refuses_exactly_the_saves_whose_write_failed(outbox_bin: Path, tmp_path: Path, fsync: str) -> None:
+    """A stream piped in as fast as it is read: each burst's records are written on the second
+    thread while the loop answers the next burst, and its replies wait for that write. Under a file
+    size limit one of those writes fails mid-stream. Every reply comes, in order; each save is either
+    acknowledged and back after a restart, or refused -32003 and never stored."""
+    store = tmp_path / "store"
+    count = 20_000
+    rng = random.Random(SEED + 3)
+    ledger = Ledger()
+    lines = []
+    for n in range(count):
+        method, params = ledger.sent.setdefault(n, make_save(rng, n))
+        ledger.request_n[n] = n
+        lines.append(json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params}, ensure_ascii=False))
+    source = tmp_path / "saves.jsonl"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with open(source, "rb") as inp:
+        proc = subprocess.run([str(outbox_bin), "--store", str(store), "--fsync", fsync, "--snapshot-interval", "3600"],
+                              stdin=inp, capture_output=True, timeout=100, preexec_fn=file_size_limit(2 << 20))
+    replies = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [r["id"] for r in replies] == list(range(count)), "one reply per save, in order"
+    ledger.absorb(replies)
+    check_refusals(ledger, [])
+    stderr = proc.stderr.decode(errors="replace")
+    assert ledger.errors and len(ledger.acked) > 1000, (len(ledger.acked), len(ledger.errors), stderr[-800:])
+    assert "written off the loop's thread" in stderr, "no write in flight failed: the test missed its path"
+    verify_after_restart(outbox_bin, store, ledger, set())

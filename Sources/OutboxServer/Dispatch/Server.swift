@@ -39,7 +39,22 @@ package final class Server {
   package func commit() -> RPCError? { burst.commit(service) }
 
   /// Commits, then writes the burst's replies into `output`. Call only between lines.
-  package func render() { burst.render(service) }
+  ///
+  /// The burst handed over last goes first, once its write landed. With `handOver`, a burst of
+  /// saves alone is not committed here: its records start on the journal's writer thread, and its
+  /// replies wait in `flight` for the next render, while the loop handles the next input.
+  package func render(handOver: Bool = false) {
+    burst.renderHandedOver(service)
+    if handOver, burst.holdsOnlySaves, service.store.beginCommit() {
+      burst.handOver()
+      return
+    }
+    burst.render(service)
+    service.store.clearRefusedSaves()
+  }
+
+  /// A handed-over burst's replies wait for the next `render`.
+  package var repliesWaitForWrite: Bool { burst.hasHandedOver }
 
   package init(service: Service, table: MethodTable = .standard) {
     self.service = service

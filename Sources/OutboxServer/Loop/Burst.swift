@@ -14,6 +14,10 @@ import OutboxSupport
 /// storage_unavailable` in its place when that commit failed (the store took the saves back): a
 /// save is acknowledged only once its record is written. Nothing written into `output` is ever
 /// patched afterwards.
+///
+/// A burst of saves alone may also be handed over whole (`handOver`) while its records are written
+/// off the loop's thread (`Store.beginCommit`); `renderWritten` renders it once that write landed.
+/// A save taken back by any failed write (`Store.isRefused`) is refused, whichever commit settles it.
 struct Burst {
   /// Response bytes ready to write: whole lines, each ending in `\n`.
   private(set) var output: [UInt8] = []
@@ -23,8 +27,12 @@ struct Burst {
   private var holes: [Hole] = []
   /// How many of `holes` are saves whose replies are already in `draft`.
   private var writtenHoles = 0
+  /// Those saves counted for `/metrics` once they stand, per `ItemKind` raw value (0...2).
+  private var heldPerKind = SIMD4<Int>()
   /// What this burst's commits decided for `holes`.
   private var settlement = Settlement()
+  /// The burst before, handed over while its records are written (`handOver`).
+  private var handedOver: HandedOver? = nil
   /// Requests with an id seen and replies rendered, in this burst (see `render`).
   private var ledger = ReplyLedger()
 
@@ -36,6 +44,16 @@ struct Burst {
   /// About how many reply bytes the burst holds so far (replies not yet written counted at a
   /// typical size).
   var byteCount: Int { draft.count + (holes.count - writtenHoles) * 96 }
+
+  /// Moves `other`'s output to the end of this one's.
+  private mutating func takeOutput(of other: inout Burst) {
+    if output.isEmpty {
+      swap(&output, &other.output)
+    } else {
+      output.append(contentsOf: other.output)
+      other.clearOutput()
+    }
+  }
 
   /// Empties `output` once it is written (letting go of a buffer grown very large).
   mutating func clearOutput() { output.removeAll(keepingCapacity: output.capacity <= 1 << 22) }
@@ -86,9 +104,11 @@ struct Burst {
     let offset = draft.count
     Self.appendReply(result, id: id, to: &draft)
     let written = draft.count - offset
+    if !result.receipt.duplicate { heldPerKind[Int(result.kind.rawValue)] &+= 1 }
     holes.append(
       Hole(
-        offset: offset, id: id, reply: .save(written: written, kind: result.kind, counted: !result.receipt.duplicate)))
+        offset: offset, id: id,
+        reply: .save(written: written, kind: result.kind, counted: !result.receipt.duplicate, seq: result.receipt.seq)))
     writtenHoles += 1
   }
 
@@ -145,7 +165,63 @@ struct Burst {
   mutating func render(_ service: Service) {
     commit(service)
     takeLongCallOutput(service.longCalls)
-    if output.isEmpty, settlement.refused.isEmpty, writtenHoles == holes.count {
+    renderSettled(service)
+  }
+
+  // MARK: - Handing over a burst while its records are written
+
+  /// True when every reply the burst waits for is a save's, written: it can be handed over.
+  var holdsOnlySaves: Bool {
+    writtenHoles == holes.count && settlement.settled == 0 && ledger.deferred == 0 && ledger.late == 0
+  }
+
+  /// True while a burst handed over waits for its write (`renderHandedOver`).
+  var hasHandedOver: Bool { handedOver?.isWaiting ?? false }
+
+  /// Hands the burst's replies (draft, holes, and their requests) over while its records are being
+  /// written (`Store.beginCommit`), and starts empty; `output` stays. Only when `holdsOnlySaves`
+  /// and nothing is handed over.
+  mutating func handOver() {
+    let flight = handedOver ?? HandedOver()
+    handedOver = flight
+    swap(&draft, &flight.burst.draft)
+    swap(&holes, &flight.burst.holes)
+    swap(&writtenHoles, &flight.burst.writtenHoles)
+    swap(&heldPerKind, &flight.burst.heldPerKind)
+    (flight.burst.ledger.requested, flight.burst.ledger.rendered) = (ledger.requested, ledger.rendered)
+    (ledger.requested, ledger.rendered) = (0, 0)
+    flight.isWaiting = true
+  }
+
+  /// Once the handed-over burst's write landed (waiting for it), renders its replies into `output`,
+  /// ahead of anything this burst renders.
+  mutating func renderHandedOver(_ service: Service) {
+    guard let flight = handedOver, flight.isWaiting else { return }
+    flight.isWaiting = false
+    flight.burst.renderWritten(service.store.takeWritten() ?? nil, service)
+    takeOutput(of: &flight.burst)
+  }
+
+  /// A burst handed over, kept (its buffers too) for the next.
+  private final class HandedOver {
+    var burst = Burst()
+    var isWaiting = false
+  }
+
+  /// Renders a handed-over burst once its write landed (`failure`: it failed) into `output`.
+  private mutating func renderWritten(_ failure: FileError?, _ service: Service) {
+    if let failure {
+      service.log.error(
+        "journal write failed, written off the loop's thread (\(failure)); the burst's saves were not acknowledged")
+    }
+    settle(failure.map { StoreError.storageUnavailable($0.description).rpcError })
+    renderSettled(service, handedOver: true)
+  }
+
+  /// Writes the settled replies into `output` and starts the next burst.
+  /// `handedOver`: no long call's request or reply is in it (`holdsOnlySaves`).
+  private mutating func renderSettled(_ service: Service, handedOver: Bool = false) {
+    if output.isEmpty, settlement.refused.isEmpty, writtenHoles == holes.count, !service.store.hasRefusedSaves {
       // Every reply of the burst is in `draft` as it stands: it becomes the output as it is.
       countSaves(service)
       swap(&output, &draft)
@@ -153,9 +229,10 @@ struct Burst {
       renderHoles(service)
     }
     ledger.rendered += holes.count
-    ledger.check(service.log, awaitingLongReplies: service.longCalls.awaitingReply)
+    ledger.check(service.log, awaitingLongReplies: handedOver ? 0 : service.longCalls.awaitingReply)
     holes.removeAll(keepingCapacity: true)
     writtenHoles = 0
+    heldPerKind = SIMD4<Int>()
     settlement = Settlement()
     draft.removeAll(keepingCapacity: draft.capacity <= 1 << 22)
   }
@@ -171,13 +248,13 @@ struct Burst {
       var cursor = 0
       for n in holes.indices {
         let offset = holes[n].offset
-        if case .save(_, let kind, let counted) = holes[n].reply, settlement.refusal(of: n) == nil {
+        if case .save(_, let kind, let counted, _) = holes[n].reply, refusal(of: n, service) == nil {
           if counted { service.counters.countSave(kind) }
           continue
         }
         if offset > cursor { output.appendBytes(UnsafeBufferPointer(rebasing: draft[cursor..<offset])) }
         cursor = offset
-        if case .save(let written, _, _) = holes[n].reply { cursor += written }
+        if case .save(let written, _, _, _) = holes[n].reply { cursor += written }
         renderHole(n, service)
       }
       if draft.count > cursor { output.appendBytes(UnsafeBufferPointer(rebasing: draft[cursor...])) }
@@ -186,7 +263,7 @@ struct Burst {
 
   /// Appends the refusal hole `n`'s commit gave it, or the reply of a result that is not a save's.
   private mutating func renderHole(_ n: Int, _ service: Service) {
-    if let refusal = settlement.refusal(of: n) {
+    if let refusal = refusal(of: n, service) {
       if case .save = holes[n].reply { service.counters.countRefusal(MetricCounters.reason(refusal.code.rawValue)) }
       ResponseWriter.append(Response(id: holes[n].id, .error(refusal)), to: &output)
     } else if case .other(let result) = holes[n].reply {
@@ -194,14 +271,17 @@ struct Burst {
     }
   }
 
-  /// Counts the burst's saves for `/metrics` (all of them stand), tallied per kind first.
+  /// The refusal hole `n` gets: its commit's, or a failed write's that took its save back.
+  private func refusal(of n: Int, _ service: Service) -> RPCError? {
+    if let refusal = settlement.refusal(of: n) { return refusal }
+    guard case .save(_, _, _, let seq) = holes[n].reply, service.store.isRefused(seq) else { return nil }
+    return StoreError.storageUnavailable(service.store.lastCommitError ?? "journal write failed").rpcError
+  }
+
+  /// Counts the burst's saves for `/metrics` (all of them stand), as tallied while they were held.
   private func countSaves(_ service: Service) {
-    var perKind = SIMD4<Int>()  // `ItemKind` raw values are 0...2
-    for n in holes.indices {  // by index: a copy of each hole would retain and release its id
-      if case .save(_, let kind, let counted) = holes[n].reply, counted { perKind[Int(kind.rawValue)] &+= 1 }
-    }
-    for kind in ItemKind.allCases where perKind[Int(kind.rawValue)] > 0 {
-      service.counters.countSaves(kind, perKind[Int(kind.rawValue)])
+    for kind in ItemKind.allCases where heldPerKind[Int(kind.rawValue)] > 0 {
+      service.counters.countSaves(kind, heldPerKind[Int(kind.rawValue)])
     }
   }
 
@@ -235,8 +315,9 @@ struct Burst {
     var reply: Waiting
 
     enum Waiting {
-      /// A save's reply: `written` bytes at the offset; `counted` when `/metrics` counts it.
-      case save(written: Int, kind: ItemKind, counted: Bool)
+      /// A save's reply: `written` bytes at the offset; `counted` when `/metrics` counts it; `seq`
+      /// the item's (the original's, for a repeated client id).
+      case save(written: Int, kind: ItemKind, counted: Bool, seq: UInt64)
       case other(any JSONEncodable)
     }
   }

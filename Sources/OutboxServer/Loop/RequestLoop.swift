@@ -62,8 +62,9 @@ package struct RequestLoop<T: Transport> {
     if let requested = stopRequested() { return stop(requested) }
     server.service.tick(now: server.service.clock.now(), busy: busy)
     let server = self.server
-    // A long call's reply waits: no wait for input then.
-    let timeoutMs = server.service.longCalls.output.isEmpty ? timeoutMs ?? server.service.pollTimeoutMs() : 0
+    // A long call's reply, or a handed-over burst's, waits: no wait for input then.
+    let waiting = !server.service.longCalls.output.isEmpty || server.repliesWaitForWrite
+    let timeoutMs = waiting ? 0 : timeoutMs ?? server.service.pollTimeoutMs()
     let event = read(timeoutMs: timeoutMs)
     if let requested = stopRequested() { return stop(requested) }
     switch event {
@@ -149,10 +150,12 @@ package struct RequestLoop<T: Transport> {
   }
 
   /// Commits the burst's journal records, then writes its responses. False when the output is gone.
-  /// `finishing`: the last batch is answered first (else it may wait for the next batch).
+  /// `finishing`: the last batch is answered first (else it may wait for the next batch), and every
+  /// reply goes out; else a burst of saves may be handed over while its records are written, and its
+  /// replies go out with the next flush (`Server.render(handOver:)`).
   private mutating func flush(finishing: Bool = true) -> Bool {
     if finishing { server.answerPostedBatch() }
-    server.render()
+    server.render(handOver: !finishing)
     guard !server.output.isEmpty else { return true }
     defer { server.clearOutput() }
     return transport.write(lines: server.output, framing: framer.framing)

@@ -14,6 +14,9 @@ import Synchronization
 /// after. The words they share are atomics. The thread waits for the next batch by spinning for a
 /// short while (batches follow each other within a fraction of a millisecond under load), yielding
 /// the core, then sleeps; it ends with its `LinePreparer`.
+///
+/// While it waits, the thread also runs the jobs handed to it aside (`runAside`): the journal's
+/// writes, so that they take this thread's idle time instead of a third thread's turn on a core.
 final class LinePreparer {
   /// Fewer messages than this are answered on the loop's thread alone: waking the preparer would
   /// cost more than it saves.
@@ -29,6 +32,10 @@ final class LinePreparer {
   }
 
   deinit { worker.stop() }
+
+  /// Runs `job` on the thread before it takes the next batch (at once when the thread has ended).
+  /// The jobs run in the order given.
+  func runAside(_ job: @escaping @Sendable () -> Void) { worker.runAside(job) }
 
   /// Hands `batch` to the thread, which starts from its end; returns the batch's number.
   func post(_ batch: FramedBatch) -> UInt64 { worker.post(batch) }
@@ -162,6 +169,9 @@ private final class Worker: @unchecked Sendable {
   private let loopWaiting = Atomic<Bool>(false)
   private let done = DispatchSemaphore(value: 0)
   private let scratch = TapeScratch()
+  /// Jobs to run aside (`runAside`), and whether the thread has ended (then they run in place).
+  private let aside = Mutex<(jobs: [@Sendable () -> Void], ended: Bool)>(([], false))
+  private let asideWaiting = Atomic<Bool>(false)
 
   init(limits: FastSave.Limits) { self.limits = limits }
 
@@ -203,6 +213,28 @@ private final class Worker: @unchecked Sendable {
     wake.signal()
   }
 
+  func runAside(_ job: @escaping @Sendable () -> Void) {
+    let queued = aside.withLock { state in
+      if !state.ended { state.jobs.append(job) }
+      return !state.ended
+    }
+    guard queued else { return job() }
+    asideWaiting.store(true, ordering: .sequentiallyConsistent)
+    if sleeping.load(ordering: .sequentiallyConsistent) { wake.signal() }
+  }
+
+  /// Runs the jobs handed aside so far; with `ending`, none is taken after.
+  private func runAsideJobs(ending: Bool = false) {
+    guard ending || asideWaiting.load(ordering: .acquiring) else { return }
+    asideWaiting.store(false, ordering: .sequentiallyConsistent)
+    let jobs = aside.withLock { state in
+      defer { state.jobs.removeAll() }
+      state.ended = ending
+      return state.jobs
+    }
+    for job in jobs { job() }
+  }
+
   /// The thread's body: each posted batch in turn, until `stop`.
   func run() {
     var seen: UInt64 = 0
@@ -212,6 +244,7 @@ private final class Worker: @unchecked Sendable {
       finished.store(seen, ordering: .sequentiallyConsistent)
       if loopWaiting.load(ordering: .sequentiallyConsistent) { done.signal() }
     }
+    runAsideJobs(ending: true)
   }
 
   /// Waits until a batch after `seen` is posted: spins, yielding the core, then sleeps. False once
@@ -220,6 +253,7 @@ private final class Worker: @unchecked Sendable {
     var sleepAt = 0.0
     var spins = 0
     while true {
+      runAsideJobs()
       if stopping.load(ordering: .relaxed) { return false }
       if posted.load(ordering: .acquiring) > seen { return true }
       sched_yield()  // the loop may need this core to make the next batch
@@ -229,7 +263,9 @@ private final class Worker: @unchecked Sendable {
       if sleepAt == 0 { sleepAt = time + Self.spinSeconds }
       guard time >= sleepAt else { continue }
       sleeping.store(true, ordering: .sequentiallyConsistent)
-      if posted.load(ordering: .sequentiallyConsistent) == seen && !stopping.load(ordering: .sequentiallyConsistent) {
+      if posted.load(ordering: .sequentiallyConsistent) == seen && !stopping.load(ordering: .sequentiallyConsistent)
+        && !asideWaiting.load(ordering: .sequentiallyConsistent)
+      {
         wake.wait()
       }
       sleeping.store(false, ordering: .sequentiallyConsistent)

@@ -45,6 +45,8 @@ final class SavePath {
   private var posted: PostedBatch?
   /// The second thread, made when the first batch comes (with `--threads 2`).
   private lazy var preparer: LinePreparer? = threads > 1 ? LinePreparer(limits: limits) : nil
+  /// The store writes its journal on the second thread (`LinePreparer.runAside`).
+  private var writesAside = false
   /// Saves the second thread prepared and this one stored (for tests).
   private(set) var preparedSaves = 0
 
@@ -109,6 +111,12 @@ final class SavePath {
       answerPosted(server)
       batch.forEach { server.handle(framed: $0) }
       return
+    }
+    if !writesAside {  // the journal's writes run in the thread's idle time
+      writesAside = true
+      server.service.store.writeJournal { [weak preparer] job in
+        if let preparer { preparer.runAside(job) } else { job() }
+      }
     }
     let number = preparer.post(batch)
     whilePreparing()

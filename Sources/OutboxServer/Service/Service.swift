@@ -79,6 +79,8 @@ package final class Service {
   /// back first (so delivery and flushes see their items), then delivery starts what it can and long
   /// calls take a step, then the disk takes a snapshot when one is due. `busy`: requests are waiting.
   package func tick(now: Int64, busy: Bool = false) {
+    // Long calls and the relay read held items as written: a write in flight lands first.
+    if !longCalls.isEmpty || !background.isEmpty { store.settleWrite() }
     expireLeases(now: now)
     delivery?.tick(busy: busy)
     if !longCalls.isEmpty { longCalls.step(self) }
