@@ -45,6 +45,9 @@ package final class Deliverer {
   private let wakeup = DispatchSemaphore(value: 0)
   private let picking: PickingQueue
   private var flights: [String: Flight] = [:]
+  /// Requests leased while the store wrote a burst off the loop's thread, in order: each is sent
+  /// once its lease record is in the file (`sendLeased`).
+  private var leasedUnsent: [Unsent] = []
   private var pacing: Pacing
   private(set) var throttle: Throttle
   private(set) var stats = DeliveryStats()
@@ -106,6 +109,7 @@ package final class Deliverer {
   /// `startsPerBusyTick` requests a turn, so the loop goes back to them between slices.
   package func tick(busy: Bool = false) {
     collect()
+    sendLeased()
     guard settings.background else { return }
     var started = 0
     while !busy || started < Self.startsPerBusyTick, case .started = startOne(maxObjects: Int.max) { started += 1 }
@@ -126,15 +130,18 @@ package final class Deliverer {
     let now = clock.now()
     let flushId = "delivery-\(now)-\(counter)"
     let expires = now + Int64(settings.timeoutMs) * 2 + 60_000
-    store.lease(Lease(flushId: flushId, seqs: cut.seqs, expiresAt: expires, note: [], origin: .delivery))
-    if let error = store.commit() {  // nothing is sent before its lease is durable
+    let leaseSeq = store.lease(Lease(flushId: flushId, seqs: cut.seqs, expiresAt: expires, note: [], origin: .delivery))
+    // Nothing is sent before its lease is durable. While the store writes a burst off the loop's
+    // thread, the lease goes with the next write (a commit now would wait for this one).
+    let deferred = store.hasWriteInFlight
+    if !deferred, let error = store.commit() {
       _ = try? store.release(flushId)
       fail(reason: "cannot record the lease: \(error)", afterMs: nil)
       return .waiting
     }
     guard cut.objects > 0 else {  // only superseded values: nothing to send
       store.settle(flushId, delivered: cut.seqs, dead: [])
-      _ = store.commit()
+      if !deferred { _ = store.commit() }
       return .started(objects: 0)
     }
     let sentAt = monotonic.seconds()
@@ -142,8 +149,51 @@ package final class Deliverer {
     flights[flushId] = Flight(seqs: cut.seqs, users: cut.users, pacingToken: token, sentAt: sentAt)
     if flights.count >= limit.value { lastFull = sentAt }
     picking.hold(cut.users)
-    send(flushId, cut)
+    if deferred {
+      leasedUnsent.append(Unsent(flushId: flushId, cut: cut, leaseSeq: leaseSeq, failures: store.writeFailures))
+    } else {
+      send(flushId, cut)
+    }
     return .started(objects: cut.objects)
+  }
+
+  /// A request leased while a write was in the air: sent once `leaseSeq` is written, given back if
+  /// a write failed after it was leased (a save in it may have been taken back).
+  private struct Unsent {
+    var flushId: String
+    var cut: Cut
+    var leaseSeq: UInt64
+    var failures: Int
+  }
+
+  /// Sends the leased requests whose lease records are written now (writing them first when no
+  /// write is in the air), in order; gives back those a failed write may have changed.
+  private func sendLeased() {
+    guard !leasedUnsent.isEmpty else { return }
+    if !store.hasWriteInFlight, let error = store.commit() {
+      log.error("delivery: cannot record the leases: \(error)")
+    }
+    var kept: [Unsent] = []
+    for unsent in leasedUnsent {
+      if store.writeFailures != unsent.failures {
+        giveBack(unsent.flushId)
+      } else if store.isWritten(unsent.leaseSeq) {
+        flights[unsent.flushId]?.sentAt = monotonic.seconds()
+        send(unsent.flushId, unsent.cut)
+      } else {
+        kept.append(unsent)
+      }
+    }
+    leasedUnsent = kept
+  }
+
+  /// Ends a request that was never sent: its lease is released and its slot freed.
+  private func giveBack(_ flushId: String) {
+    guard let flight = flights.removeValue(forKey: flushId) else { return }
+    _ = try? store.release(flushId)
+    picking.free(flight.users)
+    pacing.answered(flight.pacingToken, at: monotonic.seconds())
+    log.warn("delivery: a write failed before request \(flushId) was sent; its items wait for the next")
   }
 
   /// Builds the body on the background queue and hands it to the poster; the answer comes back
@@ -174,7 +224,10 @@ package final class Deliverer {
     let done = inbox.takeAll()
     for completion in done { apply(completion) }
     if !done.isEmpty { picking.answered() }
-    if !done.isEmpty, let error = store.commit() { log.error("delivery: cannot record results: \(error)") }
+    // While a write is in the air, the results go with the next one (a commit now would wait).
+    if !done.isEmpty, !store.hasWriteInFlight, let error = store.commit() {
+      log.error("delivery: cannot record results: \(error)")
+    }
     return done.count
   }
 
@@ -395,6 +448,7 @@ extension Deliverer {
   /// Waits a little for requests in flight to finish (at exit), so fewer are sent twice. The wait is
   /// real time, on the system's clock, whatever clock the deliverer was given.
   package func finish(seconds: Double = 2) {
+    sendLeased()
     let deadline = Clock.monotonicSeconds() + (StopRequest.isRequested ? min(seconds, 0.2) : seconds)
     while inFlight > 0 && Clock.monotonicSeconds() < deadline {
       waitForAnswer(seconds: 0.05)

@@ -30,6 +30,10 @@ package final class Journal {
   /// What became of the last flight, until the store takes it: nil when nothing landed since, else
   /// its failure or nil.
   private var landed: FileError?? = nil
+  /// The seq of the last record gathered, and the highest seq such that it and every record before
+  /// it are in the file (of those made by this process).
+  private var lastRecordSeq: UInt64 = 0
+  private(set) var writtenThrough: UInt64 = 0
   /// The last landed flight's buffer, emptied, for the next one (its capacity kept).
   private var spare: [UInt8] = []
   /// Runs a write off the loop's thread: a queue of its own unless the store names a thread.
@@ -121,6 +125,7 @@ package final class Journal {
   @inline(__always)
   private func recording(_ seq: UInt64, item: Bool, _ write: (inout [UInt8]) -> Void) {
     if buffer.isEmpty { pendingFirst = seq }
+    lastRecordSeq = seq
     let start = buffer.count
     write(&buffer)
     if item { pendingItems += 1 } else { pendingOther += buffer.count - start }
@@ -142,7 +147,10 @@ package final class Journal {
   /// Call only once a flight has landed (`takeLanded`).
   package func commit() throws(FileError) {
     land()
-    guard !buffer.isEmpty else { return }
+    guard !buffer.isEmpty else {
+      writtenThrough = lastRecordSeq
+      return
+    }
     lastCutFailed = false
     do throws(FileError) {
       if fd < 0 { try openSegment(first: pendingFirst) }
@@ -162,6 +170,7 @@ package final class Journal {
       throw error
     }
     defer { discardPending() }
+    writtenThrough = lastRecordSeq
     goodSize += buffer.count
     segments[segments.count - 1].bytes = goodSize
     segments[segments.count - 1].items += pendingItems
@@ -207,12 +216,16 @@ package final class Journal {
     let flight = Flight(
       bytes: bytes, items: pendingItems, other: pendingOther, fd: fd,
       path: path(segments[segments.count - 1].first), flushes: policy == .always)
+    flight.lastSeq = lastRecordSeq
     pendingItems = 0
     pendingOther = 0
     self.flight = flight
     execute { flight.run() }
     return true
   }
+
+  /// True while a write is in flight (not landed).
+  var hasFlight: Bool { flight != nil }
 
   /// True while a write is in flight, or its outcome waits for `takeLanded`.
   package var isWriting: Bool { flight != nil || landed != nil }
@@ -244,6 +257,7 @@ package final class Journal {
       keepOnlyBookkeeping(after: flight.bytes)
       return error
     }
+    writtenThrough = max(writtenThrough, flight.lastSeq)
     goodSize += flight.bytes.count
     segments[segments.count - 1].bytes = goodSize
     segments[segments.count - 1].items += flight.items
@@ -262,6 +276,8 @@ package final class Journal {
     let path: String
     let flushes: Bool
     var error: FileError? = nil
+    /// The seq of its last record.
+    var lastSeq: UInt64 = 0
     let done = DispatchSemaphore(value: 0)
 
     init(bytes: [UInt8], items: Int, other: Int, fd: Int32, path: String, flushes: Bool) {

@@ -131,19 +131,34 @@ package enum SegmentFormat {
 
   /// Writes the checksum of every item record in `records` (whole records, as `appendItem` with
   /// `checksum: false` left them); other records already carry theirs and are left as they are.
+  /// Three records at a time (`CRC32C.checksums`).
   static func fillItemChecksums(_ records: UnsafeMutableRawBufferPointer) {
     guard let base = records.baseAddress else { return }
+    // What each checksum covers: the record from its type byte to its end.
+    func covered(_ record: Range<Int>) -> UnsafeRawBufferPointer {
+      UnsafeRawBufferPointer(start: base + record.lowerBound + 8, count: record.count - 8)
+    }
+    func store(_ crc: UInt32, _ record: Range<Int>) {
+      records.storeBytes(of: crc.littleEndian, toByteOffset: record.lowerBound + 4, as: UInt32.self)
+    }
+    var waiting: [Range<Int>] = []
+    waiting.reserveCapacity(3)
     var offset = 0
     while offset + recordHeaderSize <= records.count {
       let length = Int(UInt32(littleEndian: records.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
       let total = recordHeaderSize + length
-      guard offset + total <= records.count else { return }
-      if records[offset + 8] == RecordType.item.rawValue {
-        let crc = CRC32C.checksum(UnsafeRawBufferPointer(start: base + offset + 8, count: total - 8))
-        records.storeBytes(of: crc.littleEndian, toByteOffset: offset + 4, as: UInt32.self)
+      guard offset + total <= records.count else { break }
+      if records[offset + 8] == RecordType.item.rawValue { waiting.append(offset..<offset + total) }
+      if waiting.count == 3 {
+        let (a, b, c) = CRC32C.checksums(covered(waiting[0]), covered(waiting[1]), covered(waiting[2]))
+        store(a, waiting[0])
+        store(b, waiting[1])
+        store(c, waiting[2])
+        waiting.removeAll(keepingCapacity: true)
       }
       offset += total
     }
+    for record in waiting { store(CRC32C.checksum(covered(record)), record) }
   }
 
   static func appendRemove(_ seqs: [UInt64], recordSeq: UInt64, to out: inout [UInt8]) {

@@ -129,6 +129,7 @@ package final class Store {
   private func takeBack(_ seqs: [UInt64], after error: FileError, removing: [UInt64]) {
     lastCommitFailed = true
     lastCommitError = "\(error)"
+    writeFailures += 1
     items.rollBack(seqs: seqs)
     refusedSaves.formUnion(seqs)
     version &+= 1
@@ -155,6 +156,17 @@ package final class Store {
     writeExecutor = executor
     journal?.execute = executor
   }
+
+  /// True while a write started by `beginCommit` is in the air: a `commit` now would wait for it.
+  package var hasWriteInFlight: Bool { journal?.hasFlight ?? false }
+
+  /// True once the record with `seq`, and every record before it, is in the file (always without a
+  /// journal). Only for records made in this process.
+  package func isWritten(_ seq: UInt64) -> Bool { journal.map { seq <= $0.writtenThrough } ?? true }
+
+  /// How many writes have failed and taken saves back: a caller that leased items before a failure
+  /// checks it, since some of those items may be gone.
+  package private(set) var writeFailures = 0
 
   /// True while a write started by `beginCommit` has not been taken (`takeWritten`).
   package var isWriting: Bool { !writing.isEmpty || written != nil || (journal?.isWriting ?? false) }
@@ -208,12 +220,17 @@ package final class Store {
     rememberFinished(flushId)
   }
 
-  /// Hides the items until `ack`, `release` or expiry, durably.
-  package func lease(_ lease: Lease) {
+  /// Hides the items until `ack`, `release` or expiry, durably. Returns the seq of its record
+  /// (`isWritten` says when it is in the file).
+  @discardableResult
+  package func lease(_ lease: Lease) -> UInt64 {
     items.setLeased(lease.seqs, true)
     leases.append(lease)
     version &+= 1
-    journal?.append(.lease(lease), seq: items.takeSeq())
+    guard let journal else { return 0 }  // without a journal a lease takes no seq
+    let seq = items.takeSeq()
+    journal.append(.lease(lease), seq: seq)
+    return seq
   }
 
   /// The live lease with this flush id (compared by bytes).

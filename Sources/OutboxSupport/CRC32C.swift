@@ -23,6 +23,17 @@ package enum CRC32C {
     #endif
   }
 
+  /// The checksums of three byte ranges, computed together where the hardware can overlap them.
+  package static func checksums(
+    _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer, _ c: UnsafeRawBufferPointer
+  ) -> (UInt32, UInt32, UInt32) {
+    #if arch(x86_64)
+    return hardware(a, b, c)
+    #else
+    return (software(a), software(b), software(c))
+    #endif
+  }
+
   /// The table-driven checksum (also the reference the hardware one is tested against).
   static func software(_ bytes: UnsafeRawBufferPointer, continuing crc: UInt32 = 0) -> UInt32 {
     var c = ~crc

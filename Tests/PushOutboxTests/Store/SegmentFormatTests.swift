@@ -163,6 +163,48 @@ import Darwin
     }
   }
 
+  /// Three checksums computed together are each the one computed alone, whatever their lengths.
+  @Test func threeAtOnceAgreeWithOneAtATime() {
+    var generator = SystemRandomNumberGenerator()
+    let lengths = [0, 1, 7, 8, 9, 31, 33, 64, 65, 223, 230, 1000]
+    for _ in 0..<200 {
+      let parts = (0..<3).map { _ in
+        (0..<lengths.randomElement(using: &generator)!).map { _ in UInt8.random(in: 0...255, using: &generator) }
+      }
+      let alone = parts.map { part in part.withUnsafeBytes { CRC32C.software($0) } }
+      let together = parts[0].withUnsafeBytes { a in
+        parts[1].withUnsafeBytes { b in parts[2].withUnsafeBytes { c in CRC32C.checksums(a, b, c) } }
+      }
+      #expect([together.0, together.1, together.2] == alone, "lengths \(parts.map(\.count))")
+    }
+  }
+
+  /// Item records appended without their checksum get exactly the one `appendItem` writes, three
+  /// at a time or alone, and the other records are left as they are.
+  @Test func checksumsWrittenLaterMatchThoseWrittenInPlace() {
+    var inPlace: [UInt8] = []
+    var later: [UInt8] = []
+    for n in 0..<7 {
+      let body = Array("{\"name\":\"e\(String(repeating: "x", count: n * 13))\"}".utf8)
+      func append(to out: inout [UInt8], checksum: Bool) {
+        body.withUnsafeBytes {
+          SegmentFormat.appendItem(
+            seq: UInt64(n), savedAt: 1, deliveries: 0, kind: .customEvent, hasUser: false,
+            id: ItemID(high: UInt64(n), low: 9), body: $0, to: &out, checksum: checksum)
+        }
+      }
+      append(to: &inPlace, checksum: true)
+      append(to: &later, checksum: false)
+      if n == 3 {
+        SegmentFormat.appendRemove([1, 2], recordSeq: 100, to: &inPlace)
+        SegmentFormat.appendRemove([1, 2], recordSeq: 100, to: &later)
+      }
+    }
+    #expect(later != inPlace)
+    later.withUnsafeMutableBytes { SegmentFormat.fillItemChecksums($0) }
+    #expect(later == inPlace)
+  }
+
   /// Starting a store checks each segment's header: only its first bytes are read, not the file.
   @Test func aLimitedReadReadsTheFirstBytesOnly() throws {
     let path = Paths.temporaryDirectory().appendingPathComponent("file").path
