@@ -17,7 +17,8 @@ import OutboxSupport
 ///
 /// A burst of saves alone may also be handed over whole (`handOver`) while its records are written
 /// off the loop's thread (`Store.beginCommit`); `renderWritten` renders it once that write landed.
-/// A save taken back by any failed write (`Store.isRefused`) is refused, whichever commit settles it.
+/// A save is refused exactly when a failed write took it back (`Store.isRefused`), whichever commit
+/// settles its reply.
 struct Burst {
   /// Response bytes ready to write: whole lines, each ending in `\n`.
   private(set) var output: [UInt8] = []
@@ -271,10 +272,12 @@ struct Burst {
     }
   }
 
-  /// The refusal hole `n` gets: its commit's, or a failed write's that took its save back.
+  /// The refusal hole `n` gets. A save's is decided by its seq alone: refused exactly when a failed
+  /// write took it back (another commit, delivery's say, may have written it before the commit that
+  /// settles this hole failed). Another result gets the refusal of the commit that settled it.
   private func refusal(of n: Int, _ service: Service) -> RPCError? {
-    if let refusal = settlement.refusal(of: n) { return refusal }
-    guard case .save(_, _, _, let seq) = holes[n].reply, service.store.isRefused(seq) else { return nil }
+    guard case .save(_, _, _, let seq) = holes[n].reply else { return settlement.refusal(of: n) }
+    guard service.store.isRefused(seq) else { return nil }
     return StoreError.storageUnavailable(service.store.lastCommitError ?? "journal write failed").rpcError
   }
 
