@@ -93,8 +93,9 @@ def test_a_stream_delivered_while_its_journal_fails_sends_only_acknowledged_save
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (2 << 20, resource.RLIM_INFINITY))
 
+    # No snapshot during the stream: its compaction would start new segments, each under the limit.
     args = [binary(), "--store", store, "--deliver", "--braze-endpoint", stub.url, "--braze-backoff-ms", "20",
-            "--drain-timeout", "2"]
+            "--drain-timeout", "2", "--snapshot-interval", "3600"]
     with open(source, "rb") as inp:
         proc = subprocess.run(args, stdin=inp, capture_output=True, timeout=120, preexec_fn=limit,
                               env={"BRAZE_API_KEY": API_KEY, "PATH": "/usr/bin:/bin"})
