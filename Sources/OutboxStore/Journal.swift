@@ -156,11 +156,7 @@ package final class Journal {
       if fd < 0 { try openSegment(first: pendingFirst) }
       let path = path(segments[segments.count - 1].first)
       do throws(FileError) {
-        buffer.withUnsafeMutableBytes { SegmentFormat.fillItemChecksums($0) }
-        try FileIO.writeAll(fd, buffer, path: path)
-        if policy == .always {
-          try DurationHistogram.journalFsync.time { () throws(FileError) in try FileIO.sync(fd, path: path) }
-        }
+        try Self.write(&buffer, to: fd, path: path, flushes: policy == .always)
       } catch {
         abandonTail(after: error)
         throw error
@@ -185,16 +181,10 @@ package final class Journal {
     var first: UInt64? = nil
     for records in [before, buffer] {
       records.withUnsafeBytes { raw in
-        // Our own records, whole: walked by their lengths (the items' checksums may not be written).
-        var offset = 0
-        while offset + SegmentFormat.recordHeaderSize <= raw.count {
-          let end =
-            offset + SegmentFormat.recordHeaderSize + Int(raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
-          if raw[offset + 8] != SegmentFormat.RecordType.item.rawValue {
-            first = first ?? raw.loadUnaligned(fromByteOffset: offset + 9, as: UInt64.self)
-            kept.append(contentsOf: raw[offset..<end])
-          }
-          offset = end
+        SegmentFormat.forEachRecord(in: raw) { record, type in
+          guard type != SegmentFormat.RecordType.item.rawValue else { return }
+          first = first ?? raw.loadUnaligned(fromByteOffset: record.lowerBound + 9, as: UInt64.self)
+          kept.append(contentsOf: raw[record])
         }
       }
     }
@@ -228,7 +218,7 @@ package final class Journal {
   var hasFlight: Bool { flight != nil }
 
   /// True while a write is in flight, or its outcome waits for `takeLanded`.
-  package var isWriting: Bool { flight != nil || landed != nil }
+  var isWriting: Bool { flight != nil || landed != nil }
 
   /// Lands the flight, if any, and hands over its outcome once: nil when none landed since the last
   /// call, else `.some(failure)`, `.some(nil)` on success.
@@ -284,16 +274,22 @@ package final class Journal {
       (self.bytes, self.items, self.other, self.fd, self.path, self.flushes) = (bytes, items, other, fd, path, flushes)
     }
 
-    /// On the writer thread: the checksums, the write, and with `always` the flush.
+    /// On the writer thread.
     func run() {
       defer { done.signal() }
-      bytes.withUnsafeMutableBytes { SegmentFormat.fillItemChecksums($0) }
-      do throws(FileError) {
-        try FileIO.writeAll(fd, bytes, path: path)
-        if flushes {
-          try DurationHistogram.journalFsync.time { () throws(FileError) in try FileIO.sync(fd, path: path) }
-        }
-      } catch { self.error = error }
+      do throws(FileError) { try Journal.write(&bytes, to: fd, path: path, flushes: flushes) } catch {
+        self.error = error
+      }
+    }
+  }
+
+  /// Writes records gathered with their item checksums still to write: the checksums, the write,
+  /// and with `flushes` (`--fsync always`) the flush. On the loop's thread or the writer's.
+  private static func write(_ records: inout [UInt8], to fd: Int32, path: String, flushes: Bool) throws(FileError) {
+    records.withUnsafeMutableBytes { SegmentFormat.fillItemChecksums($0) }
+    try FileIO.writeAll(fd, records, path: path)
+    if flushes {
+      try DurationHistogram.journalFsync.time { () throws(FileError) in try FileIO.sync(fd, path: path) }
     }
   }
 

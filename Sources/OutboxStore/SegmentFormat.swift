@@ -143,22 +143,30 @@ package enum SegmentFormat {
     }
     var waiting: [Range<Int>] = []
     waiting.reserveCapacity(3)
+    forEachRecord(in: UnsafeRawBufferPointer(records)) { record, type in
+      guard type == RecordType.item.rawValue else { return }
+      waiting.append(record)
+      guard waiting.count == 3 else { return }
+      let (a, b, c) = CRC32C.checksums(covered(waiting[0]), covered(waiting[1]), covered(waiting[2]))
+      store(a, waiting[0])
+      store(b, waiting[1])
+      store(c, waiting[2])
+      waiting.removeAll(keepingCapacity: true)
+    }
+    for record in waiting { store(CRC32C.checksum(covered(record)), record) }
+  }
+
+  /// Calls `body` with each whole record of `records` (its byte range and type), walked by the
+  /// lengths in their headers, without reading checksums: for records this process gathered.
+  static func forEachRecord(in records: UnsafeRawBufferPointer, _ body: (Range<Int>, UInt8) -> Void) {
     var offset = 0
     while offset + recordHeaderSize <= records.count {
       let length = Int(UInt32(littleEndian: records.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
-      let total = recordHeaderSize + length
-      guard offset + total <= records.count else { break }
-      if records[offset + 8] == RecordType.item.rawValue { waiting.append(offset..<offset + total) }
-      if waiting.count == 3 {
-        let (a, b, c) = CRC32C.checksums(covered(waiting[0]), covered(waiting[1]), covered(waiting[2]))
-        store(a, waiting[0])
-        store(b, waiting[1])
-        store(c, waiting[2])
-        waiting.removeAll(keepingCapacity: true)
-      }
-      offset += total
+      let end = offset + recordHeaderSize + length
+      guard end <= records.count else { return }
+      body(offset..<end, records[offset + 8])
+      offset = end
     }
-    for record in waiting { store(CRC32C.checksum(covered(record)), record) }
   }
 
   static func appendRemove(_ seqs: [UInt64], recordSeq: UInt64, to out: inout [UInt8]) {

@@ -168,9 +168,6 @@ package final class Store {
   /// checks it, since some of those items may be gone.
   package private(set) var writeFailures = 0
 
-  /// True while a write started by `beginCommit` has not been taken (`takeWritten`).
-  package var isWriting: Bool { !writing.isEmpty || written != nil || (journal?.isWriting ?? false) }
-
   /// Waits for the write started by `beginCommit` and hands over its outcome once: nil when there
   /// was none, `.some(nil)` when it succeeded, else `.some(failure)`: its saves, and those made
   /// since, were taken back (`isRefused`).

@@ -209,13 +209,13 @@ struct Burst {
     var isWaiting = false
   }
 
-  /// Renders a handed-over burst once its write landed (`failure`: it failed) into `output`.
+  /// Renders a handed-over burst once its write landed (`failure`: it failed) into `output`. Its
+  /// holes are all saves, refused by seq (`refusal(of:)`): the failure is only logged here.
   private mutating func renderWritten(_ failure: FileError?, _ service: Service) {
     if let failure {
       service.log.error(
         "journal write failed, written off the loop's thread (\(failure)); the burst's saves were not acknowledged")
     }
-    settle(failure.map { StoreError.storageUnavailable($0.description).rpcError })
     renderSettled(service, handedOver: true)
   }
 
