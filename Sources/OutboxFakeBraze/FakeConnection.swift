@@ -105,12 +105,7 @@ final class FakeConnection {
 
   func write() {
     while written < output.count {
-      #if canImport(Darwin)
-      let flags: Int32 = 0
-      #else
-      let flags = Int32(MSG_NOSIGNAL)
-      #endif
-      let n = output.withUnsafeBytes { send(fd, $0.baseAddress! + written, $0.count - written, flags) }
+      let n = output.withUnsafeBytes { socketSend(fd, $0.baseAddress! + written, $0.count - written) }
       if n > 0 {
         written += n
         continue

@@ -86,13 +86,7 @@ final class NATSSocket {
   func send(_ bytes: [UInt8], deadline: Double) throws(NATSError) {
     var offset = 0
     while offset < bytes.count {
-      let n = bytes.withUnsafeBytes { raw in
-        #if canImport(Darwin)
-        Darwin.send(fd, raw.baseAddress! + offset, raw.count - offset, 0)
-        #else
-        Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
-        #endif
-      }
+      let n = bytes.withUnsafeBytes { raw in socketSend(fd, raw.baseAddress! + offset, raw.count - offset) }
       if n > 0 {
         offset += n
       } else if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {

@@ -8,6 +8,17 @@
 @_exported public import Darwin
 #endif
 
+/// `send(2)` on a socket whose peer may be gone, without SIGPIPE: `MSG_NOSIGNAL` on Linux; on macOS
+/// each socket is opened with `SO_NOSIGPIPE`.
+@inline(__always)
+package func socketSend(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+  #if canImport(Darwin)
+  send(fd, buffer, count, 0)
+  #else
+  send(fd, buffer, count, Int32(MSG_NOSIGNAL))
+  #endif
+}
+
 /// `write(2)`, under a name that methods called `write` do not shadow.
 @inline(__always)
 package func posixWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {

@@ -73,12 +73,7 @@ struct MetricsConnection {
 
   private mutating func write(now: Double) {
     guard now < deadline else { return drop() }
-    #if canImport(Darwin)
-    let flags: Int32 = 0
-    #else
-    let flags = Int32(MSG_NOSIGNAL)
-    #endif
-    let n = reply.withUnsafeBytes { send(fd, $0.baseAddress! + sent, $0.count - sent, flags) }
+    let n = reply.withUnsafeBytes { socketSend(fd, $0.baseAddress! + sent, $0.count - sent) }
     if n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) { return }
     guard n > 0 else { return drop() }
     sent += n
