@@ -4,8 +4,8 @@ package import OutboxSupport
 /// The append-only log the store writes every change to before its reply goes out.
 ///
 /// Group commit: a burst's records collect in `buffer` and reach the file in one `write`; `--fsync`
-/// decides when the file is flushed (before the replies, about once a second in the background, or
-/// never by us). Segments are created on first use, with `O_EXCL | O_NOFOLLOW`, and rotate at
+/// decides when the file is flushed (before the replies, in one background pass a second that also
+/// takes the segments closed since the last, or never by us). Segments are created on first use, with `O_EXCL | O_NOFOLLOW`, and rotate at
 /// `segmentLimit` bytes. A failed write is cut back off the file; after a failed fsync the segment is
 /// cut back to its last good record and abandoned for a new one.
 ///
@@ -335,66 +335,94 @@ package final class Journal {
   }
 
   /// Stops writing the current segment (it stays on disk, closed); the next commit opens a new one.
+  /// With `everysec` the closed segment waits for the next background pass (`syncClosed`); its data
+  /// is written back now (and its cache dropped once written), so the pass has little left to do.
   func closeSegment() {
     land()
     guard fd >= 0 else { return }
     let old = fd
     fd = -1
-    if policy == .never {
+    let path = path(segments[segments.count - 1].first)
+    switch policy {
+    case .never:
       closeFD(old)
-      return
-    }
-    let (path, directory, slot) = (path(segments[segments.count - 1].first), directory, syncFailure)
-    syncQueue.async {
-      do throws(FileError) {
-        try DurationHistogram.journalFsync.time { () throws(FileError) in
-          try FileIO.sync(old, path: path)
-          try FileIO.syncDirectory(directory)
-        }
-        FileIO.dropCache(old)  // durable, and not read again while serving
-      } catch { slot.put(error) }
-      closeFD(old)
+    case .everysec:
+      closed.append((old, path))
+      let slot = syncFailure
+      syncQueue.async {
+        do throws(FileError) {
+          if try FileIO.writeBack(old, path: path) { FileIO.dropCache(old) }
+        } catch { slot.put(error) }
+      }
+      if closed.count >= Self.closedLimit { syncClosed() }
+    case .always:
+      closed.append((old, path))
+      syncClosed()
     }
   }
 
   // MARK: - Background flushing
 
-  /// For `everysec`: starts a background fsync when a second has passed since the last one.
-  /// Returns an earlier background failure once (the segment was abandoned).
+  /// Closed segments waiting for the background pass (`everysec`), their descriptors still open.
+  private var closed: [(fd: Int32, path: String)] = []
+  /// How many closed segments may wait for the next second before a pass starts at once (each holds
+  /// a descriptor).
+  static let closedLimit = 32
+
+  /// For `everysec`: one background pass when a second has passed since the last one. Returns an
+  /// earlier background failure once (the open segment is then abandoned).
   package func tick() -> FileError? {
     if let failure = syncFailure.take() {
       land()
       closeSegment()
       return failure
     }
-    guard policy == .everysec, unsynced, fd >= 0, monotonic.seconds() - lastSync >= 1 else { return nil }
-    unsynced = false
-    lastSync = monotonic.seconds()
-    let copy = dup(fd)
-    guard copy >= 0 else { return nil }
-    let (path, directory, slot) = (path(segments[segments.count - 1].first), directory, syncFailure)
-    syncQueue.async {
-      do throws(FileError) {
-        try DurationHistogram.journalFsync.time { () throws(FileError) in
-          try FileIO.sync(copy, path: path)
-          try FileIO.syncDirectory(directory)
-        }
-      } catch { slot.put(error) }
-      closeFD(copy)
+    guard policy == .everysec, unsynced || !closed.isEmpty, monotonic.seconds() - lastSync >= 1 else { return nil }
+    var open: (fd: Int32, path: String)? = nil
+    if unsynced, fd >= 0 {
+      unsynced = false
+      let copy = dup(fd)
+      if copy >= 0 { open = (copy, path(segments[segments.count - 1].first)) }
     }
+    lastSync = monotonic.seconds()
+    syncClosed(andOpen: open)
     return nil
   }
 
+  /// Starts one background pass: each segment waiting in `closed` is flushed, then the open one
+  /// (`andOpen`, a duplicate descriptor), then the directory once (the segments' names); the closed
+  /// segments' cache is dropped (durable, and not read again while serving) and every descriptor
+  /// closed. A failure is reported by the next `tick`.
+  private func syncClosed(andOpen open: (fd: Int32, path: String)? = nil) {
+    guard !closed.isEmpty || open != nil else { return }
+    let (files, directory, slot) = (closed, directory, syncFailure)
+    closed.removeAll()
+    syncQueue.async {
+      do throws(FileError) {
+        try DurationHistogram.journalFsync.time { () throws(FileError) in
+          for file in files { try FileIO.sync(file.fd, path: file.path) }
+          if let open { try FileIO.sync(open.fd, path: open.path) }
+          try FileIO.syncDirectory(directory)
+        }
+        for file in files { FileIO.dropCache(file.fd) }
+      } catch { slot.put(error) }
+      for file in files { closeFD(file.fd) }
+      if let open { closeFD(open.fd) }
+    }
+  }
+
   /// What a checkpoint needs to count only durable records: the queue that flushes closed segments
-  /// (wait on it) and a duplicate of the open segment's descriptor to flush (-1 when none is open).
+  /// (wait on it: their pass has started) and a duplicate of the open segment's descriptor to flush
+  /// (-1 when none is open).
   func durabilityBarrier() -> (queue: DispatchQueue, openFD: Int32) {
     land()
+    syncClosed()
     return (syncQueue, fd >= 0 ? dup(fd) : -1)
   }
 
   /// Milliseconds until `tick` has work, or -1.
   var msUntilSync: Int32 {
-    guard policy == .everysec, unsynced, fd >= 0 else { return -1 }
+    guard policy == .everysec, (unsynced && fd >= 0) || !closed.isEmpty else { return -1 }
     return Int32(max(0, (lastSync + 1 - monotonic.seconds()) * 1000) + 1)
   }
 
@@ -409,6 +437,7 @@ package final class Journal {
       unlink(path(first))
     }
     closeSegment()
+    syncClosed()
     syncQueue.sync {}
   }
 }

@@ -55,17 +55,37 @@ FSYNC_SHIM = r"""
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 /* fsync and fdatasync fail with EIO while the file named by $FAULT_FSYNC_CONTROL exists,
-   and every call after the first $FAULT_FSYNC_AFTER calls (when set). */
+   and every call after the first $FAULT_FSYNC_AFTER calls (when set). With $FAULT_FSYNC_LOG, each
+   call appends a line to that file: CLOCK_MONOTONIC nanoseconds, a space, the path flushed. */
 static long calls;
 
-static int failing(void) {
+static void logged(int fd) {
+    const char *log = getenv("FAULT_FSYNC_LOG");
+    if (!log) return;
+    char link[64], target[PATH_MAX], line[PATH_MAX + 64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t length = readlink(link, target, sizeof target - 1);
+    target[length < 0 ? 0 : length] = 0;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int size = snprintf(line, sizeof line, "%lld %s\n", (long long)now.tv_sec * 1000000000LL + now.tv_nsec, target);
+    int out = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    if (out >= 0) { write(out, line, size); close(out); }
+}
+
+static int failing(int fd) {
     const char *control = getenv("FAULT_FSYNC_CONTROL");
     const char *after = getenv("FAULT_FSYNC_AFTER");
     calls++;
+    logged(fd);
     if (control && access(control, F_OK) == 0) return 1;
     if (after && calls > atol(after)) return 1;
     return 0;
@@ -74,14 +94,14 @@ static int failing(void) {
 int fsync(int fd) {
     static int (*real)(int);
     if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
-    if (failing()) { errno = EIO; return -1; }
+    if (failing(fd)) { errno = EIO; return -1; }
     return real(fd);
 }
 
 int fdatasync(int fd) {
     static int (*real)(int);
     if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
-    if (failing()) { errno = EIO; return -1; }
+    if (failing(fd)) { errno = EIO; return -1; }
     return real(fd);
 }
 """
@@ -100,7 +120,8 @@ def file_size_limit(limit: int | None, hard: bool = False) -> Callable[[], None]
 
 
 def build_fsync_shim(directory: Path) -> Path:
-    """Compiles the fsync-failing LD_PRELOAD shim with gcc (skips the test if there is no gcc)."""
+    """Compiles the fsync-failing (and -logging) LD_PRELOAD shim with gcc (skips the test if there is
+    no gcc)."""
     source = directory / "fsync_shim.c"
     library = directory / "fsync_shim.so"
     source.write_text(FSYNC_SHIM)
