@@ -139,7 +139,7 @@ final class PickingQueue {
     if let number = userOfSeq[seq] { return number == UserNumbers.none ? nil : number }
     let items = store.items
     guard let row = items.row(of: seq) else { return nil }
-    let key = items.withBody(row: row) { UserKey.of(body: $0) { items.item(row: row) } }
+    let key = UserKey.of(row: row, in: items)
     if max(userOfSeq.count, users.count) > 1 << 20 && held == 0 && splits.isEmpty {  // nothing holds a number
       userOfSeq.removeAll()
       users = UserNumbers()

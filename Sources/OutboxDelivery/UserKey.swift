@@ -11,6 +11,13 @@ package import OutboxStore
 package enum UserKey {
   private static let prefix = Array(#","user":"#.utf8)
 
+  /// The key of a held row's user: read from its interned `user` member when the record holds one
+  /// (the body is not put back together), else from its body.
+  static func of(row: Int, in items: HeldItems) -> [UInt8]? {
+    if let key = items.withParts(row: row, { leading($0.user) }) { return key }
+    return items.withBody(row: row) { of(body: $0) { items.item(row: row) } }
+  }
+
   package static func of(body: UnsafeRawBufferPointer, item: () -> PendingItem) -> [UInt8]? {
     if let fast = leading(body) { return fast }
     guard let user = item().user else { return nil }

@@ -43,9 +43,15 @@ package struct ItemID: Sendable, Equatable {
   }
 }
 
-/// A hashable byte string: identity by bytes, for client ids and other wire keys.
+/// A hashable byte string: identity by bytes, for client ids and other wire keys. Hashed as one
+/// run of bytes (an array's own hashing feeds the hasher a byte at a time).
 package struct ByteKey: Hashable, Sendable {
   package var bytes: [UInt8]
   package init(_ bytes: [UInt8]) { self.bytes = bytes }
   package init(_ text: String) { self.bytes = Array(text.utf8) }
+
+  package func hash(into hasher: inout Hasher) {
+    hasher.combine(bytes.count)
+    bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+  }
 }

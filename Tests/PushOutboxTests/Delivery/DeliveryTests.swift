@@ -274,6 +274,32 @@ final class ScriptedPoster: HTTPPoster {
     #expect(slow == fast)  // another layout falls back to parsing, with the same key
   }
 
+  @Test func theUserKeyOfARowEqualsTheOneReadFromItsBody() throws {
+    // Seeded saves of many users (some sharing one, some with none): the key
+    // read from the record's interned user member is the one read from the body put back together.
+    var random = SeededGenerator(seed: 41)
+    let server = InProcessServer()
+    let users: [(UInt64) -> String] = [
+      { #"{"externalId":"u-\#($0)"}"# }, { #"{"brazeId":"b\#($0)"}"# },
+      { #"{"alias":{"name":"a}b\"{[\#($0)","label":"l"}}"# }, { #"{"email":"e\#($0)@example.com"}"# },
+    ]
+    for n in 1...300 {
+      let user = users[Int(random.next() % UInt64(users.count))](random.next() % 40)
+      let params =
+        n % 7 == 0 ? #"{"name":"e\#(n)"}"# : #"{"name":"e\#(n % 5)","properties":{"n":\#(n)},"user":\#(user)}"#
+      _ = try server.request("saveCustomEvent", params)
+    }
+    let items = server.service.store.items
+    var keyed = 0
+    for seq in UInt64(1)...300 {
+      let row = try #require(items.table.row(of: seq))
+      let fromBody = items.withBody(row: row) { UserKey.of(body: $0) { items.item(row: row) } }
+      #expect(UserKey.of(row: row, in: items) == fromBody, "seq \(seq)")
+      if fromBody != nil { keyed += 1 }
+    }
+    #expect(keyed > 200)
+  }
+
   @Test func usersAreNumberedByBytesNotByCanonicalEquivalence() {
     var users = UserNumbers()
     let composed = users.number(for: Array(#"{"externalId":"\#u{00C5}"}"#.utf8))
