@@ -347,7 +347,7 @@ package final class Journal {
     case .never:
       closeFD(old)
     case .everysec:
-      closed.append((old, path))
+      closed.append((old, path, FileIO.writesBack))
       let slot = syncFailure
       syncQueue.async {
         do throws(FileError) {
@@ -356,15 +356,16 @@ package final class Journal {
       }
       if closed.count >= Self.closedLimit { syncClosed() }
     case .always:
-      closed.append((old, path))
+      closed.append((old, path, false))
       syncClosed()
     }
   }
 
   // MARK: - Background flushing
 
-  /// Closed segments waiting for the background pass (`everysec`), their descriptors still open.
-  private var closed: [(fd: Int32, path: String)] = []
+  /// Closed segments waiting for the background pass (`everysec`), their descriptors still open;
+  /// `droppedAtClose`: written back and dropped from the cache as it closed.
+  private var closed: [(fd: Int32, path: String, droppedAtClose: Bool)] = []
   /// How many closed segments may wait for the next second before a pass starts at once (each holds
   /// a descriptor).
   static let closedLimit = 32
@@ -404,7 +405,7 @@ package final class Journal {
           if let open { try FileIO.sync(open.fd, path: open.path) }
           try FileIO.syncDirectory(directory)
         }
-        for file in files { FileIO.dropCache(file.fd) }
+        for file in files where !file.droppedAtClose { FileIO.dropCache(file.fd) }
       } catch { slot.put(error) }
       for file in files { closeFD(file.fd) }
       if let open { closeFD(open.fd) }

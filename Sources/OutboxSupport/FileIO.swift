@@ -82,6 +82,15 @@ package enum FileIO {
     #endif
   }
 
+  /// True where `writeBack` writes (Linux).
+  package static var writesBack: Bool {
+    #if os(Linux)
+    return syncFileRange != nil
+    #else
+    return false
+    #endif
+  }
+
   #if os(Linux)
   /// glibc's `sync_file_range`, which Swift's Glibc module does not declare (it needs `_GNU_SOURCE`).
   private static let syncFileRange: (@convention(c) (Int32, Int64, Int64, UInt32) -> Int32)? = {
