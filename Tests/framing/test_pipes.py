@@ -28,16 +28,21 @@ def expected_size() -> int:
 
 
 def test_stdin_and_stdout_pipes_are_widened(binary: Path) -> None:
-    proc = subprocess.Popen([str(binary), "--memory"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    assert proc.stdin is not None and proc.stdout is not None
-    before = fcntl.fcntl(proc.stdout.fileno(), F_GETPIPE_SZ)
-    proc.stdin.write((request(1, "status") + "\n").encode())
-    proc.stdin.flush()
-    assert b'"result"' in proc.stdout.readline()  # the transport is set up by the first reply
-    assert before == 65536
-    assert fcntl.fcntl(proc.stdout.fileno(), F_GETPIPE_SZ) == expected_size()
-    assert fcntl.fcntl(proc.stdin.fileno(), F_GETPIPE_SZ) == expected_size()
-    proc.stdin.close()
+    # The pipes are made and measured here, before the child can widen them (a pipe Popen made
+    # could already be widened by the time the test asked for its size).
+    in_read, in_write = os.pipe()
+    out_read, out_write = os.pipe()
+    assert fcntl.fcntl(in_write, F_GETPIPE_SZ) == 65536
+    assert fcntl.fcntl(out_read, F_GETPIPE_SZ) == 65536
+    proc = subprocess.Popen([str(binary), "--memory"], stdin=in_read, stdout=out_write)
+    os.close(in_read)
+    os.close(out_write)
+    with os.fdopen(in_write, "wb") as stdin, os.fdopen(out_read, "rb") as stdout:
+        stdin.write((request(1, "status") + "\n").encode())
+        stdin.flush()
+        assert b'"result"' in stdout.readline()  # the transport is set up by the first reply
+        assert fcntl.fcntl(stdout.fileno(), F_GETPIPE_SZ) == expected_size()
+        assert fcntl.fcntl(stdin.fileno(), F_GETPIPE_SZ) == expected_size()
     assert proc.wait(timeout=10) == 0
 
 
