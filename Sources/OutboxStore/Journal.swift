@@ -5,9 +5,10 @@ package import OutboxSupport
 ///
 /// Group commit: a burst's records collect in `buffer` and reach the file in one `write`; `--fsync`
 /// decides when the file is flushed (before the replies, in one background pass a second that also
-/// takes the segments closed since the last, or never by us). Segments are created on first use, with `O_EXCL | O_NOFOLLOW`, and rotate at
-/// `segmentLimit` bytes. A failed write is cut back off the file; after a failed fsync the segment is
-/// cut back to its last good record and abandoned for a new one.
+/// takes the segments closed since the last, or never by us). Segments are created on first use,
+/// with `O_EXCL | O_NOFOLLOW`, and rotate at `segmentLimit` bytes. A failed write is cut back off
+/// the file; after a failed fsync the segment is cut back to its last good record and abandoned for
+/// a new one.
 ///
 /// Writing off the loop's thread: `beginCommit` hands the buffer to the writer thread, which writes
 /// the item records' checksums and then the bytes (and flushes them with `always`), while the loop
@@ -347,12 +348,16 @@ package final class Journal {
     case .never:
       closeFD(old)
     case .everysec:
-      closed.append((old, path, FileIO.writesBack))
+      let writesBack = FileIO.writesBack
+      closed.append((old, path, writesBack))
       let slot = syncFailure
-      syncQueue.async {
-        do throws(FileError) {
-          if try FileIO.writeBack(old, path: path) { FileIO.dropCache(old) }
-        } catch { slot.put(error) }
+      if writesBack {
+        syncQueue.async {
+          do throws(FileError) {
+            try FileIO.writeBack(old, path: path)
+            FileIO.dropCache(old)
+          } catch { slot.put(error) }
+        }
       }
       if closed.count >= Self.closedLimit { syncClosed() }
     case .always:
@@ -380,9 +385,9 @@ package final class Journal {
     }
     guard policy == .everysec, unsynced || !closed.isEmpty, monotonic.seconds() - lastSync >= 1 else { return nil }
     var open: (fd: Int32, path: String)? = nil
-    if unsynced, fd >= 0 {
+    if unsynced {
       unsynced = false
-      let copy = dup(fd)
+      let copy = fd >= 0 ? dup(fd) : -1
       if copy >= 0 { open = (copy, path(segments[segments.count - 1].first)) }
     }
     lastSync = monotonic.seconds()

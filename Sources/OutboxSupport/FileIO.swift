@@ -69,16 +69,14 @@ package enum FileIO {
 
   /// Writes the file's dirty pages to disk and waits for them, without flushing its metadata or the
   /// disk's cache: a flush after it has little left to do, and the pages are clean for `dropCache`.
-  /// False where there is no such call (then the flush does it all). A failure is thrown: the call
-  /// takes the file's write-back error, and a later `sync` would not see it again.
-  package static func writeBack(_ fd: Int32, path: String) throws(FileError) -> Bool {
+  /// Does nothing where there is no such call (`writesBack` false: the flush does it all). A failure
+  /// is thrown: the call takes the file's write-back error, and a later `sync` would not see it again.
+  package static func writeBack(_ fd: Int32, path: String) throws(FileError) {
     #if os(Linux)
-    guard let syncFileRange else { return false }
     // SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER
-    if syncFileRange(fd, 0, 0, 7) != 0 { throw FileError(operation: "sync_file_range", path: path, code: errno) }
-    return true
-    #else
-    return false
+    if let syncFileRange, syncFileRange(fd, 0, 0, 7) != 0 {
+      throw FileError(operation: "sync_file_range", path: path, code: errno)
+    }
     #endif
   }
 

@@ -4,6 +4,7 @@ Re-exported by conftest.py."""
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 from typing import Any, Iterable
@@ -52,6 +53,27 @@ class Ledger:
 
 
 ATTRIBUTE_FIELDS = ["first_name", "last_name", "home_city"]
+
+
+def padded_save_lines(first: int, count: int) -> bytes:
+    """Saves `first` .. `first + count - 1` (their ids), about 200 bytes each: 20,000 of them fill
+    about one 4 MiB journal segment."""
+    lines = []
+    for n in range(first, first + count):
+        params = {
+            "name": "purchase",
+            "properties": {"campaign": "black_friday", "step": n % 9, "ok": True, "tags": ["a", "b"], "pad": "x" * 60},
+            "user": {"externalId": f"user-{n % 1000}"},
+        }
+        lines.append(json.dumps({"jsonrpc": "2.0", "id": n, "method": "saveCustomEvent", "params": params}))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def fill_with_saves(outbox: Outbox, count: int, first: int = 1) -> None:
+    """Sends `padded_save_lines(first, count)` and waits until every one is acknowledged."""
+    assert outbox.write_raw(padded_save_lines(first, count))
+    replies = outbox.wait_ids(range(first, first + count), timeout=120)
+    assert all("result" in reply for reply in replies)
 
 
 def make_save(rng, n: int, client_id: str | None = None) -> tuple[str, dict]:

@@ -10,28 +10,15 @@ must fall into no more passes than the seconds the stream took (plus the passes 
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
 
-from conftest import Outbox, build_fsync_shim
+from conftest import Outbox, build_fsync_shim, fill_with_saves
 
 ROUNDS = 12
 PER_ROUND = 20_000  # about 4 MiB of journal: one segment closed each round
 PASS_GAP_NS = 50_000_000  # calls closer than this belong to one pass
-
-
-def save_lines(first: int, count: int) -> bytes:
-    lines = []
-    for n in range(first, first + count):
-        params = {
-            "name": "purchase",
-            "properties": {"campaign": "black_friday", "step": n % 9, "ok": True, "tags": ["a", "b"], "pad": "x" * 60},
-            "user": {"externalId": f"user-{n % 1000}"},
-        }
-        lines.append(json.dumps({"jsonrpc": "2.0", "id": n, "method": "saveCustomEvent", "params": params}))
-    return ("\n".join(lines) + "\n").encode()
 
 
 def flushes(log: Path, store: Path) -> list[tuple[int, str]]:
@@ -62,10 +49,7 @@ def test_everysec_flushes_the_segments_closed_in_a_second_in_one_pass(spawn, sto
     )
     started = time.monotonic()
     for round_ in range(ROUNDS):
-        first = 1 + round_ * PER_ROUND
-        assert outbox.write_raw(save_lines(first, PER_ROUND))
-        replies = outbox.wait_ids(range(first, first + PER_ROUND), timeout=120)
-        assert all("result" in reply for reply in replies)
+        fill_with_saves(outbox, PER_ROUND, first=1 + round_ * PER_ROUND)
         time.sleep(0.15)
     seconds = time.monotonic() - started
     outbox.close()

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Outbox, run_once
+from conftest import fill_with_saves, run_once
 
 pytestmark = [
     pytest.mark.skipif(sys.platform != "linux", reason="posix_fadvise and fincore are Linux's"),
@@ -43,25 +43,6 @@ def on_tmpfs(path: Path) -> bool:
     return out.stdout.strip() == "tmpfs"
 
 
-def save_lines(count: int) -> bytes:
-    """`count` realistic saves, about 200 bytes each."""
-    lines = []
-    for n in range(1, count + 1):
-        params = {
-            "name": "purchase",
-            "properties": {"campaign": "black_friday", "step": n % 9, "ok": True, "tags": ["a", "b"], "pad": "x" * 60},
-            "user": {"externalId": f"user-{n % 1000}"},
-        }
-        lines.append(json.dumps({"jsonrpc": "2.0", "id": n, "method": "saveCustomEvent", "params": params}))
-    return ("\n".join(lines) + "\n").encode()
-
-
-def fill(outbox: Outbox, count: int) -> None:
-    assert outbox.write_raw(save_lines(count))
-    replies = outbox.wait_ids(range(1, count + 1), timeout=120)
-    assert all("result" in reply for reply in replies)
-
-
 @pytest.mark.parametrize("fsync", ["everysec", "always"])
 def test_closed_segments_leave_the_cache(spawn, store: Path, fsync: str) -> None:  # noqa: ANN001
     # everysec drops a segment as it closes (written back first), always in the flush after it; no
@@ -69,7 +50,7 @@ def test_closed_segments_leave_the_cache(spawn, store: Path, fsync: str) -> None
     outbox = spawn(store, fsync=fsync, snapshot_interval=3600)
     if on_tmpfs(store.parent):
         pytest.skip("the store is on tmpfs")
-    fill(outbox, 30_000)  # about 8 MB: two segments closed
+    fill_with_saves(outbox, 30_000)  # about 8 MB: two segments closed
     closed = segments(store)[:-1]
     assert sum(p.stat().st_size for p in closed) >= SEGMENT_BYTES
     deadline = time.monotonic() + 10
@@ -83,7 +64,7 @@ def test_a_start_leaves_the_segments_out_of_the_cache(spawn, outbox_bin: Path, s
     outbox = spawn(store, fsync="everysec")
     if on_tmpfs(store.parent):
         pytest.skip("the store is on tmpfs")
-    fill(outbox, 30_000)
+    fill_with_saves(outbox, 30_000)
     outbox.close()
     for path in segments(store):
         path.read_bytes()  # in the cache now
