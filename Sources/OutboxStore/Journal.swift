@@ -197,16 +197,23 @@ package final class Journal {
 
   // MARK: - Writing off the loop's thread
 
-  /// Starts writing the records gathered so far on the writer thread and returns true. False, with
-  /// nothing started, when there are none, a write is in flight, or no segment is open (`commit`
-  /// opens one).
+  /// Starts writing the records gathered so far on the writer thread and returns true, opening a
+  /// segment for them when none is open (after a rotation). False, with nothing started, when there
+  /// are none, a write is in flight, or the segment cannot be opened (`commit` then tries, and
+  /// reports the failure).
   package func beginCommit() -> Bool {
-    guard !buffer.isEmpty, flight == nil, landed == nil, fd >= 0 else { return false }
-    var bytes = spare
-    swap(&bytes, &buffer)
+    guard !buffer.isEmpty, flight == nil, landed == nil else { return false }
+    if fd < 0 {
+      do throws(FileError) { try openSegment(first: pendingFirst) } catch { return false }
+    }
     let flight = Flight(
-      bytes: bytes, items: pendingItems, other: pendingOther, fd: fd,
-      path: path(segments[segments.count - 1].first), flushes: policy == .always)
+      items: pendingItems, other: pendingOther, fd: fd, path: path(segments[segments.count - 1].first),
+      flushes: policy == .always)
+    // Each buffer has one owner at a time, never a copy: the writer thread fills in the checksums in
+    // place (a second reference would make it copy the whole write), and the landed buffer gathers
+    // again with its memory (`land`).
+    swap(&flight.bytes, &buffer)
+    swap(&buffer, &spare)
     flight.lastSeq = lastRecordSeq
     pendingItems = 0
     pendingOther = 0
@@ -217,6 +224,9 @@ package final class Journal {
 
   /// True while a write is in flight (not landed).
   var hasFlight: Bool { flight != nil }
+
+  /// Where the records being gathered are (for tests: which buffer, not its bytes).
+  var gatheringBase: UnsafeRawPointer? { buffer.withUnsafeBytes { $0.baseAddress } }
 
   /// True while a write is in flight, or its outcome waits for `takeLanded`.
   var isWriting: Bool { flight != nil || landed != nil }
@@ -235,7 +245,7 @@ package final class Journal {
     flight.done.wait()
     self.flight = nil
     landed = .some(book(flight))
-    spare = flight.bytes
+    swap(&spare, &flight.bytes)  // taken, not copied: emptying it keeps its memory
     spare.removeAll(keepingCapacity: true)
   }
 
@@ -271,8 +281,8 @@ package final class Journal {
     var lastSeq: UInt64 = 0
     let done = DispatchSemaphore(value: 0)
 
-    init(bytes: [UInt8], items: Int, other: Int, fd: Int32, path: String, flushes: Bool) {
-      (self.bytes, self.items, self.other, self.fd, self.path, self.flushes) = (bytes, items, other, fd, path, flushes)
+    init(items: Int, other: Int, fd: Int32, path: String, flushes: Bool) {
+      (self.bytes, self.items, self.other, self.fd, self.path, self.flushes) = ([], items, other, fd, path, flushes)
     }
 
     /// On the writer thread.

@@ -86,4 +86,64 @@ import Testing
     try journal.commit()
     #expect(journal.writtenThrough == 3)
   }
+
+  /// The records gathered after a rotation go out off the loop's thread too: `beginCommit` opens
+  /// the next segment itself instead of leaving the write to a synchronous commit.
+  @Test func theFirstWriteAfterARotationIsHandedOverToo() throws {
+    let directory = Paths.temporaryDirectory().path
+    let journal = Journal(directory: directory, policy: .everysec, segments: [], rotateAt: 1024)
+    defer { journal.close() }
+    let body = Array("{\"name\":\"e\",\"pad\":\"\(String(repeating: "x", count: 600))\"}".utf8)
+    func item(_ seq: UInt64) {
+      body.withUnsafeBytes {
+        journal.appendItem(
+          seq: seq, savedAt: 1, kind: .customEvent, hasUser: false, id: ItemID(high: seq, low: 1), body: $0)
+      }
+    }
+    item(1)
+    try journal.commit()  // opens the first segment
+    item(2)
+    #expect(journal.beginCommit())
+    #expect(journal.takeLanded() == .some(nil))
+    #expect(!journal.isOpen, "the write passed 1024 bytes: the segment closed as it landed")
+    item(3)
+    #expect(journal.beginCommit(), "the next segment is opened for the handed-over write")
+    #expect(journal.takeLanded() == .some(nil))
+    #expect(journal.writtenThrough == 3)
+    #expect(journal.segments.map(\.first) == [1, 3])
+    let names = try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
+    #expect(names == [SegmentFormat.name(first: 1), SegmentFormat.name(first: 3)])
+  }
+
+  /// The two buffers trade places: a landed write's buffer gathers the next records with its
+  /// memory kept, never copied or allocated again (the loop would otherwise fill fresh pages).
+  @Test func aLandedWritesBufferGathersTheRecordsAfterTheNext() throws {
+    let journal = Journal(directory: Paths.temporaryDirectory().path, policy: .everysec, segments: [])
+    defer { journal.close() }
+    journal.append(.remove([1]), seq: 1)
+    try journal.commit()  // opens the segment
+    var seq: UInt64 = 1
+    func gather() {
+      for _ in 0..<50 {
+        seq += 1
+        journal.append(.remove([seq]), seq: seq)
+      }
+    }
+    gather()
+    let first = journal.gatheringBase
+    #expect(journal.beginCommit())
+    gather()
+    let second = journal.gatheringBase
+    #expect(first != nil && second != nil && first != second)
+    #expect(journal.takeLanded() == .some(nil))
+    #expect(journal.beginCommit())
+    #expect(journal.gatheringBase == first, "the landed write's buffer gathers again")
+    gather()
+    #expect(journal.gatheringBase == first, "and keeps its memory as it fills")
+    #expect(journal.takeLanded() == .some(nil))
+    #expect(journal.beginCommit())
+    #expect(journal.gatheringBase == second)
+    #expect(journal.takeLanded() == .some(nil))
+    #expect(journal.writtenThrough == seq)
+  }
 }
