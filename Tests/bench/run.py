@@ -19,8 +19,8 @@ Sections, on the realistic mix (saveCustomEvent with a `user` on every line) unl
   latency        p50 / p99 / p99.9 round trips, driver and server pinned to one core
   cold_start     spawn to first reply, --memory and a fresh --store (and the baselines)
   first_reply    spawn to the status reply with N and 2N items pending, and peak RSS
-  delivery       realistic saves onto a fresh store, delivery off vs --deliver against a local Braze
-                 stub, and the cold start with delivery configured
+  delivery       realistic saves onto a fresh store, delivery off vs --deliver against a local fake
+                 /users/track answering at once (its own process), and the cold start with delivery configured
   drain          a 200k backlog delivered by `push-outbox deliver` to a fake /users/track answering after 0, 20,
                  100 and 250 ms, and --deliver while saving: objects/s, requests in flight, CPU per 100k
                  objects, the busiest rate window, duplicates (drain.py, track_fake.py)
