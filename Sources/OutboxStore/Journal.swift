@@ -358,10 +358,9 @@ package final class Journal {
     case .never:
       closeFD(old)
     case .everysec:
-      let writesBack = FileIO.writesBack
-      closed.append((old, path, writesBack))
+      closed.append((old, path))
       let slot = syncFailure
-      if writesBack {
+      if dropsAtClose {
         syncQueue.async {
           do throws(FileError) {
             try FileIO.writeBack(old, path: path)
@@ -371,16 +370,18 @@ package final class Journal {
       }
       if closed.count >= Self.closedLimit { syncClosed() }
     case .always:
-      closed.append((old, path, false))
+      closed.append((old, path))
       syncClosed()
     }
   }
 
   // MARK: - Background flushing
 
-  /// Closed segments waiting for the background pass (`everysec`), their descriptors still open;
-  /// `droppedAtClose`: written back and dropped from the cache as it closed.
-  private var closed: [(fd: Int32, path: String, droppedAtClose: Bool)] = []
+  /// Closed segments waiting for the background pass (`everysec`), their descriptors still open.
+  private var closed: [(fd: Int32, path: String)] = []
+  /// True when a closed segment is written back and dropped from the cache as it closes (`everysec`
+  /// where `FileIO.writesBack`); else the pass drops it after its flush.
+  private var dropsAtClose: Bool { policy == .everysec && FileIO.writesBack }
   /// How many closed segments may wait for the next second before a pass starts at once (each holds
   /// a descriptor).
   static let closedLimit = 32
@@ -411,7 +412,7 @@ package final class Journal {
   /// closed. A failure is reported by the next `tick`.
   private func syncClosed(andOpen open: (fd: Int32, path: String)? = nil) {
     guard !closed.isEmpty || open != nil else { return }
-    let (files, directory, slot) = (closed, directory, syncFailure)
+    let (files, directory, slot, dropped) = (closed, directory, syncFailure, dropsAtClose)
     closed.removeAll()
     syncQueue.async {
       do throws(FileError) {
@@ -420,7 +421,7 @@ package final class Journal {
           if let open { try FileIO.sync(open.fd, path: open.path) }
           try FileIO.syncDirectory(directory)
         }
-        for file in files where !file.droppedAtClose { FileIO.dropCache(file.fd) }
+        if !dropped { for file in files { FileIO.dropCache(file.fd) } }
       } catch { slot.put(error) }
       for file in files { closeFD(file.fd) }
       if let open { closeFD(open.fd) }
