@@ -10,9 +10,10 @@ package import OutboxSupport
 /// the file; after a failed fsync the segment is cut back to its last good record and abandoned for
 /// a new one.
 ///
-/// Writing off the loop's thread: `beginCommit` hands the buffer to the writer thread, which writes
-/// the item records' checksums and then the bytes (and flushes them with `always`), while the loop
-/// goes on gathering the next burst's records into a second buffer. At most one write is in flight.
+/// Writing off the loop's thread: `beginCommit` hands the buffer to the writer thread, which creates
+/// the next segment first when none is open (after a rotation), writes the item records' checksums
+/// and then the bytes (and flushes them with `always`), while the loop goes on gathering the next
+/// burst's records into a second buffer. At most one write is in flight.
 /// It lands (`land`) before anything else touches the file: a commit, a rotation, an fsync, a
 /// compaction, close. The store takes its outcome (`takeLanded`): only then may the replies that
 /// wait for it go out. A failed flight takes the records gathered since with it (their item records
@@ -72,7 +73,7 @@ package final class Journal {
 
   /// Records wait to be written, or are being written.
   var hasPendingRecords: Bool { !buffer.isEmpty || flight != nil }
-  var totalBytes: Int64 { fileBytes + Int64(buffer.count + (flight?.bytes.count ?? 0)) }
+  var totalBytes: Int64 { fileBytes + Int64(buffer.count + (flight.map { $0.bytes.count + $0.openingBytes } ?? 0)) }
   /// The segments' bytes as written (without the records waiting for a commit).
   var fileBytes: Int64 {
     if let cachedFileBytes { return cachedFileBytes }
@@ -197,18 +198,18 @@ package final class Journal {
 
   // MARK: - Writing off the loop's thread
 
-  /// Starts writing the records gathered so far on the writer thread and returns true, opening a
-  /// segment for them when none is open (after a rotation). False, with nothing started, when there
-  /// are none, a write is in flight, or the segment cannot be opened (`commit` then tries, and
-  /// reports the failure).
+  /// Starts writing the records gathered so far on the writer thread and returns true. When no
+  /// segment is open (after a rotation), the writer creates one for them first: a file's creation
+  /// can take the loop's thread a quarter of a millisecond, and with `always` it is flushed with its
+  /// directory. A failed creation is the write's failure, as `takeLanded` hands it over. False, with
+  /// nothing started, when there are no records or a write is in flight.
   package func beginCommit() -> Bool {
     guard !buffer.isEmpty, flight == nil, landed == nil else { return false }
-    if fd < 0 {
-      do throws(FileError) { try openSegment(first: pendingFirst) } catch { return false }
-    }
+    let opens: UInt64? = fd < 0 ? pendingFirst : nil
+    if let opens { retireEmptySegment(before: opens) }
     let flight = Flight(
-      items: pendingItems, other: pendingOther, fd: fd, path: path(segments[segments.count - 1].first),
-      flushes: policy == .always)
+      items: pendingItems, other: pendingOther, fd: fd, opens: opens,
+      path: path(opens ?? segments[segments.count - 1].first), policy: policy, directory: directory)
     // Each buffer has one owner at a time, never a copy: the writer thread fills in the checksums in
     // place (a second reference would make it copy the whole write), and the landed buffer gathers
     // again with its memory (`land`).
@@ -249,12 +250,14 @@ package final class Journal {
     spare.removeAll(keepingCapacity: true)
   }
 
-  /// A landed flight: its records counted in the segment, or on failure cut back off the file, its
+  /// A landed flight: the segment it created taken on, its records counted in the segment, or on
+  /// failure cut back off the file (none reached a file when the segment could not be created), its
   /// item records and those gathered since dropped, its other records kept ahead of the others.
   private func book(_ flight: Flight) -> FileError? {
+    if let first = flight.opens, flight.fd >= 0 { adopt(flight.fd, first: first) }
     if let error = flight.error {
       lastCutFailed = false
-      abandonTail(after: error)
+      if fd >= 0 { abandonTail(after: error) }
       keepOnlyBookkeeping(after: flight.bytes)
       return error
     }
@@ -273,22 +276,33 @@ package final class Journal {
     var bytes: [UInt8]
     let items: Int
     let other: Int
-    let fd: Int32
+    /// The open segment's descriptor; with `opens`, -1 until the writer created the segment.
+    var fd: Int32
+    /// The first seq of the segment the writer creates for this write, when none is open.
+    let opens: UInt64?
     let path: String
-    let flushes: Bool
+    let policy: FsyncPolicy
+    let directory: String
     var error: FileError? = nil
     /// The seq of its last record.
     var lastSeq: UInt64 = 0
     let done = DispatchSemaphore(value: 0)
 
-    init(items: Int, other: Int, fd: Int32, path: String, flushes: Bool) {
-      (self.bytes, self.items, self.other, self.fd, self.path, self.flushes) = ([], items, other, fd, path, flushes)
+    init(items: Int, other: Int, fd: Int32, opens: UInt64?, path: String, policy: FsyncPolicy, directory: String) {
+      (self.bytes, self.items, self.other, self.fd, self.opens) = ([], items, other, fd, opens)
+      (self.path, self.policy, self.directory) = (path, policy, directory)
     }
+
+    /// The file bytes it adds besides its records: the header of the segment it creates.
+    var openingBytes: Int { opens == nil ? 0 : SegmentFormat.headerSize }
 
     /// On the writer thread.
     func run() {
       defer { done.signal() }
-      do throws(FileError) { try Journal.write(&bytes, to: fd, path: path, flushes: flushes) } catch {
+      do throws(FileError) {
+        if opens != nil { fd = try Journal.createSegment(path, policy: policy, directory: directory) }
+        try Journal.write(&bytes, to: fd, path: path, flushes: policy == .always)
+      } catch {
         self.error = error
       }
     }
@@ -304,17 +318,28 @@ package final class Journal {
     }
   }
 
+  /// Opens a new segment on this thread (a synchronous commit's).
   private func openSegment(first: UInt64) throws(FileError) {
     land()
-    // An abandoned segment that never got a record takes no name (its size on disk is checked too:
-    // a segment is deleted on what the file holds, never on a counter alone).
+    retireEmptySegment(before: first)
+    adopt(try Self.createSegment(path(first), policy: policy, directory: directory), first: first)
+  }
+
+  /// An abandoned segment that never got a record takes no name: it is deleted before the segment
+  /// starting at `first` is created (its size on disk is checked too: a segment is deleted on what
+  /// the file holds, never on a counter alone).
+  private func retireEmptySegment(before first: UInt64) {
     if let last = segments.last, last.first >= first, last.bytes <= SegmentFormat.headerSize,
       FileIO.size(path(last.first)) <= SegmentFormat.headerSize
     {
       unlink(path(last.first))
       segments.removeLast()
     }
-    let path = path(first)
+  }
+
+  /// Creates a segment file with its header (flushed with its directory under `always`) and returns
+  /// its descriptor; on failure nothing of it is left. On the loop's thread or the writer's.
+  private static func createSegment(_ path: String, policy: FsyncPolicy, directory: String) throws(FileError) -> Int32 {
     let newFD = try FileIO.createExclusive(path)
     do throws(FileError) {
       try FileIO.writeAll(newFD, SegmentFormat.header, path: path)
@@ -327,10 +352,15 @@ package final class Journal {
       unlink(path)
       throw error
     }
+    KillPoint.reach(.rotation)
+    return newFD
+  }
+
+  /// Takes on a created segment as the open one.
+  private func adopt(_ newFD: Int32, first: UInt64) {
     fd = newFD
     goodSize = SegmentFormat.headerSize
     segments.append(SegmentInfo(first: first, bytes: goodSize))
-    KillPoint.reach(.rotation)
     if policy == .everysec { unsynced = true }
   }
 

@@ -115,6 +115,87 @@ import Testing
     #expect(names == [SegmentFormat.name(first: 1), SegmentFormat.name(first: 3)])
   }
 
+  /// After a rotation the writer thread creates the next segment, not `beginCommit` on the loop's
+  /// thread: until the handed-over write runs there is no such file, and the bytes in the air
+  /// count the new segment's header.
+  @Test func theWriterCreatesTheSegmentAfterARotation() throws {
+    let directory = Paths.temporaryDirectory().path
+    let journal = Journal(directory: directory, policy: .everysec, segments: [], rotateAt: 1024)
+    defer { journal.close() }
+    try rotateOnce(journal)
+    var release: (@Sendable () -> Void)? = nil
+    journal.execute = { job in release = job }  // the write waits until the test runs it
+    item(3, journal)
+    let gathered = journal.totalBytes
+    #expect(journal.beginCommit())
+    let third = directory + "/" + SegmentFormat.name(first: 3)
+    #expect(!FileManager.default.fileExists(atPath: third), "the loop's thread created the segment")
+    #expect(journal.segments.map(\.first) == [1])
+    #expect(journal.totalBytes == gathered + Int64(SegmentFormat.headerSize))
+    release?()
+    #expect(journal.takeLanded() == .some(nil))
+    #expect(FileManager.default.fileExists(atPath: third))
+    #expect(journal.segments.map(\.first) == [1, 3])
+    #expect(journal.isOpen)
+    #expect(journal.writtenThrough == 3)
+    #expect(journal.totalBytes == gathered + Int64(SegmentFormat.headerSize))
+  }
+
+  /// A segment the writer cannot create fails its write and nothing else: the item record goes,
+  /// the other records wait for the next commit, nothing planted at the name is touched, and the
+  /// next commit opens a segment of its own.
+  @Test func aSegmentTheWriterCannotCreateFailsOnlyItsWrite() throws {
+    let directory = Paths.temporaryDirectory().path
+    let journal = Journal(directory: directory, policy: .everysec, segments: [], rotateAt: 1024)
+    defer { journal.close() }
+    try rotateOnce(journal)
+    let third = directory + "/" + SegmentFormat.name(first: 3)
+    try FileManager.default.createDirectory(atPath: third, withIntermediateDirectories: false)
+    item(3, journal)
+    journal.append(.remove([1]), seq: 4)
+    #expect(journal.beginCommit(), "the write is handed over; the writer finds the name taken")
+    guard case .some(.some(let failure)) = journal.takeLanded() else {
+      Issue.record("the write did not fail")
+      return
+    }
+    #expect(failure.operation == "create" && failure.path == third)
+    #expect(journal.segments.map(\.first) == [1])
+    #expect(!journal.isOpen)
+    #expect(journal.writtenThrough == 2)
+    #expect(!journal.lastCutFailed, "nothing reached a file, so nothing was cut")
+    var isDirectory: ObjCBool = false
+    #expect(FileManager.default.fileExists(atPath: third, isDirectory: &isDirectory) && isDirectory.boolValue)
+    try FileManager.default.removeItem(atPath: third)
+    try journal.commit()
+    #expect(journal.segments.map(\.first) == [1, 4], "the kept removal opens the next segment")
+    #expect(journal.writtenThrough == 4)
+    let bytes = try #require(FileManager.default.contents(atPath: directory + "/" + SegmentFormat.name(first: 4)))
+    var kinds: [UInt8] = []
+    Array(bytes.dropFirst(SegmentFormat.headerSize)).withUnsafeBytes { raw in
+      SegmentFormat.forEachRecord(in: raw) { _, type in kinds.append(type) }
+    }
+    #expect(kinds == [SegmentFormat.RecordType.remove.rawValue], "the item record was dropped")
+  }
+
+  /// Item `seq` with a 600-byte body: two pass `rotateAt: 1024`.
+  private func item(_ seq: UInt64, _ journal: Journal) {
+    let body = Array("{\"name\":\"e\",\"pad\":\"\(String(repeating: "x", count: 600))\"}".utf8)
+    body.withUnsafeBytes {
+      journal.appendItem(
+        seq: seq, savedAt: 1, kind: .customEvent, hasUser: false, id: ItemID(high: seq, low: 1), body: $0)
+    }
+  }
+
+  /// Writes items 1 and 2 to a journal rotating at 1 KiB: segment 1 is closed after it.
+  private func rotateOnce(_ journal: Journal) throws {
+    item(1, journal)
+    try journal.commit()  // opens the first segment
+    item(2, journal)
+    #expect(journal.beginCommit())
+    #expect(journal.takeLanded() == .some(nil))
+    #expect(!journal.isOpen, "the write passed 1024 bytes: the segment closed as it landed")
+  }
+
   /// The two buffers trade places: a landed write's buffer gathers the next records with its
   /// memory kept, never copied or allocated again (the loop would otherwise fill fresh pages).
   @Test func aLandedWritesBufferGathersTheRecordsAfterTheNext() throws {
