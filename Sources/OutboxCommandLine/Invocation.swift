@@ -1,5 +1,5 @@
 package import OutboxFakeBraze
-package import OutboxFleet
+import OutboxFleet
 package import OutboxServer
 
 /// The subcommands: one-shots that open the same store with the same flags, then exit.

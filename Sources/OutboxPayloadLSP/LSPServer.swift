@@ -1,5 +1,5 @@
 import OutboxDomain
-package import OutboxJSON
+import OutboxJSON
 import OutboxJSONRPC
 import OutboxSupport
 
@@ -375,7 +375,7 @@ extension LSPServer {
   // MARK: - Hover
 
   func hover(_ params: JSONValue) -> JSONValue {
-    guard var (document, offset) = located(params),
+    guard case (var document, let offset)? = located(params),
       let root = document.check(limit: settings.maxDocumentBytes).tree.root,
       let (path, member) = Self.member(at: offset, in: root, path: ""),
       let text = PayloadRules.hover(forKey: path)
@@ -402,7 +402,7 @@ extension LSPServer {
   // MARK: - Completion
 
   func completion(_ params: JSONValue) -> JSONValue {
-    guard var (document, offset) = located(params) else { return .null }
+    guard case (var document, let offset)? = located(params) else { return .null }
     let tree = document.check(limit: settings.maxDocumentBytes).tree
     guard let root = tree.root, root.kind == .object else {
       return .array(keyItems(parent: "", present: [], replace: (offset, offset), document))

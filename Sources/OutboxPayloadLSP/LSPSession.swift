@@ -1,4 +1,4 @@
-package import OutboxSupport
+import OutboxSupport
 package import OutboxTransport
 
 /// `push-outbox lsp`'s loop: Content-Length messages in, `LSPServer` in between, messages out.

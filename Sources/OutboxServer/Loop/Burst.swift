@@ -1,5 +1,5 @@
 import OutboxJSON
-package import OutboxJSONRPC
+import OutboxJSONRPC
 import OutboxStore
 import OutboxSupport
 

@@ -3,7 +3,7 @@ import OutboxJSON
 import OutboxJSONRPC
 import OutboxStore
 import OutboxSupport
-package import OutboxTransport
+import OutboxTransport
 
 /// The hot request's path: a `saveCustomEvent` line that passes every rule is read by a fast tier
 /// (`FastSave.prepare`: the one-pass scan, `OneScanSave`, else the tape save, `TapeSave`) and
