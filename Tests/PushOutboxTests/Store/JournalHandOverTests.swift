@@ -87,26 +87,14 @@ import Testing
     #expect(journal.writtenThrough == 3)
   }
 
-  /// The records gathered after a rotation go out off the loop's thread too: `beginCommit` opens
-  /// the next segment itself instead of leaving the write to a synchronous commit.
+  /// The records gathered after a rotation go out off the loop's thread too: the handed-over write
+  /// opens the next segment instead of leaving the write to a synchronous commit.
   @Test func theFirstWriteAfterARotationIsHandedOverToo() throws {
     let directory = Paths.temporaryDirectory().path
     let journal = Journal(directory: directory, policy: .everysec, segments: [], rotateAt: 1024)
     defer { journal.close() }
-    let body = Array("{\"name\":\"e\",\"pad\":\"\(String(repeating: "x", count: 600))\"}".utf8)
-    func item(_ seq: UInt64) {
-      body.withUnsafeBytes {
-        journal.appendItem(
-          seq: seq, savedAt: 1, kind: .customEvent, hasUser: false, id: ItemID(high: seq, low: 1), body: $0)
-      }
-    }
-    item(1)
-    try journal.commit()  // opens the first segment
-    item(2)
-    #expect(journal.beginCommit())
-    #expect(journal.takeLanded() == .some(nil))
-    #expect(!journal.isOpen, "the write passed 1024 bytes: the segment closed as it landed")
-    item(3)
+    try rotateOnce(journal)
+    item(3, journal)
     #expect(journal.beginCommit(), "the next segment is opened for the handed-over write")
     #expect(journal.takeLanded() == .some(nil))
     #expect(journal.writtenThrough == 3)
