@@ -6,9 +6,10 @@ package import OutboxSupport
 /// Group commit: a burst's records collect in `buffer` and reach the file in one `write`; `--fsync`
 /// decides when the file is flushed (before the replies, in one background pass a second that also
 /// takes the segments closed since the last, or never by us). Segments are created on first use,
-/// with `O_EXCL | O_NOFOLLOW`, and rotate at `segmentLimit` bytes. A failed write is cut back off
-/// the file; after a failed fsync the segment is cut back to its last good record and abandoned for
-/// a new one.
+/// with `O_EXCL | O_NOFOLLOW`, and rotate at `segmentLimit` bytes; the open one is written out and
+/// dropped from the page cache every `writeBackStep` bytes, a closed one as it closes. A failed
+/// write is cut back off the file; after a failed fsync the segment is cut back to its last good
+/// record and abandoned for a new one.
 ///
 /// Writing off the loop's thread: `beginCommit` hands the buffer to the writer thread, which creates
 /// the next segment first when none is open (after a rotation), writes the item records' checksums
@@ -21,7 +22,18 @@ package import OutboxSupport
 package final class Journal {
   package let directory: String
   package let policy: FsyncPolicy
+  /// Not larger: a snapshot rewrites each closed segment that lost items since the last one, and a
+  /// backlog drained by `--deliver` from 64 MiB segments rewrote 8 times the bytes (125 MB against
+  /// 16 MB for 200k items) for 20% more CPU, though a pass would fsync 16 times fewer segments.
   static let segmentLimit = 4 << 20
+  /// Every this many bytes the open segment is written out and dropped from the page cache
+  /// (`writeBackOpenSegment`): the cache holds little of the journal, the pages it frees are the
+  /// next writes' (512 KiB was faster than 4 MiB, the segment, and than 256 KiB:
+  /// Tests/bench/RESULTS.md), and the pass and the close have little left to write.
+  static let writeBackStep = 512 << 10
+  /// Where the open segment's last step ended, a multiple of `writeBackStep`: bytes before it are
+  /// written out and dropped (or on their way, on the fsync queue).
+  private var steppedTo = 0
   /// Where this journal rotates: `segmentLimit`, or less under `--max-store-bytes`.
   private let rotateAt: Int
   private var fd: Int32 = -1
@@ -169,12 +181,22 @@ package final class Journal {
     }
     defer { discardPending() }
     writtenThrough = lastRecordSeq
-    goodSize += buffer.count
+    booked(bytes: buffer.count, items: pendingItems, other: pendingOther)
+  }
+
+  /// Records that reached the open segment: counted in it, and the segment rotated at `rotateAt`,
+  /// else written out one step further when a step's bytes have come.
+  private func booked(bytes: Int, items: Int, other: Int) {
+    goodSize += bytes
     segments[segments.count - 1].bytes = goodSize
-    segments[segments.count - 1].items += pendingItems
-    segments[segments.count - 1].otherBytes += pendingOther
+    segments[segments.count - 1].items += items
+    segments[segments.count - 1].otherBytes += other
     unsynced = policy != .always
-    if goodSize >= rotateAt { closeSegment() }
+    if goodSize >= rotateAt {
+      closeSegment()
+    } else if goodSize - steppedTo >= Self.writeBackStep {
+      writeBackOpenSegment()
+    }
   }
 
   /// Drops the item records from `buffer`, keeping the others in order (after `before`'s).
@@ -262,12 +284,7 @@ package final class Journal {
       return error
     }
     writtenThrough = max(writtenThrough, flight.lastSeq)
-    goodSize += flight.bytes.count
-    segments[segments.count - 1].bytes = goodSize
-    segments[segments.count - 1].items += flight.items
-    segments[segments.count - 1].otherBytes += flight.other
-    unsynced = policy != .always
-    if goodSize >= rotateAt { closeSegment() }
+    booked(bytes: flight.bytes.count, items: flight.items, other: flight.other)
     return nil
   }
 
@@ -360,6 +377,7 @@ package final class Journal {
   private func adopt(_ newFD: Int32, first: UInt64) {
     fd = newFD
     goodSize = SegmentFormat.headerSize
+    steppedTo = 0
     segments.append(SegmentInfo(first: first, bytes: goodSize))
     if policy == .everysec { unsynced = true }
   }
@@ -406,6 +424,30 @@ package final class Journal {
   }
 
   // MARK: - Background flushing
+
+  /// The open segment's bytes from the last step to the last step boundary leave the page cache on
+  /// the fsync queue, through a duplicate descriptor: under `everysec` written out first (a failure is
+  /// reported by the next `tick`, as a closed segment's write-out is), under `always` already flushed
+  /// by their writes. The next writes never touch those pages. Linux only (`FileIO.writesBack`);
+  /// `never` leaves the cache to the kernel. The pass still flushes the open segment: a write-out is
+  /// not a flush.
+  private func writeBackOpenSegment() {
+    let (start, end) = (steppedTo, goodSize - goodSize % Self.writeBackStep)
+    steppedTo = end
+    guard policy != .never, FileIO.writesBack, end > start else { return }
+    let copy = dup(fd)
+    guard copy >= 0 else { return }  // only a hint: the close writes the whole segment out
+    let (path, slot, writes) = (path(segments[segments.count - 1].first), syncFailure, policy == .everysec)
+    // the drop reaches back a little: a large folio across the last boundary was not dropped then
+    let dropFrom = max(0, start - (2 << 20))
+    syncQueue.async {
+      do throws(FileError) {
+        if writes { try FileIO.writeBack(copy, offset: start, bytes: end - start, path: path) }
+        FileIO.dropCache(copy, offset: dropFrom, bytes: end - dropFrom)
+      } catch { slot.put(error) }
+      closeFD(copy)
+    }
+  }
 
   /// Closed segments waiting for the background pass (`everysec`), their descriptors still open.
   private var closed: [(fd: Int32, path: String)] = []

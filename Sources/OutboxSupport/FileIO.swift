@@ -69,12 +69,13 @@ package enum FileIO {
 
   /// Writes the file's dirty pages to disk and waits for them, without flushing its metadata or the
   /// disk's cache: a flush after it has little left to do, and the pages are clean for `dropCache`.
-  /// Does nothing where there is no such call (`writesBack` false: the flush does it all). A failure
-  /// is thrown: the call takes the file's write-back error, and a later `sync` would not see it again.
-  package static func writeBack(_ fd: Int32, path: String) throws(FileError) {
+  /// `bytes`: the file's bytes from `offset` (0: to its end). Does nothing where there is no such
+  /// call (`writesBack` false: the flush does it all). A failure is thrown: the call takes the file's
+  /// write-back error, and a later `sync` would not see it again.
+  package static func writeBack(_ fd: Int32, offset: Int = 0, bytes: Int = 0, path: String) throws(FileError) {
     #if os(Linux)
     // SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER
-    if let syncFileRange, syncFileRange(fd, 0, 0, 7) != 0 {
+    if let syncFileRange, syncFileRange(fd, Int64(offset), Int64(bytes), 7) != 0 {
       throw FileError(operation: "sync_file_range", path: path, code: errno)
     }
     #endif
@@ -99,10 +100,11 @@ package enum FileIO {
 
   /// Lets the kernel drop the file's cached pages, once they are on disk (after `sync`): a written
   /// segment is not read again while the store serves, and its cache would otherwise grow with the
-  /// store (2 GB for 10M items), each new page a fresh one to the machine. Linux only; a hint.
-  package static func dropCache(_ fd: Int32) {
+  /// store (2 GB for 10M items), each new page a fresh one to the machine. `bytes`: the file's bytes
+  /// from `offset` (0: to its end); only whole pages inside them are dropped. Linux only; a hint.
+  package static func dropCache(_ fd: Int32, offset: Int = 0, bytes: Int = 0) {
     #if os(Linux)
-    _ = posix_fadvise(fd, 0, 0, Int32(POSIX_FADV_DONTNEED))
+    _ = posix_fadvise(fd, off_t(offset), off_t(bytes), Int32(POSIX_FADV_DONTNEED))
     #endif
   }
 
