@@ -407,15 +407,7 @@ package final class Journal {
       closeFD(old)
     case .everysec:
       closed.append((old, path))
-      let slot = syncFailure
-      if dropsAtClose {
-        syncQueue.async {
-          do throws(FileError) {
-            try FileIO.writeBack(old, path: path)
-            FileIO.dropCache(old)
-          } catch { slot.put(error) }
-        }
-      }
+      if dropsAtClose { leaveCache(old, path: path, writes: true, closing: false) }
       if closed.count >= Self.closedLimit { syncClosed() }
     case .always:
       closed.append((old, path))
@@ -437,15 +429,24 @@ package final class Journal {
     guard policy != .never, FileIO.writesBack, end > start else { return }
     let copy = dup(fd)
     guard copy >= 0 else { return }  // only a hint: the close writes the whole segment out
-    let (path, slot, writes) = (path(segments[segments.count - 1].first), syncFailure, policy == .everysec)
-    // the drop reaches back a little: a large folio across the last boundary was not dropped then
-    let dropFrom = max(0, start - (2 << 20))
+    leaveCache(
+      copy, path: path(segments[segments.count - 1].first), from: start, to: end, writes: policy == .everysec,
+      closing: true)
+  }
+
+  /// On the fsync queue: `fd`'s bytes from `start` to `end` (0: the file's end) are written out,
+  /// unless their writes flushed them (`writes` false), and every whole page before `end` leaves the
+  /// page cache (a large folio across an earlier step's end did not leave then). A failed write-out
+  /// is reported by the next `tick`. `closing`: `fd` is closed after.
+  private func leaveCache(_ fd: Int32, path: String, from start: Int = 0, to end: Int = 0, writes: Bool, closing: Bool)
+  {
+    let slot = syncFailure
     syncQueue.async {
       do throws(FileError) {
-        if writes { try FileIO.writeBack(copy, offset: start, bytes: end - start, path: path) }
-        FileIO.dropCache(copy, offset: dropFrom, bytes: end - dropFrom)
+        if writes { try FileIO.writeBack(fd, offset: start, bytes: end == 0 ? 0 : end - start, path: path) }
+        FileIO.dropCache(fd, bytes: end)
       } catch { slot.put(error) }
-      closeFD(copy)
+      if closing { closeFD(fd) }
     }
   }
 

@@ -100,11 +100,11 @@ package enum FileIO {
 
   /// Lets the kernel drop the file's cached pages, once they are on disk (after `sync`): a written
   /// segment is not read again while the store serves, and its cache would otherwise grow with the
-  /// store (2 GB for 10M items), each new page a fresh one to the machine. `bytes`: the file's bytes
-  /// from `offset` (0: to its end); only whole pages inside them are dropped. Linux only; a hint.
-  package static func dropCache(_ fd: Int32, offset: Int = 0, bytes: Int = 0) {
+  /// store (2 GB for 10M items), each new page a fresh one to the machine. `bytes`: the file's first
+  /// bytes (0: all of it); only whole pages inside them are dropped. Linux only; a hint.
+  package static func dropCache(_ fd: Int32, bytes: Int = 0) {
     #if os(Linux)
-    _ = posix_fadvise(fd, off_t(offset), off_t(bytes), Int32(POSIX_FADV_DONTNEED))
+    _ = posix_fadvise(fd, 0, off_t(bytes), Int32(POSIX_FADV_DONTNEED))
     #endif
   }
 
