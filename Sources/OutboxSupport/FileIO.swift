@@ -98,6 +98,56 @@ package enum FileIO {
   }()
   #endif
 
+  /// Flushes every file of the filesystem that holds `fd`, with their directories (Linux `syncfs`):
+  /// one call and one flush of the disk's cache for many files. False, with nothing flushed, where it
+  /// does not apply (`syncsFilesystems`); thrown on a failure, which may be another file's on the same
+  /// filesystem (the kernel reports any write-back error since `fd` was opened): flush each file to
+  /// find out.
+  package static func syncFilesystem(_ fd: Int32, path: String) throws(FileError) -> Bool {
+    #if os(Linux)
+    guard let syncfs = syncfsCall else { return false }
+    if syncfs(fd) != 0 { throw FileError(operation: "syncfs", path: path, code: errno) }
+    return true
+    #else
+    return false
+    #endif
+  }
+
+  /// True where `syncFilesystem` flushes: Linux 5.8 or later (before it, `syncfs` said nothing of a
+  /// failed write-back).
+  package static var syncsFilesystems: Bool {
+    #if os(Linux)
+    return syncfsCall != nil
+    #else
+    return false
+    #endif
+  }
+
+  #if os(Linux)
+  /// glibc's `syncfs` (undeclared without `_GNU_SOURCE`, like `sync_file_range`), on kernels that
+  /// report write-back failures through it.
+  private static let syncfsCall: (@convention(c) (Int32) -> Int32)? = {
+    guard kernelReportsSyncfsFailures(), let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "syncfs") else {
+      return nil
+    }
+    return unsafeBitCast(symbol, to: (@convention(c) (Int32) -> Int32).self)
+  }()
+
+  /// True on Linux 5.8 or later, where `syncfs` returns write-back errors (errseq on the superblock).
+  static func kernelReportsSyncfsFailures(release: String? = nil) -> Bool {
+    let text = release ?? kernelRelease()
+    let numbers = text.split(whereSeparator: { !$0.isNumber }).prefix(2).compactMap { Int($0) }
+    guard numbers.count == 2 else { return false }
+    return numbers[0] > 5 || (numbers[0] == 5 && numbers[1] >= 8)
+  }
+
+  private static func kernelRelease() -> String {
+    var name = utsname()
+    guard uname(&name) == 0 else { return "" }
+    return withUnsafeBytes(of: &name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+  }
+  #endif
+
   /// Lets the kernel drop the file's cached pages, once they are on disk (after `sync`): a written
   /// segment is not read again while the store serves, and its cache would otherwise grow with the
   /// store (2 GB for 10M items), each new page a fresh one to the machine. `bytes`: the file's first

@@ -62,12 +62,15 @@ FSYNC_SHIM = r"""
 #include <time.h>
 #include <unistd.h>
 
-/* fsync and fdatasync fail with EIO while the file named by $FAULT_FSYNC_CONTROL exists,
-   and every call after the first $FAULT_FSYNC_AFTER calls (when set). With $FAULT_FSYNC_LOG, each
-   call appends a line to that file: CLOCK_MONOTONIC nanoseconds, a space, the path flushed. */
+/* fsync, fdatasync and syncfs fail with EIO while the file named by $FAULT_FSYNC_CONTROL exists,
+   and every call after the first $FAULT_FSYNC_AFTER calls (when set); syncfs alone fails while
+   the file named by $FAULT_SYNCFS_CONTROL exists (a write-back failure elsewhere on the filesystem).
+   With $FAULT_FSYNC_LOG, each call appends a line to that file: CLOCK_REALTIME nanoseconds (to
+   compare with file times), a space, the path flushed (for syncfs, "syncfs " and the path of the
+   descriptor it was given). */
 static long calls;
 
-static void logged(int fd) {
+static void logged(int fd, const char *prefix) {
     const char *log = getenv("FAULT_FSYNC_LOG");
     if (!log) return;
     char link[64], target[PATH_MAX], line[PATH_MAX + 64];
@@ -75,17 +78,18 @@ static void logged(int fd) {
     ssize_t length = readlink(link, target, sizeof target - 1);
     target[length < 0 ? 0 : length] = 0;
     struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    int size = snprintf(line, sizeof line, "%lld %s\n", (long long)now.tv_sec * 1000000000LL + now.tv_nsec, target);
+    clock_gettime(CLOCK_REALTIME, &now);
+    int size = snprintf(line, sizeof line, "%lld %s%s\n", (long long)now.tv_sec * 1000000000LL + now.tv_nsec, prefix,
+                        target);
     int out = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
     if (out >= 0) { write(out, line, size); close(out); }
 }
 
-static int failing(int fd) {
+static int failing(int fd, const char *prefix) {
     const char *control = getenv("FAULT_FSYNC_CONTROL");
     const char *after = getenv("FAULT_FSYNC_AFTER");
     calls++;
-    logged(fd);
+    logged(fd, prefix);
     if (control && access(control, F_OK) == 0) return 1;
     if (after && calls > atol(after)) return 1;
     return 0;
@@ -94,14 +98,22 @@ static int failing(int fd) {
 int fsync(int fd) {
     static int (*real)(int);
     if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
-    if (failing(fd)) { errno = EIO; return -1; }
+    if (failing(fd, "")) { errno = EIO; return -1; }
     return real(fd);
 }
 
 int fdatasync(int fd) {
     static int (*real)(int);
     if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
-    if (failing(fd)) { errno = EIO; return -1; }
+    if (failing(fd, "")) { errno = EIO; return -1; }
+    return real(fd);
+}
+
+int syncfs(int fd) {
+    static int (*real)(int);
+    if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "syncfs");
+    const char *only = getenv("FAULT_SYNCFS_CONTROL");
+    if (failing(fd, "syncfs ") || (only && access(only, F_OK) == 0)) { errno = EIO; return -1; }
     return real(fd);
 }
 """
