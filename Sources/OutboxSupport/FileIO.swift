@@ -91,11 +91,16 @@ package enum FileIO {
   }
 
   #if os(Linux)
-  /// glibc's `sync_file_range`, which Swift's Glibc module does not declare (it needs `_GNU_SOURCE`).
-  private static let syncFileRange: (@convention(c) (Int32, Int64, Int64, UInt32) -> Int32)? = {
-    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sync_file_range") else { return nil }
-    return unsafeBitCast(symbol, to: (@convention(c) (Int32, Int64, Int64, UInt32) -> Int32).self)
-  }()
+  /// glibc's `sync_file_range`.
+  private static let syncFileRange = glibcFunction(
+    "sync_file_range", as: (@convention(c) (Int32, Int64, Int64, UInt32) -> Int32).self)
+
+  /// A glibc function that Swift's Glibc module does not declare (it needs `_GNU_SOURCE`), looked up
+  /// by name; nil where this libc has none.
+  private static func glibcFunction<Function>(_ name: String, as type: Function.Type) -> Function? {
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) else { return nil }
+    return unsafeBitCast(symbol, to: type)
+  }
   #endif
 
   /// Flushes every file of the filesystem that holds `fd`, with their directories (Linux `syncfs`):
@@ -124,14 +129,9 @@ package enum FileIO {
   }
 
   #if os(Linux)
-  /// glibc's `syncfs` (undeclared without `_GNU_SOURCE`, like `sync_file_range`), on kernels that
-  /// report write-back failures through it.
-  private static let syncfsCall: (@convention(c) (Int32) -> Int32)? = {
-    guard kernelReportsSyncfsFailures(), let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "syncfs") else {
-      return nil
-    }
-    return unsafeBitCast(symbol, to: (@convention(c) (Int32) -> Int32).self)
-  }()
+  /// glibc's `syncfs`, on kernels that report write-back failures through it.
+  private static let syncfsCall =
+    kernelReportsSyncfsFailures() ? glibcFunction("syncfs", as: (@convention(c) (Int32) -> Int32).self) : nil
 
   /// True on Linux 5.8 or later, where `syncfs` returns write-back errors (errseq on the superblock).
   static func kernelReportsSyncfsFailures(release: String? = nil) -> Bool {
