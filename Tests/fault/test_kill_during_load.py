@@ -32,13 +32,21 @@ SEED = 20260404
 
 class Loader(threading.Thread):
     """Streams saves into `ob` as fast as the pipe takes them, without waiting for answers:
-    single requests, batches, notifications and repeats of client-supplied ids."""
+    single requests, batches, notifications and repeats of client-supplied ids.
 
-    def __init__(self, ob: Outbox, ledger: Ledger, seed: int, first_n: int, pause: float = 0.0) -> None:
+    A repeat answers the original only while the original is held. With `drained` (a Drainer runs
+    beside the loader), a repeat names only an id sent earlier in the same write: no drain can come
+    between the two, so the repeat cannot become a second item after the first was drained."""
+
+    def __init__(
+        self, ob: Outbox, ledger: Ledger, seed: int, first_n: int, pause: float = 0.0, drained: bool = False
+    ) -> None:
         super().__init__(daemon=True)
         self.ob, self.ledger, self.rng, self.n, self.pause = ob, ledger, random.Random(seed), first_n, pause
         self.stop = threading.Event()
         self.client_ids: list[int] = []
+        self.drained = drained
+        self.written = 0  # how many of client_ids went out in earlier writes
 
     def next_save(self) -> dict:
         n = self.n
@@ -55,9 +63,10 @@ class Loader(threading.Thread):
 
     def repeat(self) -> dict | None:
         """The same save again under a new request id: answered duplicate:true, stored once."""
-        if not self.client_ids:
+        candidates = self.client_ids[self.written :] if self.drained else self.client_ids[-50:]
+        if not candidates:
             return None
-        n = self.rng.choice(self.client_ids[-50:])
+        n = self.rng.choice(candidates)
         method, params = self.ledger.sent[n]
         return self.ledger.record(f"d{n}-{self.n}", n, method, params)
 
@@ -75,6 +84,7 @@ class Loader(threading.Thread):
                     lines.append(dumps(self.next_save()))
             if not self.ob.write_raw(("\n".join(lines) + "\n").encode()):
                 return
+            self.written = len(self.client_ids)
             if self.pause:
                 time.sleep(self.pause)
 
@@ -244,7 +254,7 @@ def test_kill9_during_checkpoint_write_and_compaction(outbox_bin: Path, tmp_path
         round_ledger.acked.update(ledger.acked)
         fsync = "always" if i % 2 else "everysec"
         ob = Outbox(outbox_bin, store, fsync=fsync, snapshot_interval="0.01")
-        loader = Loader(ob, round_ledger, seed=SEED + 100 + i, first_n=100_000 * (i + 1), pause=0.002)
+        loader = Loader(ob, round_ledger, seed=SEED + 100 + i, first_n=100_000 * (i + 1), pause=0.002, drained=True)
         drainer = Drainer(ob, pause=0.03)
         try:
             loader.start()

@@ -58,7 +58,7 @@ def test_kill_at_every_named_point(outbox_bin: Path, tmp_path: Path) -> None:
             snapshot_interval="0.01",
             env={"PUSH_OUTBOX_KILL_AT": f"{point}:{visit}"},
         )
-        loader = Loader(ob, round_ledger, seed=SEED + i, first_n=100_000 * (i + 1), pause=0.002)
+        loader = Loader(ob, round_ledger, seed=SEED + i, first_n=100_000 * (i + 1), pause=0.002, drained=True)
         drainer = Drainer(ob, pause=0.02)
         try:
             loader.start()

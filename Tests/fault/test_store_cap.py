@@ -88,7 +88,7 @@ def test_fill_to_the_cap_under_load_drain_and_save_again(outbox_bin: Path, tmp_p
             fsync = rng.choice(["always", "everysec", "never"])
             interval = rng.choice(["0.02", "0.1", "0.5"])
             ob = Outbox(outbox_bin, store, *cap, fsync=fsync, snapshot_interval=interval)
-            loader = Loader(ob, ledger, seed=SEED + r, first_n=next_n, pause=0.001)
+            loader = Loader(ob, ledger, seed=SEED + r, first_n=next_n, pause=0.001, drained=True)
             drainer = Drainer(ob, pause=rng.choice([0.01, 0.05, 0.2]))
             try:
                 loader.start()
