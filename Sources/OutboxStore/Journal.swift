@@ -506,11 +506,8 @@ package final class Journal {
   /// cache each. Else, or when the `syncfs` fails (the failure may be another file's on the same
   /// filesystem), each file is flushed and then the directory: a failure then names its file.
   static func flush(_ files: [(fd: Int32, path: String)], _ directory: String) throws(FileError) {
-    if files.count >= filesForSyncfs, FileIO.syncsFilesystems {
-      do throws(FileError) {
-        if try FileIO.syncFilesystem(files[0].fd, path: directory) { return }
-      } catch {}  // each file's flush below says whether the failure was one of ours
-    }
+    // a failed syncfs is nil: each file's flush below says whether the failure was one of ours
+    if files.count >= filesForSyncfs, (try? FileIO.syncFilesystem(files[0].fd, path: directory)) == true { return }
     for file in files { try FileIO.sync(file.fd, path: file.path) }
     try FileIO.syncDirectory(directory)
   }

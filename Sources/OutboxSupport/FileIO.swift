@@ -105,24 +105,14 @@ package enum FileIO {
 
   /// Flushes every file of the filesystem that holds `fd`, with their directories (Linux `syncfs`):
   /// one call and one flush of the disk's cache for many files. False, with nothing flushed, where it
-  /// does not apply (`syncsFilesystems`); thrown on a failure, which may be another file's on the same
-  /// filesystem (the kernel reports any write-back error since `fd` was opened): flush each file to
-  /// find out.
+  /// does not apply: not Linux, or a kernel before 5.8, whose `syncfs` said nothing of a failed
+  /// write-back. Thrown on a failure, which may be another file's on the same filesystem (the kernel
+  /// reports any write-back error since `fd` was opened): flush each file to find out.
   package static func syncFilesystem(_ fd: Int32, path: String) throws(FileError) -> Bool {
     #if os(Linux)
     guard let syncfs = syncfsCall else { return false }
     if syncfs(fd) != 0 { throw FileError(operation: "syncfs", path: path, code: errno) }
     return true
-    #else
-    return false
-    #endif
-  }
-
-  /// True where `syncFilesystem` flushes: Linux 5.8 or later (before it, `syncfs` said nothing of a
-  /// failed write-back).
-  package static var syncsFilesystems: Bool {
-    #if os(Linux)
-    return syncfsCall != nil
     #else
     return false
     #endif
