@@ -40,9 +40,11 @@ final class LinePreparer {
   /// Hands `batch` to the thread, which starts from its end; returns the batch's number.
   func post(_ batch: FramedBatch) -> UInt64 { worker.post(batch) }
 
-  /// Takes message `index` (the next from the start) of batch `number` for the loop; false when
-  /// the thread has it.
-  func claimForLoop(_ number: UInt64, _ index: Int) -> Bool { worker.slot(number).claimForLoop(index) }
+  /// Takes up to `count` messages from `index` (the next from the start) of batch `number` for the
+  /// loop; returns how many it took (0: the thread has the next one).
+  func claimForLoop(_ number: UInt64, _ index: Int, upTo count: Int) -> Int {
+    worker.slot(number).claimForLoop(index, upTo: count)
+  }
 
   /// Waits until the thread has prepared every message it took of batch `number`.
   func waitUntilFinished(_ number: UInt64) { worker.waitUntilFinished(number) }
@@ -65,22 +67,29 @@ final class LinePreparer {
   }
 }
 
-/// What the second thread prepared of one batch, seen by the loop inside `withPrepared`.
+/// What was prepared of a batch's messages from `first` on (by the second thread inside
+/// `withPrepared`, or by the loop for a group of its own: `SavePath.answerOwn`).
 struct PreparedSaves {
   let saves: UnsafeBufferPointer<FastSave?>
   let ranges: UnsafeBufferPointer<Range<Int>>
   let bodies: UnsafeRawBufferPointer
+  /// The batch's index of the first message held.
+  var first = 0
 
   /// The fast save prepared from message `index`, or nil.
-  func save(_ index: Int) -> FastSave? { saves[index] }
+  func save(_ index: Int) -> FastSave? { saves[index - first] }
 
   /// The body of message `index`'s save: its members, without `time`.
-  func body(_ index: Int) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bodies[ranges[index]]) }
+  func body(_ index: Int) -> UnsafeRawBufferPointer {
+    UnsafeRawBufferPointer(rebasing: bodies[ranges[index - first]])
+  }
 
   /// The user hashes (`BodyParts.userHash`) of the saves prepared from messages `range`, into `hashes`.
   func userHashes(_ range: Range<Int>, into hashes: inout [UInt32]) {
     hashes.removeAll(keepingCapacity: true)
-    for case let save? in saves[range] where save.parts.userEnd > 0 { hashes.append(save.parts.userHash) }
+    for case let save? in saves[(range.lowerBound - first)..<(range.upperBound - first)] where save.parts.userEnd > 0 {
+      hashes.append(save.parts.userHash)
+    }
   }
 }
 
@@ -105,14 +114,14 @@ private final class Slot: @unchecked Sendable {
     claims.store(UInt64(count) << 32, ordering: .relaxed)
   }
 
-  func claimForLoop(_ index: Int) -> Bool {
+  func claimForLoop(_ index: Int, upTo count: Int) -> Int {
     var current = claims.load(ordering: .relaxed)
     while true {
       let high = current >> 32
-      guard UInt64(index) < high else { return false }
-      let (done, found) = claims.compareExchange(
-        expected: current, desired: high << 32 | UInt64(index + 1), ordering: .relaxed)
-      if done { return true }
+      guard UInt64(index) < high else { return 0 }
+      let end = min(high, UInt64(index + count))
+      let (done, found) = claims.compareExchange(expected: current, desired: high << 32 | end, ordering: .relaxed)
+      if done { return Int(end) - index }
       current = found
     }
   }

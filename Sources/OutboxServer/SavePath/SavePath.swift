@@ -23,11 +23,13 @@ import OutboxTransport
 /// writes out the replies it holds, stores and answers the batch before (`answerPosted`), and goes
 /// back for the next read: the new batch waits as `posted` until the next batch comes, or the loop
 /// writes replies with no input waiting, or stops. Then the loop answers the messages the other
-/// thread has not taken yet itself, from the start, as `Server.handle(framed:)` always does, until
-/// it meets the part the thread took (`LinePreparer` keeps each message to one side), and stores and
-/// answers that part as prepared (or through the general path for what the thread could not
-/// prepare). So every store change, reply and journal record happens on the loop's thread, in the
-/// order of the input, exactly as with one thread.
+/// thread has not taken yet itself, from the start, until it meets the part the thread took
+/// (`LinePreparer` keeps each message to one side), and stores and answers that part as prepared
+/// (or through the general path for what the thread could not prepare). The loop takes its own
+/// messages a group at a time (`answerOwn`): it prepares the group as the thread would, reads the
+/// group's users ahead, then stores and answers each in order. So every store change, reply and
+/// journal record happens on the loop's thread, in the order of the input, exactly as with one
+/// thread.
 final class SavePath {
   /// False to send every line through the general path (for tests that compare the two).
   var isOn: Bool
@@ -41,6 +43,8 @@ final class SavePath {
   private var body: [UInt8] = []
   /// The user hashes of a prepared batch's saves, read ahead before they are stored (`warmUsers`).
   private var warmHashes: [UInt32] = []
+  /// The loop's own group of prepared saves (`answerOwn`).
+  private var own = OwnGroup()
   /// The last batch posted to the second thread, not yet answered.
   private var posted: PostedBatch?
   /// The second thread, made when the first batch comes (with `--threads 2`).
@@ -134,9 +138,11 @@ final class SavePath {
     guard let posted, let preparer else { return }
     self.posted = nil
     var start = 0
-    while preparer.claimForLoop(posted.number, start) {
-      posted.batch.withEntry(start) { server.handle(framed: $0) }
-      start += 1
+    while true {
+      let taken = preparer.claimForLoop(posted.number, start, upTo: Self.warmAhead)
+      guard taken > 0 else { break }
+      answerOwn(posted.batch, start..<start + taken, server)
+      start += taken
     }
     preparer.waitUntilFinished(posted.number)
     let service = server.service
@@ -152,7 +158,25 @@ final class SavePath {
           now = nil
         }
         let time = now ?? service.clock.now()
-        now = answerPrepared(posted.batch, index, prepared, now: time, server) ? time : nil
+        let stored = answerPrepared(posted.batch, index, prepared, now: time, server)
+        if stored { preparedSaves += 1 }
+        now = stored ? time : nil
+      }
+    }
+  }
+
+  /// A group of messages the loop took for itself: prepared as the second thread prepares its part,
+  /// their users read ahead together, then stored and answered in order. Storing one save after
+  /// another straight from its line waited on a cache miss in the user table for each.
+  private func answerOwn(_ batch: FramedBatch, _ range: Range<Int>, _ server: Server) {
+    own.prepare(batch, range, limits: limits, scratch: tape)
+    let service = server.service
+    own.withPrepared(first: range.lowerBound) { prepared in
+      warmUsers(prepared, range, service.store)
+      var now: Int64? = nil
+      for index in range {
+        let time = now ?? service.clock.now()
+        now = answerPrepared(batch, index, prepared, now: time, server) ? time : nil
       }
     }
   }
@@ -164,8 +188,9 @@ final class SavePath {
     store.items.warm(userHashes: warmHashes)
   }
 
-  /// A message the preparer took: stored from what it prepared, with `now` as its time; or, when it
-  /// prepared nothing, the server shut down or the store refuses, handled as any line (false).
+  /// A prepared message (by the second thread, or by the loop in `answerOwn`): stored from what was
+  /// prepared, with `now` as its time; or, when nothing was prepared, the server shut down or the
+  /// store refuses, handled as any line (false).
   private func answerPrepared(
     _ batch: FramedBatch, _ index: Int, _ prepared: PreparedSaves, now: Int64, _ server: Server
   ) -> Bool {
@@ -181,13 +206,49 @@ final class SavePath {
       trimBody()
       let start = body.count
       body.appendBytes(prepared.body(index))
-      if Self.commit(save, body: &body, from: start, now: now, server) {
-        preparedSaves += 1
-        return true
-      }
+      if Self.commit(save, body: &body, from: start, now: now, server) { return true }
     }
     batch.withEntry(index) { server.handle(framed: $0) }
     return false
+  }
+}
+
+/// The saves the loop prepares of a group of its own messages (`SavePath.answerOwn`): what a
+/// `LinePreparer` slot holds for the thread's part, for a few messages at a time.
+private struct OwnGroup {
+  private var saves: [FastSave?] = []
+  private var ranges: [Range<Int>] = []
+  private var bodies: [UInt8] = []
+
+  /// Prepares the fast saves of `batch`'s messages `range` (nil for any other message).
+  mutating func prepare(_ batch: FramedBatch, _ range: Range<Int>, limits: FastSave.Limits, scratch: TapeScratch) {
+    saves.removeAll(keepingCapacity: true)
+    ranges.removeAll(keepingCapacity: true)
+    bodies.removeAll(keepingCapacity: bodies.capacity <= 1 << 17)
+    for index in range {
+      guard case .line(let line) = batch.entries[index] else {
+        saves.append(nil)
+        ranges.append(0..<0)
+        continue
+      }
+      let start = bodies.count
+      let save = batch.bytes.withUnsafeBufferPointer {
+        FastSave.prepare(UnsafeBufferPointer(rebasing: $0[line]), limits: limits, scratch: scratch, into: &bodies)
+      }
+      if save == nil { bodies.removeSubrange(start...) }
+      saves.append(save)
+      ranges.append(save == nil ? 0..<0 : start..<bodies.count)
+    }
+  }
+
+  func withPrepared<R>(first: Int, _ body: (PreparedSaves) -> R) -> R {
+    saves.withUnsafeBufferPointer { saves in
+      ranges.withUnsafeBufferPointer { ranges in
+        bodies.withUnsafeBytes { bodies in
+          body(PreparedSaves(saves: saves, ranges: ranges, bodies: bodies, first: first))
+        }
+      }
+    }
   }
 }
 
