@@ -499,15 +499,28 @@ package final class Journal {
 
   /// From this many files in a pass, one `syncfs` flushes them all (`flush`).
   static let filesForSyncfs = 2
+  /// Above this much dirty page cache in the system, a pass flushes each file instead of the
+  /// filesystem: a `syncfs` would write out (and wait for) other programs' data too. The store's own
+  /// share is small by then: its segments are written out every `writeBackStep` and as they close.
+  static let syncfsDirtyLimit = 16 << 20
+
+  /// True when a pass of `files` files is one `syncfs`, given the system's dirty bytes (nil: unknown).
+  static func passUsesSyncfs(files: Int, dirtyBytes: Int?) -> Bool {
+    guard files >= filesForSyncfs, let dirtyBytes else { return false }
+    return dirtyBytes <= syncfsDirtyLimit
+  }
 
   /// Makes `files` and `directory`'s entries durable. From `filesForSyncfs` files, one `syncfs` of
-  /// their filesystem where it reports failures (Linux 5.8 or later): at full speed a pass takes
-  /// dozens of closed 4 MiB segments, and a flush each would be an fsync and a flush of the disk's
-  /// cache each. Else, or when the `syncfs` fails (the failure may be another file's on the same
-  /// filesystem), each file is flushed and then the directory: a failure then names its file.
+  /// their filesystem where it reports failures (Linux 5.8 or later), unless other programs hold
+  /// much unwritten data (`syncfsDirtyLimit`): at full speed a pass takes dozens of closed 4 MiB
+  /// segments, and a flush each would be an fsync and a flush of the disk's cache each. Else, or
+  /// when the `syncfs` fails (the failure may be another file's on the same filesystem), each file
+  /// is flushed and then the directory: a failure then names its file.
   static func flush(_ files: [(fd: Int32, path: String)], _ directory: String) throws(FileError) {
     // a failed syncfs is nil: each file's flush below says whether the failure was one of ours
-    if files.count >= filesForSyncfs, (try? FileIO.syncFilesystem(files[0].fd, path: directory)) == true { return }
+    let wholeFilesystem =
+      files.count >= filesForSyncfs && passUsesSyncfs(files: files.count, dirtyBytes: FileIO.systemDirtyBytes())
+    if wholeFilesystem, (try? FileIO.syncFilesystem(files[0].fd, path: directory)) == true { return }
     for file in files { try FileIO.sync(file.fd, path: file.path) }
     try FileIO.syncDirectory(directory)
   }

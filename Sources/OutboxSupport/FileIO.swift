@@ -118,7 +118,45 @@ package enum FileIO {
     #endif
   }
 
+  /// The dirty page cache the whole system holds (`Dirty` in `/proc/meminfo`): any program's written
+  /// data not yet on its way to disk, which a `syncfs` would write out too. Nil where it cannot be
+  /// read (not Linux, or no such line).
+  package static func systemDirtyBytes() -> Int? {
+    #if os(Linux)
+    return readSmallText("/proc/meminfo").flatMap { dirtyBytes(meminfo: $0) }
+    #else
+    return nil
+    #endif
+  }
+
+  /// The `Dirty:` figure of a `/proc/meminfo` text, in bytes (the file gives kB).
+  static func dirtyBytes(meminfo: String) -> Int? {
+    for line in meminfo.split(separator: "\n") where line.hasPrefix("Dirty:") {
+      let fields = line.split(separator: " ")
+      guard fields.count >= 2, let kB = Int(fields[1]), kB >= 0 else { return nil }
+      let (bytes, overflow) = kB.multipliedReportingOverflow(by: 1024)
+      return overflow ? nil : bytes
+    }
+    return nil
+  }
+
   #if os(Linux)
+  /// A small text file read whole (at most 64 KiB), or nil.
+  private static func readSmallText(_ path: String) -> String? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var bytes = [UInt8](repeating: 0, count: 1 << 16)
+    var count = 0
+    while count < bytes.count {
+      let got = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + count, $0.count - count) }
+      if got < 0 && errno == EINTR { continue }
+      guard got > 0 else { break }
+      count += got
+    }
+    return String(decoding: bytes[..<count], as: UTF8.self)
+  }
+
   /// glibc's `syncfs`, on kernels that report write-back failures through it.
   private static let syncfsCall =
     kernelReportsSyncfsFailures() ? glibcFunction("syncfs", as: (@convention(c) (Int32) -> Int32).self) : nil

@@ -57,8 +57,10 @@ FSYNC_SHIM = r"""
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -115,6 +117,37 @@ int syncfs(int fd) {
     const char *only = getenv("FAULT_SYNCFS_CONTROL");
     if (failing(fd, "syncfs ") || (only && access(only, F_OK) == 0)) { errno = EIO; return -1; }
     return real(fd);
+}
+
+/* With $FAULT_MEMINFO, opening /proc/meminfo opens that file instead: a test sets how much dirty
+   page cache the system seems to hold (the server uses syncfs only while it is little). */
+static const char *meminfo(const char *path) {
+    const char *fake = getenv("FAULT_MEMINFO");
+    return fake && strcmp(path, "/proc/meminfo") == 0 ? fake : path;
+}
+
+static mode_t mode_of(int flags, va_list args) {
+    return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? (mode_t)va_arg(args, int) : 0;
+}
+
+int open(const char *path, int flags, ...) {
+    static int (*real)(const char *, int, ...);
+    if (!real) real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
+    va_list args;
+    va_start(args, flags);
+    mode_t mode = mode_of(flags, args);
+    va_end(args);
+    return real(meminfo(path), flags, mode);
+}
+
+int open64(const char *path, int flags, ...) {
+    static int (*real)(const char *, int, ...);
+    if (!real) real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open64");
+    va_list args;
+    va_start(args, flags);
+    mode_t mode = mode_of(flags, args);
+    va_end(args);
+    return real(meminfo(path), flags, mode);
 }
 """
 

@@ -3,7 +3,9 @@ flushed together, in one background pass a second with the open segment and the 
 each one (and the directory again) as it closes. Where `syncfs` reports write-back failures (Linux
 5.8 or later), a pass with two files or more is one `syncfs` of the store's filesystem, so a stream
 that closes several segments a second still makes a few flush calls a second; a failed `syncfs`
-falls back to a flush of each file.
+falls back to a flush of each file, and so does a pass while the system holds much dirty page
+cache of other programs (a `syncfs` would write it out too). The shim sets that figure
+($FAULT_MEMINFO).
 
 The LD_PRELOAD shim (faults.py) records every fsync and syncfs call with its time and path. A
 stream of saves closes a segment about every quarter second for a few seconds; then every segment
@@ -69,11 +71,20 @@ def unflushed(segments: list[Path], calls: list[tuple[int, str]]) -> list[str]:
     return missing
 
 
-def stream(spawn, store: Path, tmp_path: Path, env: dict[str, str]) -> tuple[list[tuple[int, str]], float]:  # noqa: ANN001
-    """Runs the stream of saves with the shim logging; returns the store's flush calls and the seconds
-    the stream took."""
+def stream(
+    spawn, store: Path, tmp_path: Path, env: dict[str, str], dirty_kb: int = 0  # noqa: ANN001
+) -> tuple[list[tuple[int, str]], float]:
+    """Runs the stream of saves with the shim logging, the system seeming to hold `dirty_kb` of
+    dirty page cache; returns the store's flush calls and the seconds the stream took."""
     log = tmp_path / "fsync.log"
-    env = {"LD_PRELOAD": str(build_fsync_shim(tmp_path)), "FAULT_FSYNC_LOG": str(log), **env}
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text(f"MemTotal:       24576000 kB\nDirty:          {dirty_kb:>8} kB\nWriteback:             0 kB\n")
+    env = {
+        "LD_PRELOAD": str(build_fsync_shim(tmp_path)),
+        "FAULT_FSYNC_LOG": str(log),
+        "FAULT_MEMINFO": str(meminfo),
+        **env,
+    }
     outbox: Outbox = spawn(store, fsync="everysec", snapshot_interval=3600, env=env)
     started = time.monotonic()
     for round_ in range(ROUNDS):
@@ -109,6 +120,16 @@ def test_everysec_flushes_the_segments_closed_in_a_second_in_one_pass(spawn, sto
             f"{len(calls)} flush calls for {len(segments)} segments in {seconds:.1f} s (at most {2 * limit}): "
             + "; ".join(f"{len(group)} calls" for group in groups)
         )
+
+
+def test_with_much_unwritten_data_of_others_a_pass_flushes_each_file(spawn, store: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    """A syncfs would also write out (and wait for) every other program's dirty data on the
+    filesystem: while the system holds much of it, a pass flushes each of its files instead."""
+    calls, _ = stream(spawn, store, tmp_path, {}, dirty_kb=460_056)
+    segments = sorted(store.glob("segment.*"))
+    assert len(segments) >= ROUNDS - 1, f"only {len(segments)} segments"
+    assert [what for _, what in calls if what.startswith(SYNCFS)] == []
+    assert unflushed(segments, calls) == []
 
 
 def test_a_failed_syncfs_falls_back_to_a_flush_of_each_file(spawn, store: Path, tmp_path: Path) -> None:  # noqa: ANN001

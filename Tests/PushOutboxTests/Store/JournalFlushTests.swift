@@ -1,10 +1,12 @@
 import Testing
 
+@testable import OutboxStore
 @testable import OutboxSupport
 
-/// Which kernels the journal's pass trusts with one `syncfs` for many files: those that report a
-/// failed write-back through it (Linux 5.8 or later). The pass itself is exercised over the real
-/// binary (Tests/fault/test_fsync_cadence.py).
+/// When the journal's pass flushes many files with one `syncfs`: on kernels that report a failed
+/// write-back through it (Linux 5.8 or later), and only while the system holds little unwritten data
+/// of other programs, which a `syncfs` would write out too. The pass itself is exercised over the
+/// real binary (Tests/fault/test_fsync_cadence.py).
 @Suite struct JournalFlushTests {
   #if os(Linux)
   @Test(arguments: [
@@ -14,5 +16,34 @@ import Testing
   func syncfsIsTrustedFromLinux58(release: String, trusted: Bool) {
     #expect(FileIO.kernelReportsSyncfsFailures(release: release) == trusted)
   }
+
+  @Test func theSystemsDirtyBytesAreRead() {
+    #expect(FileIO.systemDirtyBytes() != nil)
+  }
   #endif
+
+  @Test(
+    arguments: [
+      ("MemTotal:       24576000 kB\nDirty:             36 kB\nWriteback:         0 kB\n", 36 * 1024),
+      ("Dirty:            460056 kB", 460_056 * 1024),
+      ("Dirty: 0 kB\n", 0),
+      ("MemTotal: 1 kB\nWriteback: 5 kB\n", nil),
+      ("Dirty: kB\n", nil),
+      ("Dirty: -4 kB\n", nil),
+      ("Dirty: 99999999999999999999 kB\n", nil),
+      ("Dirty: 9223372036854775807 kB\n", nil),
+      ("", nil),
+    ] as [(String, Int?)])
+  func dirtyBytesComeFromMeminfo(text: String, bytes: Int?) {
+    #expect(FileIO.dirtyBytes(meminfo: text) == bytes)
+  }
+
+  @Test(
+    arguments: [
+      (2, 0, true), (40, Journal.syncfsDirtyLimit, true), (2, Journal.syncfsDirtyLimit + 1, false),
+      (40, 460_056 * 1024, false), (1, 0, false), (2, nil, false),
+    ] as [(Int, Int?, Bool)])
+  func aPassUsesSyncfsForManyFilesWhileLittleElseIsUnwritten(files: Int, dirty: Int?, syncfs: Bool) {
+    #expect(Journal.passUsesSyncfs(files: files, dirtyBytes: dirty) == syncfs)
+  }
 }
