@@ -8,6 +8,7 @@
 No generated text contains `"error":{"code":`, so the reply counter can spot error replies.
 """
 import json
+import os
 import random
 
 EVENT_NAMES = ["session_start", "push_opened", "purchase", "level_up", "share", "view_item", "add_to_cart", "logout"]
@@ -90,6 +91,10 @@ def mixed_lines(count, seed=11):
 
 
 def write(path, lines):
+    """Writes the lines and flushes the file to disk: the kernel's write-back of a fresh input must
+    not land in (and be timed with) the runs that read it."""
     with open(path, "w", encoding="utf-8") as f:
         f.writelines(lines)
+        f.flush()
+        os.fsync(f.fileno())
     return path

@@ -45,6 +45,8 @@ def resp_file(input_path, out_path):
                 b"*3\r\n$5\r\nRPUSH\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n"
                 % (len(KEY), KEY, len(params), params)
             )
+        out.flush()
+        os.fsync(out.fileno())  # as inputs.write: its write-back is not timed with the runs
     return out_path
 
 
