@@ -130,25 +130,20 @@ static mode_t mode_of(int flags, va_list args) {
     return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? (mode_t)va_arg(args, int) : 0;
 }
 
-int open(const char *path, int flags, ...) {
-    static int (*real)(const char *, int, ...);
-    if (!real) real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
-    va_list args;
-    va_start(args, flags);
-    mode_t mode = mode_of(flags, args);
-    va_end(args);
-    return real(meminfo(path), flags, mode);
-}
+/* open and open64 alike (which one a caller reaches depends on its headers) */
+#define OPEN_WITH_MEMINFO(name)                                                    \
+    int name(const char *path, int flags, ...) {                                   \
+        static int (*real)(const char *, int, ...);                                \
+        if (!real) real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, #name); \
+        va_list args;                                                              \
+        va_start(args, flags);                                                     \
+        mode_t mode = mode_of(flags, args);                                        \
+        va_end(args);                                                              \
+        return real(meminfo(path), flags, mode);                                   \
+    }
 
-int open64(const char *path, int flags, ...) {
-    static int (*real)(const char *, int, ...);
-    if (!real) real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open64");
-    va_list args;
-    va_start(args, flags);
-    mode_t mode = mode_of(flags, args);
-    va_end(args);
-    return real(meminfo(path), flags, mode);
-}
+OPEN_WITH_MEMINFO(open)
+OPEN_WITH_MEMINFO(open64)
 """
 
 
