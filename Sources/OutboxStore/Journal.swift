@@ -504,9 +504,10 @@ package final class Journal {
   /// share is small by then: its segments are written out every `writeBackStep` and as they close.
   static let syncfsDirtyLimit = 16 << 20
 
-  /// True when a pass of `files` files is one `syncfs`, given the system's dirty bytes (nil: unknown).
-  static func passUsesSyncfs(files: Int, dirtyBytes: Int?) -> Bool {
-    guard files >= filesForSyncfs, let dirtyBytes else { return false }
+  /// True when a pass of `files` files is one `syncfs`, given the system's dirty bytes (nil: unknown;
+  /// read only for a pass of several files).
+  static func passUsesSyncfs(files: Int, dirtyBytes: @autoclosure () -> Int?) -> Bool {
+    guard files >= filesForSyncfs, let dirtyBytes = dirtyBytes() else { return false }
     return dirtyBytes <= syncfsDirtyLimit
   }
 
@@ -518,9 +519,11 @@ package final class Journal {
   /// is flushed and then the directory: a failure then names its file.
   static func flush(_ files: [(fd: Int32, path: String)], _ directory: String) throws(FileError) {
     // a failed syncfs is nil: each file's flush below says whether the failure was one of ours
-    let wholeFilesystem =
-      files.count >= filesForSyncfs && passUsesSyncfs(files: files.count, dirtyBytes: FileIO.systemDirtyBytes())
-    if wholeFilesystem, (try? FileIO.syncFilesystem(files[0].fd, path: directory)) == true { return }
+    if passUsesSyncfs(files: files.count, dirtyBytes: FileIO.systemDirtyBytes()),
+      (try? FileIO.syncFilesystem(files[0].fd, path: directory)) == true
+    {
+      return
+    }
     for file in files { try FileIO.sync(file.fd, path: file.path) }
     try FileIO.syncDirectory(directory)
   }

@@ -123,7 +123,8 @@ package enum FileIO {
   /// read (not Linux, or no such line).
   package static func systemDirtyBytes() -> Int? {
     #if os(Linux)
-    return readSmallText("/proc/meminfo").flatMap { dirtyBytes(meminfo: $0) }
+    guard case .some(.some(let bytes)) = try? read("/proc/meminfo", limit: 1 << 16) else { return nil }
+    return dirtyBytes(meminfo: String(decoding: bytes, as: UTF8.self))
     #else
     return nil
     #endif
@@ -141,22 +142,6 @@ package enum FileIO {
   }
 
   #if os(Linux)
-  /// A small text file read whole (at most 64 KiB), or nil.
-  private static func readSmallText(_ path: String) -> String? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var bytes = [UInt8](repeating: 0, count: 1 << 16)
-    var count = 0
-    while count < bytes.count {
-      let got = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + count, $0.count - count) }
-      if got < 0 && errno == EINTR { continue }
-      guard got > 0 else { break }
-      count += got
-    }
-    return String(decoding: bytes[..<count], as: UTF8.self)
-  }
-
   /// glibc's `syncfs`, on kernels that report write-back failures through it.
   private static let syncfsCall =
     kernelReportsSyncfsFailures() ? glibcFunction("syncfs", as: (@convention(c) (Int32) -> Int32).self) : nil

@@ -59,11 +59,7 @@ final class LinePreparer {
   /// no reference counted per message); after `waitUntilFinished(number)`.
   func withPrepared<R>(_ number: UInt64, _ body: (PreparedSaves) -> R) -> R {
     let slot = worker.slot(number)
-    return slot.saves.withUnsafeBufferPointer { saves in
-      slot.ranges.withUnsafeBufferPointer { ranges in
-        slot.bodies.withUnsafeBytes { bodies in body(PreparedSaves(saves: saves, ranges: ranges, bodies: bodies)) }
-      }
-    }
+    return PreparedSaves.over(slot.saves, slot.ranges, slot.bodies, body)
   }
 }
 
@@ -82,6 +78,20 @@ struct PreparedSaves {
   /// The body of message `index`'s save: its members, without `time`.
   func body(_ index: Int) -> UnsafeRawBufferPointer {
     UnsafeRawBufferPointer(rebasing: bodies[ranges[index - first]])
+  }
+
+  /// Calls `body` with these arrays seen as the saves prepared from messages `first...` (read in
+  /// place: no copy, and no reference counted per message).
+  static func over<R>(
+    _ saves: [FastSave?], _ ranges: [Range<Int>], _ bodies: [UInt8], first: Int = 0, _ body: (PreparedSaves) -> R
+  ) -> R {
+    saves.withUnsafeBufferPointer { saves in
+      ranges.withUnsafeBufferPointer { ranges in
+        bodies.withUnsafeBytes { bodies in
+          body(PreparedSaves(saves: saves, ranges: ranges, bodies: bodies, first: first))
+        }
+      }
+    }
   }
 
   /// The user hashes (`BodyParts.userHash`) of the saves prepared from messages `range`, into `hashes`.
@@ -148,17 +158,11 @@ private final class Slot: @unchecked Sendable {
   /// The thread's part: prepares every message it can take.
   func work(limits: FastSave.Limits, scratch: TapeScratch) {
     while let index = claimForThread() {
-      guard case .line(let range) = batch.entries[index] else { continue }
-      let start = bodies.count
-      let save = batch.bytes.withUnsafeBufferPointer {
-        FastSave.prepare(UnsafeBufferPointer(rebasing: $0[range]), limits: limits, scratch: scratch, into: &bodies)
-      }
-      guard let save else {
-        bodies.removeSubrange(start...)
+      guard let prepared = FastSave.prepare(batch, index, limits: limits, scratch: scratch, into: &bodies) else {
         continue
       }
-      saves[index] = save
-      ranges[index] = start..<bodies.count
+      saves[index] = prepared.save
+      ranges[index] = prepared.body
     }
     batch = FramedBatch()  // the loop's batch is uniquely referenced again once it is done with it
   }
@@ -280,5 +284,24 @@ private final class Worker: @unchecked Sendable {
       sleeping.store(false, ordering: .sequentiallyConsistent)
       sleepAt = 0
     }
+  }
+}
+
+extension FastSave {
+  /// Prepares message `index` of `batch` into `bodies`: the save, with where its body lies there; nil
+  /// (and `bodies` as it was) for any other message.
+  static func prepare(
+    _ batch: FramedBatch, _ index: Int, limits: Limits, scratch: TapeScratch, into bodies: inout [UInt8]
+  ) -> (save: FastSave, body: Range<Int>)? {
+    guard case .line(let line) = batch.entries[index] else { return nil }
+    let start = bodies.count
+    let save = batch.bytes.withUnsafeBufferPointer {
+      prepare(UnsafeBufferPointer(rebasing: $0[line]), limits: limits, scratch: scratch, into: &bodies)
+    }
+    guard let save else {
+      bodies.removeSubrange(start...)
+      return nil
+    }
+    return (save, start..<bodies.count)
   }
 }

@@ -145,23 +145,8 @@ final class SavePath {
       start += taken
     }
     preparer.waitUntilFinished(posted.number)
-    let service = server.service
     preparer.withPrepared(posted.number) { prepared in
-      let end = posted.batch.entries.count
-      warmUsers(prepared, start..<min(end, start + Self.warmAhead), service.store)
-      // One capture time for a group's saves, read as its storing starts, and again after any
-      // message that went another way (the clock is read about once per group, not per save).
-      var now: Int64? = nil
-      for index in start..<end {
-        if (index - start) % Self.warmAhead == 0 {  // the group after this one: its reads land while this one is stored
-          warmUsers(prepared, min(end, index + Self.warmAhead)..<min(end, index + 2 * Self.warmAhead), service.store)
-          now = nil
-        }
-        let time = now ?? service.clock.now()
-        let stored = answerPrepared(posted.batch, index, prepared, now: time, server)
-        if stored { preparedSaves += 1 }
-        now = stored ? time : nil
-      }
+      preparedSaves += answerPrepared(posted.batch, start..<posted.batch.entries.count, prepared, server)
     }
   }
 
@@ -170,15 +155,32 @@ final class SavePath {
   /// another straight from its line waited on a cache miss in the user table for each.
   private func answerOwn(_ batch: FramedBatch, _ range: Range<Int>, _ server: Server) {
     own.prepare(batch, range, limits: limits, scratch: tape)
-    let service = server.service
-    own.withPrepared(first: range.lowerBound) { prepared in
-      warmUsers(prepared, range, service.store)
-      var now: Int64? = nil
-      for index in range {
-        let time = now ?? service.clock.now()
-        now = answerPrepared(batch, index, prepared, now: time, server) ? time : nil
+    _ = own.withPrepared(first: range.lowerBound) { answerPrepared(batch, range, $0, server) }
+  }
+
+  /// Stores and answers the prepared messages `range` in order, a group of `warmAhead` at a time
+  /// with the next group's users read ahead while this one is stored; returns how many were stored
+  /// as prepared.
+  private func answerPrepared(
+    _ batch: FramedBatch, _ range: Range<Int>, _ prepared: PreparedSaves, _ server: Server
+  ) -> Int {
+    let (start, end, store, clock) = (range.lowerBound, range.upperBound, server.service.store, server.service.clock)
+    warmUsers(prepared, start..<min(end, start + Self.warmAhead), store)
+    // One capture time for a group's saves, read as its storing starts, and again after any
+    // message that went another way (the clock is read about once per group, not per save).
+    var now: Int64? = nil
+    var stored = 0
+    for index in range {
+      if (index - start) % Self.warmAhead == 0 {  // the group after this one: its reads land while this one is stored
+        warmUsers(prepared, min(end, index + Self.warmAhead)..<min(end, index + 2 * Self.warmAhead), store)
+        now = nil
       }
+      let time = now ?? clock.now()
+      let saved = answerPrepared(batch, index, prepared, now: time, server)
+      if saved { stored += 1 }
+      now = saved ? time : nil
     }
+    return stored
   }
 
   /// Reads ahead, all at once, what storing the prepared saves `range` will read in the user table.
@@ -226,29 +228,14 @@ private struct OwnGroup {
     ranges.removeAll(keepingCapacity: true)
     bodies.removeAll(keepingCapacity: bodies.capacity <= 1 << 17)
     for index in range {
-      guard case .line(let line) = batch.entries[index] else {
-        saves.append(nil)
-        ranges.append(0..<0)
-        continue
-      }
-      let start = bodies.count
-      let save = batch.bytes.withUnsafeBufferPointer {
-        FastSave.prepare(UnsafeBufferPointer(rebasing: $0[line]), limits: limits, scratch: scratch, into: &bodies)
-      }
-      if save == nil { bodies.removeSubrange(start...) }
-      saves.append(save)
-      ranges.append(save == nil ? 0..<0 : start..<bodies.count)
+      let prepared = FastSave.prepare(batch, index, limits: limits, scratch: scratch, into: &bodies)
+      saves.append(prepared?.save)
+      ranges.append(prepared?.body ?? 0..<0)
     }
   }
 
   func withPrepared<R>(first: Int, _ body: (PreparedSaves) -> R) -> R {
-    saves.withUnsafeBufferPointer { saves in
-      ranges.withUnsafeBufferPointer { ranges in
-        bodies.withUnsafeBytes { bodies in
-          body(PreparedSaves(saves: saves, ranges: ranges, bodies: bodies, first: first))
-        }
-      }
-    }
+    PreparedSaves.over(saves, ranges, bodies, first: first, body)
   }
 }
 
